@@ -1,0 +1,488 @@
+/*
+ * nvfp4.h -- the one public header of libnvfp4.
+ *
+ * NVFP4 linear layers that are fast and bit-exact: ComfyUI's bytes (packing,
+ * tiled scales, safetensors checkpoints), ComfyUI's quantizer reproduced bit
+ * for bit, C models of how tensor cores add (the accumulation oracle), a
+ * multi-threaded CPU backend and an H200 (sm_90a) backend that implement the
+ * same contract (docs/CONTRACT.md).
+ *
+ * Conventions
+ *  - Every function that can fail returns an nvfp4_status.  On failure a
+ *    one-line message is kept per thread: nvfp4_last_error().
+ *  - Library code never prints, exits or aborts.
+ *  - Sizes and indices are int64_t; byte counts are size_t.
+ *  - "nthreads" arguments: 0 means one thread per online core.
+ */
+#ifndef NVFP4_H
+#define NVFP4_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NVFP4_VERSION_MAJOR 0
+#define NVFP4_VERSION_MINOR 1
+#define NVFP4_VERSION_PATCH 0
+#define NVFP4_BLOCK 16 /* elements per E4M3 block scale */
+
+/*-**************************************************************************
+ *  Status codes
+ ****************************************************************************/
+typedef enum nvfp4_status {
+    NVFP4_OK = 0,
+    NVFP4_ERR_INVALID_ARGUMENT = 1, /* a caller's argument is out of contract */
+    NVFP4_ERR_OUT_OF_MEMORY = 2,
+    NVFP4_ERR_IO = 3,               /* open/read/write/rename failed */
+    NVFP4_ERR_MALFORMED = 4,        /* a file's bytes break its format */
+    NVFP4_ERR_NOT_FOUND = 5,        /* a named tensor or layer is absent */
+    NVFP4_ERR_UNSUPPORTED = 6,      /* valid, but not handled (dtype, rank) */
+    NVFP4_ERR_NO_DEVICE = 7,        /* no usable CUDA device, or built without CUDA */
+    NVFP4_ERR_CUDA = 8,             /* a CUDA runtime call failed */
+    NVFP4_ERR_INTERNAL = 9
+} nvfp4_status;
+
+/*! nvfp4_status_str() :
+ *  @return a static, human-readable name for a status code. */
+const char *nvfp4_status_str(nvfp4_status status);
+
+/*! nvfp4_last_error() :
+ *  @return the message of the last failure on the calling thread ("" if none).
+ *  Valid until the next failing call on the same thread. */
+const char *nvfp4_last_error(void);
+
+/*! nvfp4_clear_error() : forget the calling thread's last message. */
+void nvfp4_clear_error(void);
+
+/*! nvfp4_default_threads() : @return the number of online cores (>= 1). */
+int nvfp4_default_threads(void);
+
+/*-**************************************************************************
+ *  Scalar formats (src/formats)
+ *  E2M1: 4-bit code s.e1e0.m, values 0 .5 1 1.5 2 3 4 6 and negatives
+ *        (code 8 is -0).  No Inf, no NaN.
+ *  E4M3 ("fn"): bias 7, max 448, S.1111.111 is NaN, no Inf.
+ ****************************************************************************/
+
+/*! nvfp4_e2m1_to_f32() : @return the value of the low 4 bits of code. */
+float nvfp4_e2m1_to_f32(uint8_t code);
+
+/*! nvfp4_e2m1_from_f32() :
+ *  Round to nearest, ties to even mantissa, saturating to +-6; the sign is
+ *  kept (so -0.1 -> code 8, "-0").  NaN -> code 0x7 with the NaN's sign
+ *  (what comfy-kitchen's clamp-then-round produces; see docs/FORMATS.md).
+ *  @return a code in 0..15. */
+uint8_t nvfp4_e2m1_from_f32(float v);
+
+/*! nvfp4_e4m3_to_f32() : @return the value of an E4M3 byte (NaN for 0x7F/0xFF). */
+float nvfp4_e4m3_to_f32(uint8_t byte);
+
+/*! nvfp4_e4m3_from_f32() :
+ *  PyTorch's float -> float8_e4m3fn cast: round to nearest even, tiny values
+ *  to subnormals or zero (sign kept), |v| >= 480 and NaN -> NaN (0x7F with
+ *  the sign); no saturation (callers clamp to 448 first, as ComfyUI does).
+ *  @return the E4M3 byte. */
+uint8_t nvfp4_e4m3_from_f32(float v);
+
+/*! 16-bit float conversions.  *_from_f32 round to nearest even; NaN stays a
+ *  quiet NaN of the same sign. */
+float    nvfp4_bf16_to_f32(uint16_t bits);
+uint16_t nvfp4_bf16_from_f32(float v);
+float    nvfp4_f16_to_f32(uint16_t bits);
+uint16_t nvfp4_f16_from_f32(float v);
+
+/*! Bit casts (no rounding). */
+uint32_t nvfp4_f32_bits(float v);
+float    nvfp4_f32_from_bits(uint32_t bits);
+
+/*-**************************************************************************
+ *  Element types (shared by the quantizer and the safetensors I/O)
+ ****************************************************************************/
+typedef enum nvfp4_dtype {
+    NVFP4_DTYPE_INVALID = 0,
+    NVFP4_DTYPE_BOOL,
+    NVFP4_DTYPE_U8,
+    NVFP4_DTYPE_I8,
+    NVFP4_DTYPE_U16,
+    NVFP4_DTYPE_I16,
+    NVFP4_DTYPE_U32,
+    NVFP4_DTYPE_I32,
+    NVFP4_DTYPE_U64,
+    NVFP4_DTYPE_I64,
+    NVFP4_DTYPE_F8_E4M3,
+    NVFP4_DTYPE_F8_E5M2,
+    NVFP4_DTYPE_BF16,
+    NVFP4_DTYPE_F16,
+    NVFP4_DTYPE_F32,
+    NVFP4_DTYPE_F64,
+    NVFP4_DTYPE_COUNT_
+} nvfp4_dtype;
+
+/*! nvfp4_dtype_size() : @return bytes per element (0 for INVALID). */
+size_t nvfp4_dtype_size(nvfp4_dtype dtype);
+/*! nvfp4_dtype_name() : @return the safetensors spelling ("BF16", "F8_E4M3", ...). */
+const char *nvfp4_dtype_name(nvfp4_dtype dtype);
+/*! nvfp4_dtype_from_name() : @return the dtype, or NVFP4_DTYPE_INVALID. */
+nvfp4_dtype nvfp4_dtype_from_name(const char *name);
+
+/*-**************************************************************************
+ *  NVFP4 tensors (src/formats/tensor.c)
+ *
+ *  rows x cols logical elements, cols % 16 == 0.  value(r, c) =
+ *  e2m1(code(r,c)) * e4m3(scale(r, c/16)) * per_tensor_scale.
+ *  Packing: two codes per byte.  ComfyUI writes element 2i in the HIGH
+ *  nibble ("hi first"); PTX/CUTLASS read element 2i from the LOW nibble.
+ *  Scales: either the cuBLAS 128x4 tiled layout (ComfyUI's; rows padded to
+ *  128, block columns to 4, padding zero) or plain row-major rows x cols/16.
+ ****************************************************************************/
+typedef enum nvfp4_nibble_order {
+    NVFP4_HI_FIRST = 0, /* ComfyUI checkpoints */
+    NVFP4_LO_FIRST = 1  /* PTX / CUTLASS / cuBLAS */
+} nvfp4_nibble_order;
+
+typedef enum nvfp4_scale_layout {
+    NVFP4_SCALES_TILED = 0,    /* cuBLAS 128x4 tiles, ComfyUI checkpoints */
+    NVFP4_SCALES_ROW_MAJOR = 1 /* rows x cols/16, no padding */
+} nvfp4_scale_layout;
+
+typedef struct nvfp4_tensor {
+    int64_t rows;
+    int64_t cols;              /* multiple of 16 */
+    uint8_t *codes;            /* rows * cols / 2 bytes */
+    uint8_t *scales;           /* nvfp4_scales_bytes(rows, cols, scale_layout) bytes */
+    float per_tensor_scale;    /* ComfyUI's "scale_2" */
+    nvfp4_nibble_order nibble_order;
+    nvfp4_scale_layout scale_layout;
+} nvfp4_tensor;
+
+/*! nvfp4_scales_bytes() : @return bytes of the scale array in that layout. */
+size_t nvfp4_scales_bytes(int64_t rows, int64_t cols, nvfp4_scale_layout layout);
+
+/*! nvfp4_tiled_scale_offset() :
+ *  @return the byte offset of the scale of row r, block column cb in the
+ *  128x4 tiled layout of a tensor with `cols` columns. */
+size_t nvfp4_tiled_scale_offset(int64_t r, int64_t cb, int64_t cols);
+
+/*! nvfp4_tensor_alloc() :
+ *  Allocate zeroed codes and scales for rows x cols (cols % 16 == 0),
+ *  per_tensor_scale = 1.  Free with nvfp4_tensor_free(). */
+nvfp4_status nvfp4_tensor_alloc(nvfp4_tensor *t, int64_t rows, int64_t cols,
+                                nvfp4_nibble_order order, nvfp4_scale_layout layout);
+
+/*! nvfp4_tensor_free() : release codes and scales; t is zeroed.  NULL-safe. */
+void nvfp4_tensor_free(nvfp4_tensor *t);
+
+/*! nvfp4_tensor_code() : @return the E2M1 code (0..15) of element (r, c). */
+uint8_t nvfp4_tensor_code(const nvfp4_tensor *t, int64_t r, int64_t c);
+
+/*! nvfp4_tensor_scale() : @return the E4M3 byte of row r, block column cb. */
+uint8_t nvfp4_tensor_scale(const nvfp4_tensor *t, int64_t r, int64_t cb);
+
+/*! nvfp4_tensor_convert() :
+ *  Allocate *dst as a copy of src in another nibble order and/or scale
+ *  layout (padding written as zero).  @return NVFP4_OK or an error. */
+nvfp4_status nvfp4_tensor_convert(nvfp4_tensor *dst, const nvfp4_tensor *src,
+                                  nvfp4_nibble_order order, nvfp4_scale_layout layout);
+
+/*! nvfp4_swap_nibbles() : swap the two nibbles of every byte (dst may equal src). */
+void nvfp4_swap_nibbles(uint8_t *dst, const uint8_t *src, size_t nbytes);
+
+/*! nvfp4_scales_tile() / nvfp4_scales_untile() :
+ *  Row-major (rows x cols/16) <-> 128x4 tiled.  The tiled buffer holds
+ *  nvfp4_scales_bytes(rows, cols, NVFP4_SCALES_TILED) bytes; tiling zeroes
+ *  its padding. */
+void nvfp4_scales_tile(uint8_t *tiled, const uint8_t *row_major, int64_t rows, int64_t cols);
+void nvfp4_scales_untile(uint8_t *row_major, const uint8_t *tiled, int64_t rows, int64_t cols);
+
+/*-**************************************************************************
+ *  Quantizer (src/quant): comfy-kitchen's quantize_nvfp4, bit for bit.
+ *
+ *  Per block of 16 (all FP32, round to nearest even):
+ *    amax = max |x| (in x's dtype, widened)
+ *    s    = min((amax / 6) / per_tensor_scale, 448);  s8 = e4m3(s)  (stored)
+ *    t    = per_tensor_scale * float(s8); t == 0 -> the block's codes are +0
+ *    code = e2m1(clamp(x / t, -6, 6))                      (variant EAGER)
+ *    code = e2m1(clamp(x * min(1 / (float(s8) * pts), FLT_MAX), -6, 6)) (CUDA)
+ *  per_tensor_scale, when computed: FP32(amax(|x|) / 2688) over the tensor.
+ *  cols not a multiple of 16 (and rows not a multiple of 16): the input is
+ *  zero-padded to multiples of 16 first, as ComfyUI's layout does
+ *  (TensorCoreNVFP4Layout.get_padded_shape); the result has the padded shape.
+ ****************************************************************************/
+typedef enum nvfp4_variant {
+    NVFP4_VARIANT_EAGER = 0, /* comfy-kitchen eager: divide by the block's scale */
+    NVFP4_VARIANT_CUDA = 1   /* comfy-kitchen CUDA: multiply by its reciprocal */
+} nvfp4_variant;
+
+/*! nvfp4_per_tensor_scale() :
+ *  ComfyUI's per-tensor scale of rows x cols elements of dtype (BF16, F16
+ *  or F32): FP32(amax|x| / (448 * 6)); NaNs are skipped by the amax.
+ *  @return NVFP4_OK with *out set, or an error. */
+nvfp4_status nvfp4_per_tensor_scale(float *out, const void *x, nvfp4_dtype dtype,
+                                    int64_t rows, int64_t cols);
+
+/*! nvfp4_quantize() :
+ *  Quantize a row-major rows x cols matrix of dtype (BF16, F16 or F32) into
+ *  *out (allocated here, hi-first, tiled scales, padded shape).
+ *  per_tensor_scale: NULL to compute it as nvfp4_per_tensor_scale() does.
+ *  Multi-threaded over rows (nthreads, 0 = all cores).
+ *  @return NVFP4_OK or an error (out is left zeroed on error). */
+nvfp4_status nvfp4_quantize(nvfp4_tensor *out, const void *x, nvfp4_dtype dtype,
+                            int64_t rows, int64_t cols, const float *per_tensor_scale,
+                            nvfp4_variant variant, int nthreads);
+
+/*! nvfp4_quantize_ref() : the same contract, written plainly, one thread.
+ *  Reference for tests; slow. */
+nvfp4_status nvfp4_quantize_ref(nvfp4_tensor *out, const void *x, nvfp4_dtype dtype,
+                                int64_t rows, int64_t cols, const float *per_tensor_scale,
+                                nvfp4_variant variant);
+
+/*! nvfp4_dequantize() :
+ *  out[r * cols + c] = FP32(FP32(e2m1 * e4m3) * per_tensor_scale), the exact
+ *  product of code and block scale, then one rounding for the per-tensor
+ *  scale.  out holds t->rows * t->cols floats.  @return NVFP4_OK or error. */
+nvfp4_status nvfp4_dequantize(float *out, const nvfp4_tensor *t, int nthreads);
+
+/*-**************************************************************************
+ *  Accumulation models (src/oracle): how the hardware adds.  docs/CONTRACT.md
+ *
+ *  SM90  : Hopper wgmma / mma.sync k16 step, FP16|BF16 operands, FP32 acc:
+ *          16 exact products + acc aligned to the largest term exponent E,
+ *          each truncated to a multiple of 2^(E-25), summed exactly, the sum
+ *          truncated to FP32.  Measured on the H200 (tests/gpu/).
+ *  EXACT : the exact dot product rounded once to FP32 (RNE).
+ *  SM120 : RTX Blackwell / GB10 block-scaled k64 step (4 NVFP4 blocks),
+ *          as published (MMA-Sim, arXiv 2511.10909); modelled, not measured.
+ ****************************************************************************/
+typedef enum nvfp4_model {
+    NVFP4_MODEL_SM90 = 0,
+    NVFP4_MODEL_EXACT = 1,
+    NVFP4_MODEL_SM120 = 2
+} nvfp4_model;
+
+/*! nvfp4_model_name() : "sm90", "exact", "sm120".
+ *  nvfp4_model_from_name() : @return NVFP4_OK and *out, or INVALID_ARGUMENT. */
+const char *nvfp4_model_name(nvfp4_model model);
+nvfp4_status nvfp4_model_from_name(nvfp4_model *out, const char *name);
+
+typedef enum nvfp4_operand {
+    NVFP4_OPERAND_F16 = 0,
+    NVFP4_OPERAND_BF16 = 1
+} nvfp4_operand;
+
+/*! nvfp4_sm90_step() :
+ *  One Hopper k16 tensor-core step d = c + sum_i a[i] * b[i] with 16-bit
+ *  operands of type `type` (bit patterns) and an FP32 accumulator c.
+ *  @return d, bit for bit what wgmma / mma.sync m16n8k16 return. */
+float nvfp4_sm90_step(float c, const uint16_t a[16], const uint16_t b[16], nvfp4_operand type);
+
+/*! nvfp4_sm90_dot() :
+ *  Chain of sm90 steps over k (k % 16 == 0), acc starting at `c`, in
+ *  increasing k.  @return the final accumulator. */
+float nvfp4_sm90_dot(float c, const uint16_t *a, const uint16_t *b, int64_t k, nvfp4_operand type);
+
+/*! nvfp4_exact_dot() :
+ *  c + sum a[i] * b[i] computed exactly (integer arithmetic), rounded once
+ *  to FP32 (RNE).  NaN/Inf follow IEEE.  @return the rounded sum. */
+float nvfp4_exact_dot(float c, const uint16_t *a, const uint16_t *b, int64_t k, nvfp4_operand type);
+
+/*! nvfp4_sm120_step() :
+ *  One GB10 block-scaled k64 step on four NVFP4 blocks of each operand:
+ *  a_codes / b_codes hold 64 E2M1 codes (one per byte, 0..15), a_scales /
+ *  b_scales the 4 E4M3 block scales.  @return the new FP32 accumulator. */
+float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scales[4],
+                       const uint8_t b_codes[64], const uint8_t b_scales[4]);
+
+/*-**************************************************************************
+ *  NVFP4 GEMM (the contract of docs/CONTRACT.md)
+ *
+ *  A: M x K activations, B: N x K weights, both NVFP4 (any nibble order and
+ *  scale layout).  a'(m,k) = e2m1 * |e4m3| (exact in 16 bits; per-tensor
+ *  scales left out); acc = 0; one model step per 16-block (SM90, EXACT over
+ *  the whole row) or per 64-block group (SM120) in increasing k.
+ *    raw[m*N+n] = acc                                   (FP32)
+ *    alpha      = FP32_RNE(A.per_tensor_scale * B.per_tensor_scale)
+ *    out[m*N+n] = BF16_RNE(FP32_RNE(alpha * acc) [+ bias[n] in FP32 RNE])
+ *  No K split: a row's result never depends on M or on the other rows.
+ ****************************************************************************/
+typedef struct nvfp4_gemm_args {
+    const nvfp4_tensor *a;  /* M x K */
+    const nvfp4_tensor *b;  /* N x K */
+    const float *bias;      /* optional: N values (BF16 biases widened exactly) */
+    float *raw;             /* optional: M x N FP32 accumulators */
+    uint16_t *out;          /* optional: M x N BF16 epilogue outputs */
+    nvfp4_model model;
+    int nthreads;           /* CPU backend: 0 = all cores */
+} nvfp4_gemm_args;
+
+/*! nvfp4_gemm_alpha() : @return FP32_RNE(scale_2_a * scale_2_b). */
+float nvfp4_gemm_alpha(float scale_2_a, float scale_2_b);
+
+/*! nvfp4_epilogue() : @return BF16_RNE(FP32_RNE(alpha * acc) [+ *bias]). bias may be NULL. */
+uint16_t nvfp4_epilogue(float acc, float alpha, const float *bias);
+
+/*! nvfp4_gemm_ref() : the contract written plainly, one thread, through the
+ *  model functions above.  The oracle.  @return NVFP4_OK or an error. */
+nvfp4_status nvfp4_gemm_ref(const nvfp4_gemm_args *args);
+
+/*! nvfp4_gemm_cpu() : the fast CPU backend: pthreads, AVX-512 / AVX2 paths
+ *  chosen at run time, portable C otherwise; bit-identical to
+ *  nvfp4_gemm_ref() for every model.  @return NVFP4_OK or an error. */
+nvfp4_status nvfp4_gemm_cpu(const nvfp4_gemm_args *args);
+
+/*! nvfp4_cpu_simd_name() : @return the SIMD path nvfp4_gemm_cpu() uses here
+ *  ("avx512", "avx2" or "portable"). */
+const char *nvfp4_cpu_simd_name(void);
+
+/*! nvfp4_cpu_force_simd() : testing hook: force a path by name ("portable",
+ *  "avx2", "avx512") or NULL for automatic.  @return NVFP4_UNSUPPORTED if
+ *  the CPU lacks it. */
+nvfp4_status nvfp4_cpu_force_simd(const char *name);
+
+/*-**************************************************************************
+ *  CUDA backend (src/cuda; sm_90a).  Device pointers, caller's stream.
+ *  Built only when nvcc is found; otherwise these return NVFP4_ERR_NO_DEVICE.
+ ****************************************************************************/
+
+/*! nvfp4_cuda_available() : @return 1 if a CUDA device of compute capability
+ *  9.0 is usable by this build, else 0 (never fails). */
+int nvfp4_cuda_available(void);
+
+/*! nvfp4_cuda_device_name() : writes the device name and "SMxy" into the
+ *  buffers (may be NULL).  @return NVFP4_OK or NVFP4_ERR_NO_DEVICE. */
+nvfp4_status nvfp4_cuda_device_name(char *name, size_t name_len, char *cc, size_t cc_len);
+
+/*! An NVFP4 operand in device memory, as a ComfyUI checkpoint stores it:
+ *  codes hi-first (rows x cols/2 bytes), scales in the 128x4 tiled layout,
+ *  per_tensor_scale a pointer to one device float (read on the device). */
+typedef struct nvfp4_cuda_operand {
+    const uint8_t *codes;
+    const uint8_t *scales;
+    const float *per_tensor_scale;
+    int64_t rows;
+    int64_t cols;
+} nvfp4_cuda_operand;
+
+typedef struct nvfp4_cuda_gemm_args {
+    nvfp4_cuda_operand a; /* M x K activations */
+    nvfp4_cuda_operand b; /* N x K weights */
+    const float *bias;    /* optional device pointer, N floats */
+    float *raw;           /* optional device M x N FP32 */
+    uint16_t *out;        /* optional device M x N BF16 */
+    void *stream;         /* cudaStream_t; NULL = default stream */
+    void *workspace;      /* device scratch, nvfp4_cuda_gemm_workspace() bytes */
+    size_t workspace_bytes;
+} nvfp4_cuda_gemm_args;
+
+/*! nvfp4_cuda_gemm_workspace() : @return device scratch bytes a GEMM of this
+ *  shape needs (the dequantized 16-bit activations, for instance). */
+size_t nvfp4_cuda_gemm_workspace(int64_t m, int64_t n, int64_t k);
+
+/*! nvfp4_gemm_cuda() : the H200 kernel.  Same results as nvfp4_gemm_ref()
+ *  with NVFP4_MODEL_SM90, bit for bit.  Asynchronous on args->stream.
+ *  @return NVFP4_OK or an error (launch errors are reported). */
+nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args);
+
+/*-**************************************************************************
+ *  safetensors (src/io): mmap'ed reader, atomic writer.
+ ****************************************************************************/
+#define NVFP4_ST_MAX_DIMS 8
+
+typedef struct nvfp4_st_tensor {
+    const char *name;
+    nvfp4_dtype dtype;
+    int ndim;
+    int64_t shape[NVFP4_ST_MAX_DIMS];
+    const void *data; /* points into the mapping; valid until close */
+    size_t nbytes;
+} nvfp4_st_tensor;
+
+typedef struct nvfp4_st_file nvfp4_st_file;
+
+/*! nvfp4_st_open() :
+ *  Map and validate a safetensors file: header length, JSON, dtypes,
+ *  shapes x dtype == byte ranges, ranges inside the data and not
+ *  overlapping, unique names, sane sizes.  Errors name the file and tensor.
+ *  @return NVFP4_OK with *out set, or an error (*out NULL). */
+nvfp4_status nvfp4_st_open(nvfp4_st_file **out, const char *path);
+
+/*! nvfp4_st_open_memory() : the same over a caller's buffer (kept, not
+ *  copied; it must outlive the handle).  `label` names it in errors. */
+nvfp4_status nvfp4_st_open_memory(nvfp4_st_file **out, const void *bytes, size_t nbytes,
+                                  const char *label);
+
+/*! nvfp4_st_close() : unmap and free.  NULL-safe. */
+void nvfp4_st_close(nvfp4_st_file *f);
+
+/*! nvfp4_st_count() : @return number of tensors (in file order of offsets). */
+size_t nvfp4_st_count(const nvfp4_st_file *f);
+
+/*! nvfp4_st_get() : @return the i-th tensor (i < count). */
+const nvfp4_st_tensor *nvfp4_st_get(const nvfp4_st_file *f, size_t i);
+
+/*! nvfp4_st_find() : @return the tensor named `name`, or NULL. */
+const nvfp4_st_tensor *nvfp4_st_find(const nvfp4_st_file *f, const char *name);
+
+/*! nvfp4_st_metadata_count() / nvfp4_st_metadata() :
+ *  the "__metadata__" string map, in file order. */
+size_t nvfp4_st_metadata_count(const nvfp4_st_file *f);
+void nvfp4_st_metadata(const nvfp4_st_file *f, size_t i, const char **key, const char **value);
+
+/*! nvfp4_st_path() : @return the path or label the file was opened with. */
+const char *nvfp4_st_path(const nvfp4_st_file *f);
+
+typedef struct nvfp4_st_writer nvfp4_st_writer;
+
+/*! nvfp4_st_writer_new() : @return NVFP4_OK with an empty writer. */
+nvfp4_status nvfp4_st_writer_new(nvfp4_st_writer **out);
+
+/*! nvfp4_st_writer_add() :
+ *  Queue a tensor.  `data` is borrowed (not copied) and must stay valid
+ *  until nvfp4_st_writer_write() returns.  Names must be unique.
+ *  @return NVFP4_OK or an error. */
+nvfp4_status nvfp4_st_writer_add(nvfp4_st_writer *w, const char *name, nvfp4_dtype dtype,
+                                 int ndim, const int64_t *shape, const void *data, size_t nbytes);
+
+/*! nvfp4_st_writer_add_copy() : as _add, but copies the bytes. */
+nvfp4_status nvfp4_st_writer_add_copy(nvfp4_st_writer *w, const char *name, nvfp4_dtype dtype,
+                                      int ndim, const int64_t *shape, const void *data,
+                                      size_t nbytes);
+
+/*! nvfp4_st_writer_set_metadata() : one "__metadata__" entry (copied). */
+nvfp4_status nvfp4_st_writer_set_metadata(nvfp4_st_writer *w, const char *key, const char *value);
+
+/*! nvfp4_st_writer_write() :
+ *  Write everything to `path` through a temporary file in the same
+ *  directory, fsync'ed and renamed into place: an interrupted write leaves
+ *  no partial file at `path`.  progress (optional) is called with bytes
+ *  written so far and the total.  @return NVFP4_OK or an error. */
+nvfp4_status nvfp4_st_writer_write(nvfp4_st_writer *w, const char *path,
+                                   void (*progress)(void *ctx, uint64_t done, uint64_t total),
+                                   void *progress_ctx);
+
+/*! nvfp4_st_writer_free() : NULL-safe. */
+void nvfp4_st_writer_free(nvfp4_st_writer *w);
+
+/*-**************************************************************************
+ *  ComfyUI NVFP4 layers in safetensors (src/io/layer.c)
+ *  NAME (U8 [rows, cols/2], hi-first), NAME_scale (F8_E4M3, tiled,
+ *  [roundup(rows,128), roundup(cols/16,4)]), NAME_scale_2 (F32 scalar).
+ ****************************************************************************/
+
+/*! nvfp4_st_load_nvfp4() :
+ *  Copy the NVFP4 tensor stored under NAME into *out (hi-first, tiled).
+ *  @return NVFP4_OK, NVFP4_ERR_NOT_FOUND, or NVFP4_ERR_MALFORMED when the
+ *  three tensors disagree in shape or dtype. */
+nvfp4_status nvfp4_st_load_nvfp4(nvfp4_tensor *out, const nvfp4_st_file *f, const char *name);
+
+/*! nvfp4_st_add_nvfp4() :
+ *  Queue NAME, NAME_scale, NAME_scale_2 for t (must be hi-first, tiled; its
+ *  arrays are borrowed until the write).  @return NVFP4_OK or an error. */
+nvfp4_status nvfp4_st_add_nvfp4(nvfp4_st_writer *w, const char *name, const nvfp4_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NVFP4_H */

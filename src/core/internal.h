@@ -1,0 +1,28 @@
+/* internal.h -- helpers shared by the library's sources; not installed. */
+#ifndef NVFP4_INTERNAL_H
+#define NVFP4_INTERNAL_H
+
+#include "nvfp4.h"
+
+#if defined(__GNUC__)
+#define NVFP4_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define NVFP4_PRINTF(f, a)
+#endif
+
+/* Record a failure message (printf-style) for nvfp4_last_error() and return
+ * `status`, so call sites read: return nvfp4_fail(NVFP4_ERR_IO, "...", ...). */
+nvfp4_status nvfp4_fail(nvfp4_status status, const char *fmt, ...) NVFP4_PRINTF(2, 3);
+
+/* Run fn(ctx, begin, end) over [0, n) split into contiguous chunks across up
+ * to nthreads threads (0 = all cores).  Chunks are at least `grain` items.
+ * Returns NVFP4_OK, or an error if a thread could not be started (then the
+ * remaining work is done on the calling thread, so the result is complete). */
+typedef void (*nvfp4_range_fn)(void *ctx, int64_t begin, int64_t end);
+nvfp4_status nvfp4_parallel_for(int64_t n, int64_t grain, int nthreads, nvfp4_range_fn fn,
+                                void *ctx);
+
+/* Overflow-checked size arithmetic: return 0 on overflow, else 1. */
+int nvfp4_mul_size(size_t a, size_t b, size_t *out);
+
+#endif
