@@ -34,7 +34,11 @@ OPT      ?= -O2
 CFLAGS   ?=
 CFLAGS   += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Werror -fPIC \
             -ffp-contract=off -fno-fast-math -Iinclude -Isrc/core -Isrc
-LDLIBS   += -ljansson -lpthread -lm
+# jansson is linked statically when its archive exists, so binaries built here
+# also run on machines without the package (the GPU machine, for one).
+comma    := ,
+JANSSON  := $(if $(wildcard /usr/lib/x86_64-linux-gnu/libjansson.a),-Wl$(comma)-Bstatic -ljansson -Wl$(comma)-Bdynamic,-ljansson)
+LDLIBS   += $(JANSSON) -lpthread -lm
 SANFLAGS ?=
 CFLAGS   += $(SANFLAGS)
 LDFLAGS  += $(SANFLAGS)
