@@ -90,7 +90,7 @@ $(BUILD)/libnvfp4.a: $(LIB_O)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libnvfp4.so: $(LIB_O)
-	$(CC) -shared -o $@ $^ $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
+	$(CC) -shared -o $@ $^ $(LDFLAGS) $(CUDA_LIBS) -ljansson -lpthread -lm
 
 $(BUILD)/nvfp4: $(CLI_O) $(BUILD)/libnvfp4.a
 	$(CC) -o $@ $(CLI_O) $(BUILD)/libnvfp4.a $(LDFLAGS) $(CUDA_LIBS) $(BENCH_LIBS) $(LDLIBS)
