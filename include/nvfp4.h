@@ -342,6 +342,32 @@ const char *nvfp4_cpu_simd_name(void);
 nvfp4_status nvfp4_cpu_force_simd(const char *name);
 
 /*-**************************************************************************
+ *  Linear layer (src/linear): BF16 activations x NVFP4 weight -> BF16.
+ *  ComfyUI's path: quantize the activations to NVFP4 with a per-tensor scale
+ *  (the layer's static input_scale, or amax|x|/2688 computed: "dynamic"),
+ *  then the NVFP4 GEMM above.  Rows and cols of x are padded to 16 by the
+ *  quantizer; the outputs hold the first m rows.
+ ****************************************************************************/
+typedef struct nvfp4_linear_args {
+    const void *x;             /* m x k row-major activations */
+    nvfp4_dtype x_dtype;       /* BF16, F16 or F32 */
+    int64_t m, k;
+    const nvfp4_tensor *weight; /* N x K, K == roundup(k, 16) */
+    const float *input_scale;  /* static per-tensor scale; NULL = dynamic */
+    nvfp4_variant variant;     /* which ComfyUI quantizer variant */
+    const float *bias;         /* optional, N */
+    float *raw;                /* optional m x N */
+    uint16_t *out;             /* optional m x N BF16 */
+    nvfp4_model model;
+    int nthreads;
+    nvfp4_tensor *x_quantized; /* optional: receives the quantized activations
+                                  (caller frees with nvfp4_tensor_free) */
+} nvfp4_linear_args;
+
+/*! nvfp4_linear_cpu() : quantize x, then nvfp4_gemm_cpu.  @return status. */
+nvfp4_status nvfp4_linear_cpu(const nvfp4_linear_args *args);
+
+/*-**************************************************************************
  *  CUDA backend (src/cuda; sm_90a).  Device pointers, caller's stream.
  *  Built only when nvcc is found; otherwise these return NVFP4_ERR_NO_DEVICE.
  ****************************************************************************/
@@ -384,6 +410,15 @@ size_t nvfp4_cuda_gemm_workspace(int64_t m, int64_t n, int64_t k);
  *  with NVFP4_MODEL_SM90, bit for bit.  Asynchronous on args->stream.
  *  @return NVFP4_OK or an error (launch errors are reported). */
 nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args);
+
+/*! nvfp4_gemm_cuda_host() :
+ *  Convenience for host data: copies A, B (converted to hi-first + tiled if
+ *  needed), the per-tensor scales and bias to the device, runs
+ *  nvfp4_gemm_cuda() (args->model must be NVFP4_MODEL_SM90), copies raw/out
+ *  back, frees everything.  *kernel_ms (optional) receives the GEMM's device
+ *  time (CUDA events, one launch after one warm-up).  Synchronous.
+ *  @return NVFP4_OK, NVFP4_ERR_NO_DEVICE, or an error. */
+nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms);
 
 /*-**************************************************************************
  *  safetensors (src/io): mmap'ed reader, atomic writer.

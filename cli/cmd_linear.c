@@ -1,0 +1,209 @@
+/* cmd_linear.c -- `nvfp4 linear`: BF16 activations x a ComfyUI NVFP4 layer. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char help[] =
+    "usage: nvfp4 linear W.safetensors:LAYER X.safetensors:NAME -o OUT.safetensors [options]\n"
+    "\n"
+    "ComfyUI's NVFP4 linear: the activations X [M, K] (BF16, F16 or F32) are quantized\n"
+    "to NVFP4 with ComfyUI's quantizer and a per-tensor scale, then multiplied by the\n"
+    "layer's weight under the GEMM contract (docs/CONTRACT.md).  The layer is\n"
+    "LAYER.weight, LAYER.weight_scale, LAYER.weight_scale_2, optional\n"
+    "LAYER.input_scale and LAYER.bias.  OUT holds out (BF16 [M, N]) and raw (F32).\n"
+    "\n"
+    "options:\n"
+    "  --input-scale static|dynamic  static: LAYER.input_scale; dynamic: amax|X|/2688\n"
+    "                                (default: static when the layer has one)\n"
+    "  --variant eager|cuda          ComfyUI quantizer variant (default eager)\n"
+    "  --backend cpu|cuda|auto       where the GEMM runs (default auto; with cuda the\n"
+    "                                activations are quantized on the CPU first)\n"
+    "  --model sm90|exact|sm120      accumulation model (cpu backend; default sm90)\n"
+    "  --dump-quantized FILE         also write the quantized activations (NVFP4, as\n"
+    "                                x, x_scale, x_scale_2) to FILE\n"
+    "  --threads N                   CPU threads (default: all cores)\n";
+
+int cmd_linear(int argc, char **argv)
+{
+    const char *C = "linear";
+    const char *sw = NULL, *sx = NULL, *outp = NULL, *backend = "auto", *dump = NULL;
+    int scale_mode = -1; /* -1 default, 0 static, 1 dynamic */
+    nvfp4_variant variant = NVFP4_VARIANT_EAGER;
+    nvfp4_model model = NVFP4_MODEL_SM90;
+    long long threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(help, stdout);
+            return 0;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (++i >= argc) return cli_error(C, "-o needs a file");
+            outp = argv[i];
+        } else if (!strcmp(a, "--input-scale")) {
+            if (++i >= argc) return cli_error(C, "--input-scale needs static or dynamic");
+            if (!strcmp(argv[i], "static")) scale_mode = 0;
+            else if (!strcmp(argv[i], "dynamic")) scale_mode = 1;
+            else return cli_error(C, "--input-scale: '%s' is not static or dynamic", argv[i]);
+        } else if (!strcmp(a, "--variant")) {
+            if (++i >= argc) return cli_error(C, "--variant needs eager or cuda");
+            if (!strcmp(argv[i], "eager")) variant = NVFP4_VARIANT_EAGER;
+            else if (!strcmp(argv[i], "cuda")) variant = NVFP4_VARIANT_CUDA;
+            else return cli_error(C, "--variant: '%s' is not eager or cuda", argv[i]);
+        } else if (!strcmp(a, "--backend")) {
+            if (++i >= argc || (strcmp(argv[i], "cpu") && strcmp(argv[i], "cuda") &&
+                                strcmp(argv[i], "auto")))
+                return cli_error(C, "--backend needs cpu, cuda or auto");
+            backend = argv[i];
+        } else if (!strcmp(a, "--model")) {
+            if (++i >= argc || nvfp4_model_from_name(&model, argv[i]) != NVFP4_OK)
+                return cli_error(C, "--model needs sm90, exact or sm120");
+        } else if (!strcmp(a, "--dump-quantized")) {
+            if (++i >= argc) return cli_error(C, "--dump-quantized needs a file");
+            dump = argv[i];
+        } else if (!strcmp(a, "--threads")) {
+            if (++i >= argc || cli_parse_int(argv[i], &threads) || threads < 0 || threads > 1024)
+                return cli_error(C, "--threads needs a count (0 = all cores)");
+        } else if (a[0] == '-' && a[1]) {
+            return cli_error(C, "unknown option '%s' (try --help)", a);
+        } else if (!sw) {
+            sw = a;
+        } else if (!sx) {
+            sx = a;
+        } else {
+            return cli_error(C, "unexpected argument '%s' (try --help)", a);
+        }
+    }
+    if (!sw || !sx || !outp)
+        return cli_error(C, "needs W.safetensors:LAYER X.safetensors:NAME -o OUT (try --help)");
+    int use_cuda = !strcmp(backend, "cuda") ||
+                   (!strcmp(backend, "auto") && model == NVFP4_MODEL_SM90 && nvfp4_cuda_available());
+    if (use_cuda && model != NVFP4_MODEL_SM90)
+        return cli_error(C, "--backend cuda computes the sm90 model only");
+
+    char wpath[4096], xpath[4096], name[4200];
+    const char *layer, *xname;
+    if (cli_split_spec(sw, wpath, sizeof wpath, &layer)) return cli_error(C, "'%s' is not FILE:LAYER", sw);
+    if (cli_split_spec(sx, xpath, sizeof xpath, &xname)) return cli_error(C, "'%s' is not FILE:NAME", sx);
+
+    int rc = 1;
+    nvfp4_st_file *wf = NULL, *xf = NULL;
+    nvfp4_tensor W = {0}, XQ = {0};
+    float *bias = NULL, *raw = NULL, input_scale = 0;
+    uint16_t *out = NULL;
+    nvfp4_status st = nvfp4_st_open(&wf, wpath);
+    if (st != NVFP4_OK) {
+        cli_lib_error(C, st, "cannot read weights");
+        goto done;
+    }
+    snprintf(name, sizeof name, "%s.weight", layer);
+    if ((st = nvfp4_st_load_nvfp4(&W, wf, name)) != NVFP4_OK) {
+        cli_lib_error(C, st, name);
+        goto done;
+    }
+    snprintf(name, sizeof name, "%s.input_scale", layer);
+    const nvfp4_st_tensor *is = nvfp4_st_find(wf, name);
+    if (scale_mode == -1) scale_mode = is ? 0 : 1;
+    if (scale_mode == 0) {
+        if (!is) {
+            cli_error(C, "%s has no '%s'; use --input-scale dynamic", wpath, name);
+            goto done;
+        }
+        if (is->dtype != NVFP4_DTYPE_F32 || is->nbytes != 4) {
+            cli_error(C, "'%s' must be one F32 value", name);
+            goto done;
+        }
+        memcpy(&input_scale, is->data, 4);
+    }
+    snprintf(name, sizeof name, "%s.bias", layer);
+    const nvfp4_st_tensor *bt = nvfp4_st_find(wf, name);
+    if (bt) {
+        if (bt->ndim != 1 || bt->shape[0] > W.rows || cli_tensor_to_f32(bt, &bias) != NVFP4_OK) {
+            cli_error(C, "'%s' must be a 1-D float tensor of at most %lld values", name,
+                      (long long)W.rows);
+            goto done;
+        }
+        if (bt->shape[0] < W.rows) { /* ComfyUI pads N to 16 and zero-extends the bias */
+            float *b2 = calloc((size_t)W.rows, sizeof *b2);
+            if (!b2) goto done;
+            memcpy(b2, bias, (size_t)bt->shape[0] * 4);
+            free(bias);
+            bias = b2;
+        }
+    }
+    if ((st = nvfp4_st_open(&xf, xpath)) != NVFP4_OK) {
+        cli_lib_error(C, st, "cannot read activations");
+        goto done;
+    }
+    const nvfp4_st_tensor *X = nvfp4_st_find(xf, xname);
+    if (!X) {
+        cli_error(C, "%s has no tensor '%s'", xpath, xname);
+        goto done;
+    }
+    if (X->ndim != 2 || (X->dtype != NVFP4_DTYPE_BF16 && X->dtype != NVFP4_DTYPE_F16 &&
+                         X->dtype != NVFP4_DTYPE_F32)) {
+        cli_error(C, "'%s' must be a 2-D BF16/F16/F32 tensor [M, K]", xname);
+        goto done;
+    }
+    int64_t m = X->shape[0], n = W.rows;
+    raw = malloc((size_t)(m * n) * 4);
+    out = malloc((size_t)(m * n) * 2);
+    if (!raw || !out) {
+        cli_error(C, "out of memory");
+        goto done;
+    }
+    nvfp4_linear_args la = {
+        .x = X->data, .x_dtype = X->dtype, .m = m, .k = X->shape[1], .weight = &W,
+        .input_scale = scale_mode == 0 ? &input_scale : NULL, .variant = variant, .bias = bias,
+        .raw = raw, .out = out, .model = model, .nthreads = (int)threads, .x_quantized = &XQ,
+    };
+    double t0 = cli_now();
+    if (!use_cuda) {
+        st = nvfp4_linear_cpu(&la);
+    } else {
+        st = nvfp4_quantize(&XQ, X->data, X->dtype, m, X->shape[1], la.input_scale, variant,
+                            (int)threads);
+        if (st == NVFP4_OK) {
+            nvfp4_tensor view = XQ;
+            view.rows = m;
+            if (view.cols != W.cols) {
+                cli_error(C, "activations have K = %lld, the weight %lld", (long long)view.cols,
+                          (long long)W.cols);
+                goto done;
+            }
+            nvfp4_gemm_args g = {.a = &view, .b = &W, .bias = bias, .raw = raw, .out = out,
+                                 .model = model};
+            st = nvfp4_gemm_cuda_host(&g, NULL);
+        }
+    }
+    if (st != NVFP4_OK) {
+        cli_lib_error(C, st, "linear");
+        goto done;
+    }
+    printf("linear: %s M=%lld N=%lld K=%lld input-scale=%s (%.9g) variant=%s backend=%s: %.3f s\n",
+           layer, (long long)m, (long long)n, (long long)W.cols, scale_mode ? "dynamic" : "static",
+           XQ.per_tensor_scale, variant ? "cuda" : "eager", use_cuda ? "cuda" : "cpu",
+           cli_now() - t0);
+    if (dump) {
+        nvfp4_st_writer *w = NULL;
+        st = nvfp4_st_writer_new(&w);
+        if (st == NVFP4_OK) st = nvfp4_st_add_nvfp4(w, "x", &XQ);
+        if (st == NVFP4_OK) st = nvfp4_st_writer_write(w, dump, NULL, NULL);
+        nvfp4_st_writer_free(w);
+        if (st != NVFP4_OK) {
+            cli_lib_error(C, st, "--dump-quantized");
+            goto done;
+        }
+    }
+    if (cli_write_result(C, outp, raw, out, m, n)) goto done;
+    rc = 0;
+done:
+    nvfp4_tensor_free(&W);
+    nvfp4_tensor_free(&XQ);
+    free(bias);
+    free(raw);
+    free(out);
+    nvfp4_st_close(wf);
+    nvfp4_st_close(xf);
+    return rc;
+}

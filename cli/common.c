@@ -1,0 +1,146 @@
+/* common.c -- errors, progress, parsing for the nvfp4 command. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+int cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    cli_progress_done();
+    fprintf(stderr, "nvfp4 %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return 1;
+}
+
+int cli_lib_error(const char *cmd, nvfp4_status st, const char *what)
+{
+    const char *msg = nvfp4_last_error();
+    return cli_error(cmd, "%s: %s%s%s", what, nvfp4_status_str(st), *msg ? ": " : "", msg);
+}
+
+int cli_is_tty(void)
+{
+    static int cached = -1;
+    if (cached < 0) cached = isatty(2) && !getenv("NVFP4_NO_PROGRESS");
+    return cached;
+}
+
+static int progress_open;
+
+void cli_progress(const char *fmt, ...)
+{
+    if (!cli_is_tty()) return;
+    va_list ap;
+    fputs("\r\033[K", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fflush(stderr);
+    progress_open = 1;
+}
+
+void cli_progress_done(void)
+{
+    if (progress_open) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        progress_open = 0;
+    }
+}
+
+void cli_write_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    cli_progress("%s: writing %.1f / %.1f MiB", ctx ? (const char *)ctx : "",
+                 done / 1048576.0, total / 1048576.0);
+}
+
+int cli_parse_int(const char *s, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_float(const char *s, float *out)
+{
+    char *end;
+    errno = 0;
+    float v = strtof(s, &end);
+    if (errno || end == s || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_split_spec(const char *spec, char *path, size_t path_len, const char **name)
+{
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon == spec || !colon[1]) return -1;
+    size_t n = (size_t)(colon - spec);
+    if (n + 1 > path_len) return -1;
+    memcpy(path, spec, n);
+    path[n] = '\0';
+    *name = colon + 1;
+    return 0;
+}
+
+nvfp4_status cli_tensor_to_f32(const nvfp4_st_tensor *t, float **out)
+{
+    size_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= (size_t)t->shape[i];
+    float *f = malloc(n ? n * sizeof *f : 1);
+    if (!f) return NVFP4_ERR_OUT_OF_MEMORY;
+    const uint8_t *p = t->data;
+    for (size_t i = 0; i < n; i++) {
+        switch (t->dtype) {
+        case NVFP4_DTYPE_F32: memcpy(&f[i], p + 4 * i, 4); break;
+        case NVFP4_DTYPE_F16: {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            f[i] = nvfp4_f16_to_f32(h);
+            break;
+        }
+        case NVFP4_DTYPE_BF16: {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            f[i] = nvfp4_bf16_to_f32(h);
+            break;
+        }
+        default: free(f); return NVFP4_ERR_UNSUPPORTED;
+        }
+    }
+    *out = f;
+    return NVFP4_OK;
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int64_t ordered(float f)
+{
+    int32_t i;
+    memcpy(&i, &f, 4);
+    return i < 0 ? (int64_t)INT32_MIN - i : i; /* -0 and +0 both map to 0 */
+}
+
+uint64_t cli_ulp_distance(float a, float b)
+{
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b) ? 0 : UINT64_MAX;
+    int64_t d = ordered(a) - ordered(b);
+    return (uint64_t)(d < 0 ? -d : d);
+}

@@ -1,0 +1,121 @@
+/* gemm_cuda_host.c -- host-memory convenience around nvfp4_gemm_cuda(). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#if defined(NVFP4_WITH_CUDA)
+#include <cuda_runtime_api.h>
+
+#define CU(call, what)                                                                  \
+    do {                                                                                \
+        cudaError_t e_ = (call);                                                        \
+        if (e_ != cudaSuccess) {                                                        \
+            st = nvfp4_fail(NVFP4_ERR_CUDA, "%s: %s", what, cudaGetErrorString(e_));    \
+            goto done;                                                                  \
+        }                                                                               \
+    } while (0)
+
+/* The device kernel reads operands as ComfyUI stores them. */
+static nvfp4_status as_stored(const nvfp4_tensor *t, nvfp4_tensor *tmp, const nvfp4_tensor **out)
+{
+    if (t->nibble_order == NVFP4_HI_FIRST && t->scale_layout == NVFP4_SCALES_TILED) {
+        *out = t;
+        return NVFP4_OK;
+    }
+    nvfp4_status st = nvfp4_tensor_convert(tmp, t, NVFP4_HI_FIRST, NVFP4_SCALES_TILED);
+    *out = tmp;
+    return st;
+}
+
+nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms)
+{
+    if (!args || !args->a || !args->b)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "gemm (cuda): A and B are required");
+    if (args->model != NVFP4_MODEL_SM90)
+        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
+                          "gemm (cuda): the H200 kernel computes the sm90 model only (asked: %s)",
+                          nvfp4_model_name(args->model));
+    if (!nvfp4_cuda_available())
+        return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "gemm (cuda): no usable sm_90 CUDA device");
+    const nvfp4_tensor *a = NULL, *b = NULL;
+    nvfp4_tensor ta = {0}, tb = {0};
+    nvfp4_status st = as_stored(args->a, &ta, &a);
+    if (st == NVFP4_OK) st = as_stored(args->b, &tb, &b);
+    if (st != NVFP4_OK) {
+        nvfp4_tensor_free(&ta);
+        nvfp4_tensor_free(&tb);
+        return st;
+    }
+    int64_t m = a->rows, n = b->rows, k = a->cols;
+    size_t a_codes = (size_t)(m * k / 2), b_codes = (size_t)(n * k / 2);
+    size_t a_sc = nvfp4_scales_bytes(m, k, NVFP4_SCALES_TILED);
+    size_t b_sc = nvfp4_scales_bytes(n, k, NVFP4_SCALES_TILED);
+    size_t mn = (size_t)(m * n);
+    size_t ws = nvfp4_cuda_gemm_workspace(m, n, k);
+    void *d_a = NULL, *d_b = NULL, *d_as = NULL, *d_bs = NULL, *d_sc = NULL, *d_bias = NULL;
+    void *d_raw = NULL, *d_out = NULL, *d_ws = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    float scales2[2] = {a->per_tensor_scale, b->per_tensor_scale};
+    CU(cudaMalloc(&d_a, a_codes), "cudaMalloc A");
+    CU(cudaMalloc(&d_b, b_codes), "cudaMalloc B");
+    CU(cudaMalloc(&d_as, a_sc), "cudaMalloc A scales");
+    CU(cudaMalloc(&d_bs, b_sc), "cudaMalloc B scales");
+    CU(cudaMalloc(&d_sc, sizeof scales2), "cudaMalloc scales");
+    CU(cudaMalloc(&d_raw, mn * 4), "cudaMalloc raw");
+    CU(cudaMalloc(&d_out, mn * 2), "cudaMalloc out");
+    if (ws) CU(cudaMalloc(&d_ws, ws), "cudaMalloc workspace");
+    if (args->bias) {
+        CU(cudaMalloc(&d_bias, (size_t)n * 4), "cudaMalloc bias");
+        CU(cudaMemcpy(d_bias, args->bias, (size_t)n * 4, cudaMemcpyHostToDevice), "copy bias");
+    }
+    CU(cudaMemcpy(d_a, a->codes, a_codes, cudaMemcpyHostToDevice), "copy A");
+    CU(cudaMemcpy(d_b, b->codes, b_codes, cudaMemcpyHostToDevice), "copy B");
+    CU(cudaMemcpy(d_as, a->scales, a_sc, cudaMemcpyHostToDevice), "copy A scales");
+    CU(cudaMemcpy(d_bs, b->scales, b_sc, cudaMemcpyHostToDevice), "copy B scales");
+    CU(cudaMemcpy(d_sc, scales2, sizeof scales2, cudaMemcpyHostToDevice), "copy scales");
+    /* Poison the outputs so an element the kernel never writes cannot pass. */
+    CU(cudaMemset(d_raw, 0xFF, mn * 4), "memset raw");
+    CU(cudaMemset(d_out, 0xFF, mn * 2), "memset out");
+    nvfp4_cuda_gemm_args g = {
+        .a = {.codes = d_a, .scales = d_as, .per_tensor_scale = (const float *)d_sc, .rows = m, .cols = k},
+        .b = {.codes = d_b, .scales = d_bs, .per_tensor_scale = (const float *)d_sc + 1, .rows = n, .cols = k},
+        .bias = d_bias, .raw = d_raw, .out = d_out, .stream = NULL,
+        .workspace = d_ws, .workspace_bytes = ws,
+    };
+    CU(cudaEventCreate(&e0), "event");
+    CU(cudaEventCreate(&e1), "event");
+    if ((st = nvfp4_gemm_cuda(&g)) != NVFP4_OK) goto done; /* warm-up */
+    CU(cudaEventRecord(e0, NULL), "event record");
+    if ((st = nvfp4_gemm_cuda(&g)) != NVFP4_OK) goto done;
+    CU(cudaEventRecord(e1, NULL), "event record");
+    CU(cudaDeviceSynchronize(), "gemm kernel");
+    if (kernel_ms) CU(cudaEventElapsedTime(kernel_ms, e0, e1), "event time");
+    if (args->raw) CU(cudaMemcpy(args->raw, d_raw, mn * 4, cudaMemcpyDeviceToHost), "copy raw back");
+    if (args->out) CU(cudaMemcpy(args->out, d_out, mn * 2, cudaMemcpyDeviceToHost), "copy out back");
+done:
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaFree(d_a);
+    cudaFree(d_b);
+    cudaFree(d_as);
+    cudaFree(d_bs);
+    cudaFree(d_sc);
+    cudaFree(d_bias);
+    cudaFree(d_raw);
+    cudaFree(d_out);
+    cudaFree(d_ws);
+    nvfp4_tensor_free(&ta);
+    nvfp4_tensor_free(&tb);
+    return st;
+}
+
+#else
+
+nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms)
+{
+    (void)args, (void)kernel_ms;
+    return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "this nvfp4 was built without CUDA (nvcc not found)");
+}
+
+#endif

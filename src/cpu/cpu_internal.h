@@ -1,0 +1,92 @@
+/* cpu_internal.h -- the packed operands shared by the portable, AVX2 and
+ * AVX-512 kernels of the CPU GEMM (src/cpu/gemm_cpu*.c).  Not installed.
+ *
+ * Every NVFP4 operand element is a' = (q/2) * S with q = twice the E2M1 value
+ * (an integer in [-12, 12]) and S = |e4m3| = is * 2^-9 (is an integer below
+ * 2^18).  So a' = q * is * 2^-10 and one product a'b' = q_a q_b is_a is_b
+ * 2^-20: every quantity in the sm90 step is an integer multiple of 2^-20.
+ *
+ * Per 16-block the kernels need, besides the codes:
+ *   top = largest exponent (floor log2) of a nonzero element,
+ *   low = smallest exponent of the lowest set bit of a nonzero element,
+ * (TOP_NONE / LOW_NONE when the block is all zero).  A product's exponent is
+ * at most top_a + top_b and its lowest set bit at or above low_a + low_b;
+ * top - low <= 7 for every block (|q| <= 12 and is = sig * 2^k, sig <= 15:
+ * 12 * 15 < 2^8), so a block's products span at most 14 binades. */
+#ifndef NVFP4_CPU_INTERNAL_H
+#define NVFP4_CPU_INTERNAL_H
+
+#include <stdint.h>
+
+#include "internal.h"
+
+#define NVFP4_CPU_LANES 16  /* columns per packed column group */
+#define NVFP4_CPU_GROUPS 4  /* column groups per B tile */
+#define NVFP4_CPU_TILE (NVFP4_CPU_LANES * NVFP4_CPU_GROUPS) /* columns per B tile */
+#define NVFP4_CPU_MR 4      /* rows per register tile (A rows are padded to it) */
+#define NVFP4_CPU_Q_BIAS 12 /* A codes are stored as q + 12 (unsigned bytes) */
+#define NVFP4_CPU_TOP_NONE (-1000)
+#define NVFP4_CPU_LOW_NONE 1000
+#define NVFP4_CPU_EXP_ZERO (-128) /* per-element exponent of a zero */
+
+/* The fast-path guard for lane (c, block pair) -- see gemm_cpu.c:
+ *   f = biased exponent field of c;  ok when
+ *   f <= low_a + low_b + NVFP4_CPU_LIM_LOW   (c is not so large that the
+ *                                             block's products get truncated)
+ *   and (f == 0 or f >= top_a + top_b + NVFP4_CPU_LIM_TOP)  (c is not
+ *                                             truncated by the products' E). */
+#define NVFP4_CPU_LIM_LOW (127 + 25)
+#define NVFP4_CPU_LIM_TOP (127 - 2)
+
+/* A (M x K), packed once per call; rows padded to NVFP4_CPU_MR with zeros. */
+typedef struct nvfp4_cpu_apack {
+    int64_t rows, rows_padded, k, nblocks;
+    uint8_t *codes;  /* [rows_padded][k]: q + 12 */
+    int8_t *exps;    /* [rows_padded][k]: exponent of a', NVFP4_CPU_EXP_ZERO for 0 */
+    float *scale;    /* [rows_padded][nblocks]: S (0 for a NaN scale) */
+    int32_t *iscale; /* [rows_padded][nblocks]: S * 2^9 */
+    int32_t *top;    /* [rows_padded][nblocks] */
+    int32_t *low;    /* [rows_padded][nblocks] */
+    uint8_t *has_nan; /* [rows]: some block scale of the row is NaN */
+} nvfp4_cpu_apack;
+
+/* NVFP4_CPU_TILE consecutive B rows (output columns), packed per thread.
+ * Per (block j, group g) the kernels read, lane l = column g*16 + l:
+ *   codes  [j][g][kq 0..3][l][4]: q of elements 4kq..4kq+3 (signed bytes)
+ *   corr   [j][g][l]: 12 * sum q (undoes the +12 of A's codes)
+ *   scale4 [j][g][l]: S / 4
+ *   lim_low[j][g][l]: low + NVFP4_CPU_LIM_LOW
+ *   lim_top[j][g][l]: top + NVFP4_CPU_LIM_TOP
+ * and the slow path reads per column: q, exps [col][k]; iscale [col][nblocks]. */
+typedef struct nvfp4_cpu_btile {
+    int64_t k, nblocks;
+    int8_t *codes;
+    int32_t *corr;
+    float *scale4;
+    int32_t *lim_low;
+    int32_t *lim_top;
+    int8_t *q;
+    int8_t *exps;
+    int32_t *iscale;
+} nvfp4_cpu_btile;
+
+/* The exact sm90 step for one (row, column, block), written for the cases
+ * the kernels' guard sends here: c truncated, products truncated.  Integer
+ * arithmetic; the oracle's rules (zero terms excluded from E). */
+float nvfp4_cpu_sm90_slow(float c, const nvfp4_cpu_apack *a, int64_t row,
+                          const nvfp4_cpu_btile *b, int col, int64_t block);
+
+/* A kernel: for rows [row_begin, row_end) (multiples of NVFP4_CPU_MR) and
+ * all NVFP4_CPU_TILE columns of the tile, run the sm90 chain over every block
+ * from acc = 0; acc[(row - row_begin) * NVFP4_CPU_TILE + col] receives it. */
+typedef void (*nvfp4_cpu_sm90_kernel)(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
+                                      int64_t row_begin, int64_t row_end, float *acc);
+
+void nvfp4_cpu_sm90_kernel_portable(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
+                                    int64_t row_begin, int64_t row_end, float *acc);
+void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
+                                int64_t row_begin, int64_t row_end, float *acc);
+void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
+                                  int64_t row_begin, int64_t row_end, float *acc);
+
+#endif

@@ -1,0 +1,151 @@
+/* ptx.cuh -- thin wrappers over the sm_90a PTX the GEMM uses: mbarriers,
+ * TMA (cp.async.bulk[.tensor]), wgmma fences, setmaxnreg, e4m3 conversion.
+ * Each wrapper is one or two instructions; the PTX ISA is the documentation. */
+#ifndef NVFP4_CUDA_PTX_CUH
+#define NVFP4_CUDA_PTX_CUH
+
+#include <stdint.h>
+
+#define NVFP4_DEV static __device__ __forceinline__
+
+NVFP4_DEV uint32_t ptx_smem_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* ---- mbarrier ---------------------------------------------------------- */
+NVFP4_DEV void ptx_mbar_init(uint64_t *bar, uint32_t count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(ptx_smem_addr(bar)), "r"(count)
+                 : "memory");
+}
+
+/* Make mbarrier.init visible to the async proxy (TMA completes on it). */
+NVFP4_DEV void ptx_fence_mbar_init(void)
+{
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+NVFP4_DEV void ptx_mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(ptx_smem_addr(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+
+NVFP4_DEV void ptx_mbar_arrive(uint64_t *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(ptx_smem_addr(bar)) : "memory");
+}
+
+/* Spin until the phase with parity `parity` of the barrier has completed. */
+NVFP4_DEV void ptx_mbar_wait(uint64_t *bar, uint32_t parity)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "WAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT_%=;\n"
+        "}\n" ::"r"(ptx_smem_addr(bar)),
+        "r"(parity)
+        : "memory");
+}
+
+/* ---- TMA --------------------------------------------------------------- */
+/* 2D tiled tensor copy global -> shared, completion counted on `bar`. */
+NVFP4_DEV void ptx_tma_load_2d(void *dst, const void *tmap, uint64_t *bar, int32_t x, int32_t y)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4}], [%2];" ::"r"(ptx_smem_addr(dst)),
+        "l"(tmap), "r"(ptx_smem_addr(bar)), "r"(x), "r"(y)
+        : "memory");
+}
+
+/* 1D bulk copy of `bytes` (multiple of 16, 16-byte aligned ends). */
+NVFP4_DEV void ptx_bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
+{
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+            ptx_smem_addr(dst)),
+        "l"(src), "r"(bytes), "r"(ptx_smem_addr(bar))
+        : "memory");
+}
+
+NVFP4_DEV void ptx_prefetch_tmap(const void *tmap)
+{
+    asm volatile("prefetch.tensormap [%0];" ::"l"(tmap) : "memory");
+}
+
+/* ---- warpgroup ---------------------------------------------------------- */
+NVFP4_DEV void ptx_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+NVFP4_DEV void ptx_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+NVFP4_DEV void ptx_wgmma_wait0(void) { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+
+/* Keep the compiler from moving accumulator reads/writes across a wgmma
+ * boundary (the registers are in flight until wgmma.wait_group). */
+NVFP4_DEV void ptx_fence_reg(float &r) { asm volatile("" : "+f"(r)::"memory"); }
+NVFP4_DEV void ptx_fence_reg_u32(uint32_t &r) { asm volatile("" : "+r"(r)::"memory"); }
+
+NVFP4_DEV void ptx_setmaxnreg_dec_40(void) { asm volatile("setmaxnreg.dec.sync.aligned.u32 40;"); }
+NVFP4_DEV void ptx_setmaxnreg_inc_232(void) { asm volatile("setmaxnreg.inc.sync.aligned.u32 232;"); }
+
+/* Shared-memory matrix descriptor for wgmma: K-major tile written by TMA
+ * with the 128-byte swizzle (rows of 128 bytes, 8-row groups 1024 bytes
+ * apart).  Bits: start>>4 [0,14), LBO>>4 [16,30) (unused here), SBO>>4
+ * [32,46), layout 1 = 128B swizzle [62,64). */
+NVFP4_DEV uint64_t ptx_desc_sw128(uint32_t smem_addr)
+{
+    uint64_t d = (uint64_t)((smem_addr & 0x3FFFF) >> 4);
+    d |= (uint64_t)1 << 16;
+    d |= (uint64_t)(1024 >> 4) << 32;
+    d |= (uint64_t)1 << 62;
+    return d;
+}
+
+/* ---- conversions -------------------------------------------------------- */
+/* Two E4M3 bytes (low byte -> low half) to two FP16, exact. */
+NVFP4_DEV uint32_t ptx_e4m3x2_to_f16x2(uint16_t two)
+{
+    uint32_t out;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(out) : "h"(two));
+    return out;
+}
+
+NVFP4_DEV uint32_t ptx_hmul2(uint32_t a, uint32_t b)
+{
+    uint32_t d;
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+
+NVFP4_DEV uint32_t ptx_prmt(uint32_t a, uint32_t b, uint32_t sel)
+{
+    uint32_t d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+    return d;
+}
+
+/* The high byte of the FP16 value of each E2M1 magnitude 0..7 (the low
+ * byte is always zero): 0, .5, 1, 1.5, 2, 3, 4, 6. */
+#define NVFP4_E2M1_F16HI_0_3 0x3E3C3800u
+#define NVFP4_E2M1_F16HI_4_7 0x46444240u
+
+/* One hi-first code byte (element 2i in bits 7..4, 2i+1 in bits 3..0) to an
+ * FP16 pair: element 2i in the low half, 2i+1 in the high half. */
+NVFP4_DEV uint32_t nvfp4_codebyte_to_f16x2(uint32_t b)
+{
+    uint32_t sel = (b & 0x70u) | ((b & 0x7u) << 12);
+    uint32_t mag = ptx_prmt(NVFP4_E2M1_F16HI_0_3, NVFP4_E2M1_F16HI_4_7, sel);
+    return mag | ((b & 0x80u) << 8) | ((b & 0x8u) << 28);
+}
+
+/* FP16 pair {s, s} of an E4M3 block scale with its sign bit ignored. */
+NVFP4_DEV uint32_t nvfp4_scale_to_f16x2(uint32_t byte)
+{
+    uint32_t m = byte & 0x7Fu;
+    return ptx_e4m3x2_to_f16x2((uint16_t)(m | (m << 8)));
+}
+
+#endif

@@ -1,0 +1,49 @@
+/* sm90_heuristics.cuh -- tile choice for the sm_90a NVFP4 GEMM (plain C,
+ * shared by sm90_heuristics.c and sm90_gemm.cu).
+ *
+ * A tile is (64 * nc weight rows) x (bn activation rows).  The choice only
+ * moves work between CTAs: every output is always the same chain of one
+ * wgmma k16 step per NVFP4 block in increasing k, so results never depend
+ * on the tile (batch invariance). */
+#ifndef NVFP4_CUDA_SM90_HEURISTICS_CUH
+#define NVFP4_CUDA_SM90_HEURISTICS_CUH
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The compiled kernel variants: activation tile rows (wgmma N) and
+ * consumer warpgroups (64 weight rows each).  Order matches the kernel
+ * table in sm90_gemm.cu. */
+#define NVFP4_SM90_NUM_VARIANTS 8
+typedef struct nvfp4_sm90_variant {
+    int bn; /* activation rows per tile: 8..256 */
+    int nc; /* consumer warpgroups: 1 or 2 */
+} nvfp4_sm90_variant;
+extern const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS];
+
+/* Bytes of shared memory per pipeline stage (64 K-elements). */
+size_t nvfp4_sm90_stage_bytes(int bn, int nc);
+
+typedef struct nvfp4_sm90_plan {
+    int variant;   /* index into nvfp4_sm90_variants */
+    int stages;    /* pipeline depth */
+    int grid;      /* persistent CTAs */
+    int64_t tiles; /* weight tiles x activation tiles */
+    size_t smem;   /* dynamic shared memory bytes */
+} nvfp4_sm90_plan;
+
+/* Pick a variant, depth and grid for M x N x K on a device with num_sms
+ * multiprocessors and smem_optin bytes of opt-in shared memory per block.
+ * force_variant >= 0 overrides the choice (benchmarks, tests).
+ * Returns 0 on success, -1 if nothing fits. */
+int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int num_sms, size_t smem_optin,
+                         int force_variant, nvfp4_sm90_plan *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

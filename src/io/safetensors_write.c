@@ -1,0 +1,419 @@
+/* safetensors_write.c -- queue tensors, then write them atomically.
+ *
+ * The file is deterministic: the header is compact JSON with "__metadata__"
+ * first (when set), then the tensors in the order they were added, their
+ * data contiguous in that order; the header is padded with spaces so the
+ * data starts at a multiple of 8.  It is written to a temporary file in the
+ * target's directory, fsync'ed and renamed over the target, so a reader
+ * sees either the old file or the complete new one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "io_internal.h"
+
+/* Data is written, and progress reported, in pieces of at most this size. */
+#define ST_WRITE_CHUNK ((size_t)64 << 20)
+
+typedef struct st_item {
+    char *name;
+    nvfp4_dtype dtype;
+    int ndim;
+    int64_t shape[NVFP4_ST_MAX_DIMS];
+    const void *data;
+    size_t nbytes;
+    void *owned; /* the copy made by add_copy, else NULL */
+} st_item;
+
+struct nvfp4_st_writer {
+    st_item *items;
+    size_t count, cap;
+    char **meta_keys, **meta_values;
+    size_t meta_count, meta_cap;
+};
+
+static int is_utf8(const char *s)
+{
+    json_t *j = json_string(s); /* jansson validates UTF-8 here */
+    int ok = j != NULL;
+    json_decref(j);
+    return ok;
+}
+
+nvfp4_status nvfp4_st_writer_new(nvfp4_st_writer **out)
+{
+    if (!out) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_st_writer_new: out is NULL");
+    *out = calloc(1, sizeof **out);
+    if (!*out) return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_st_writer_new: no memory");
+    return NVFP4_OK;
+}
+
+size_t nvfp4_st_writer_size(const nvfp4_st_writer *w) { return w ? w->count : 0; }
+
+void nvfp4_st_writer_truncate(nvfp4_st_writer *w, size_t count)
+{
+    if (!w) return;
+    while (w->count > count) {
+        st_item *it = &w->items[--w->count];
+        free(it->name);
+        free(it->owned);
+    }
+}
+
+void nvfp4_st_writer_free(nvfp4_st_writer *w)
+{
+    if (!w) return;
+    nvfp4_st_writer_truncate(w, 0);
+    for (size_t i = 0; i < w->meta_count; i++) {
+        free(w->meta_keys[i]);
+        free(w->meta_values[i]);
+    }
+    free(w->items);
+    free(w->meta_keys);
+    free(w->meta_values);
+    free(w);
+}
+
+/* Everything a reader would check, checked before anything is queued. */
+static nvfp4_status check_tensor(const nvfp4_st_writer *w, const char *name, nvfp4_dtype dtype,
+                                 int ndim, const int64_t *shape, const void *data, size_t nbytes)
+{
+    char shown[128];
+    if (!w) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_st_writer_add: writer is NULL");
+    if (!name || !name[0])
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_st_writer_add: tensor name is NULL or empty");
+    nvfp4_io_printable(shown, sizeof shown, name);
+    if (strcmp(name, "__metadata__") == 0 || !is_utf8(name))
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_st_writer_add: tensor '%s': the name is reserved or not UTF-8",
+                          shown);
+    if (nvfp4_dtype_size(dtype) == 0)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_st_writer_add: tensor '%s': invalid dtype %d", shown, (int)dtype);
+    if (ndim < 0 || ndim > NVFP4_ST_MAX_DIMS || (ndim > 0 && !shape))
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_st_writer_add: tensor '%s': ndim %d is not in 0..%d (or shape "
+                          "is NULL)",
+                          shown, ndim, NVFP4_ST_MAX_DIMS);
+    uint64_t nonzero = 1;
+    int has_zero = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 0)
+            return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                              "nvfp4_st_writer_add: tensor '%s': shape[%d] = %lld is negative",
+                              shown, d, (long long)shape[d]);
+        if (shape[d] == 0) {
+            has_zero = 1;
+        } else if (nonzero > (uint64_t)INT64_MAX / (uint64_t)shape[d]) {
+            return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                              "nvfp4_st_writer_add: tensor '%s': shape product overflows", shown);
+        } else {
+            nonzero *= (uint64_t)shape[d];
+        }
+    }
+    uint64_t elems = has_zero ? 0 : nonzero;
+    size_t want;
+    if (elems > SIZE_MAX || !nvfp4_mul_size((size_t)elems, nvfp4_dtype_size(dtype), &want) ||
+        want != nbytes)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_st_writer_add: tensor '%s': %llu elements of %s are not %zu "
+                          "bytes",
+                          shown, (unsigned long long)elems, nvfp4_dtype_name(dtype), nbytes);
+    if (nbytes && !data)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_st_writer_add: tensor '%s': data is NULL", shown);
+    for (size_t i = 0; i < w->count; i++)
+        if (strcmp(w->items[i].name, name) == 0)
+            return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                              "nvfp4_st_writer_add: tensor '%s' was already added", shown);
+    return NVFP4_OK;
+}
+
+static nvfp4_status push_item(nvfp4_st_writer *w, const char *name, nvfp4_dtype dtype, int ndim,
+                              const int64_t *shape, const void *data, size_t nbytes, void *owned)
+{
+    if (w->count == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 16;
+        st_item *items = realloc(w->items, cap * sizeof *items);
+        if (!items) return NVFP4_ERR_OUT_OF_MEMORY;
+        w->items = items;
+        w->cap = cap;
+    }
+    st_item *it = &w->items[w->count];
+    memset(it, 0, sizeof *it);
+    it->name = strdup(name);
+    if (!it->name) return NVFP4_ERR_OUT_OF_MEMORY;
+    it->dtype = dtype;
+    it->ndim = ndim;
+    for (int d = 0; d < ndim; d++) it->shape[d] = shape[d];
+    it->data = data;
+    it->nbytes = nbytes;
+    it->owned = owned;
+    w->count++;
+    return NVFP4_OK;
+}
+
+nvfp4_status nvfp4_st_writer_add(nvfp4_st_writer *w, const char *name, nvfp4_dtype dtype,
+                                 int ndim, const int64_t *shape, const void *data, size_t nbytes)
+{
+    nvfp4_status s = check_tensor(w, name, dtype, ndim, shape, data, nbytes);
+    if (s != NVFP4_OK) return s;
+    if (push_item(w, name, dtype, ndim, shape, data, nbytes, NULL) != NVFP4_OK)
+        return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_st_writer_add: no memory");
+    return NVFP4_OK;
+}
+
+nvfp4_status nvfp4_st_writer_add_copy(nvfp4_st_writer *w, const char *name, nvfp4_dtype dtype,
+                                      int ndim, const int64_t *shape, const void *data,
+                                      size_t nbytes)
+{
+    nvfp4_status s = check_tensor(w, name, dtype, ndim, shape, data, nbytes);
+    if (s != NVFP4_OK) return s;
+    void *copy = malloc(nbytes ? nbytes : 1);
+    if (!copy)
+        return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY,
+                          "nvfp4_st_writer_add_copy: no memory for %zu bytes", nbytes);
+    if (nbytes) memcpy(copy, data, nbytes);
+    if (push_item(w, name, dtype, ndim, shape, copy, nbytes, copy) != NVFP4_OK) {
+        free(copy);
+        return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_st_writer_add_copy: no memory");
+    }
+    return NVFP4_OK;
+}
+
+nvfp4_status nvfp4_st_writer_set_metadata(nvfp4_st_writer *w, const char *key, const char *value)
+{
+    if (!w || !key || !value)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_st_writer_set_metadata: writer, key or value is NULL");
+    if (!is_utf8(key) || !is_utf8(value)) {
+        char shown[128];
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_st_writer_set_metadata: '%s': key or value is not UTF-8",
+                          nvfp4_io_printable(shown, sizeof shown, key));
+    }
+    char *v = strdup(value);
+    if (!v) return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_st_writer_set_metadata: no memory");
+    for (size_t i = 0; i < w->meta_count; i++) {
+        if (strcmp(w->meta_keys[i], key) == 0) { /* a key set again keeps its place */
+            free(w->meta_values[i]);
+            w->meta_values[i] = v;
+            return NVFP4_OK;
+        }
+    }
+    if (w->meta_count == w->meta_cap) {
+        size_t cap = w->meta_cap ? w->meta_cap * 2 : 8;
+        char **k = realloc(w->meta_keys, cap * sizeof *k);
+        if (k) w->meta_keys = k;
+        char **vs = k ? realloc(w->meta_values, cap * sizeof *vs) : NULL;
+        if (vs) w->meta_values = vs;
+        if (!k || !vs) {
+            free(v);
+            return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_st_writer_set_metadata: no memory");
+        }
+        w->meta_cap = cap;
+    }
+    char *k = strdup(key);
+    if (!k) {
+        free(v);
+        return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_st_writer_set_metadata: no memory");
+    }
+    w->meta_keys[w->meta_count] = k;
+    w->meta_values[w->meta_count] = v;
+    w->meta_count++;
+    return NVFP4_OK;
+}
+
+/* The header JSON (compact, deterministic), or NULL when out of memory. */
+static char *header_json(const nvfp4_st_writer *w)
+{
+    json_t *root = json_object();
+    int ok = root != NULL;
+    if (ok && w->meta_count) {
+        json_t *meta = json_object();
+        ok = meta && json_object_set_new(root, "__metadata__", meta) == 0;
+        for (size_t i = 0; ok && i < w->meta_count; i++)
+            ok = json_object_set_new(meta, w->meta_keys[i], json_string(w->meta_values[i])) == 0;
+    }
+    uint64_t offset = 0;
+    for (size_t i = 0; ok && i < w->count; i++) {
+        const st_item *it = &w->items[i];
+        json_t *entry = json_object(), *shape = json_array(), *offs = json_array();
+        ok = entry && shape && offs;
+        ok = ok && json_object_set_new(entry, "dtype", json_string(nvfp4_dtype_name(it->dtype))) == 0;
+        for (int d = 0; ok && d < it->ndim; d++)
+            ok = json_array_append_new(shape, json_integer((json_int_t)it->shape[d])) == 0;
+        ok = ok && json_array_append_new(offs, json_integer((json_int_t)offset)) == 0;
+        offset += it->nbytes;
+        ok = ok && json_array_append_new(offs, json_integer((json_int_t)offset)) == 0;
+        /* set_new takes the reference even when it fails */
+        ok = ok && json_object_set_new(entry, "shape", json_incref(shape)) == 0;
+        ok = ok && json_object_set_new(entry, "data_offsets", json_incref(offs)) == 0;
+        ok = ok && json_object_set_new(root, it->name, json_incref(entry)) == 0;
+        json_decref(shape);
+        json_decref(offs);
+        json_decref(entry);
+    }
+    char *text = ok ? json_dumps(root, JSON_COMPACT) : NULL;
+    json_decref(root);
+    return text;
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        if (k == 0) return EIO;
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+typedef struct st_progress {
+    void (*fn)(void *ctx, uint64_t done, uint64_t total);
+    void *ctx;
+    uint64_t done, reported, total;
+} st_progress;
+
+static void advance(st_progress *p, size_t n)
+{
+    p->done += n;
+    if (p->fn && (p->done - p->reported >= ST_WRITE_CHUNK || p->done == p->total)) {
+        p->reported = p->done;
+        p->fn(p->ctx, p->done, p->total);
+    }
+}
+
+/* Write header and data to fd; 0 or an errno. */
+static int write_contents(int fd, const nvfp4_st_writer *w, const char *json, st_progress *pr)
+{
+    size_t jlen = strlen(json);
+    size_t hlen = (jlen + 7) & ~(size_t)7;
+    uint8_t *head = malloc(8 + hlen);
+    if (!head) return ENOMEM;
+    for (int i = 0; i < 8; i++) head[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
+    memcpy(head + 8, json, jlen);
+    memset(head + 8 + jlen, ' ', hlen - jlen);
+    int e = write_all(fd, head, 8 + hlen);
+    free(head);
+    if (e) return e;
+    advance(pr, 8 + hlen);
+    for (size_t i = 0; i < w->count; i++) {
+        const uint8_t *p = w->items[i].data;
+        for (size_t left = w->items[i].nbytes; left > 0;) {
+            size_t n = left < ST_WRITE_CHUNK ? left : ST_WRITE_CHUNK;
+            if ((e = write_all(fd, p, n)) != 0) return e;
+            p += n;
+            left -= n;
+            advance(pr, n);
+        }
+    }
+    return 0;
+}
+
+/* "<dir>/.<base>.tmp-XXXXXX" beside path, or NULL (bad path / no memory). */
+static char *temp_template(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+    const char *base = path + dirlen;
+    if (!base[0]) return NULL;
+    size_t n = dirlen + 1 + strlen(base) + sizeof ".tmp-XXXXXX";
+    char *t = malloc(n);
+    if (t) snprintf(t, n, "%.*s.%s.tmp-XXXXXX", (int)dirlen, path, base);
+    return t;
+}
+
+static void sync_directory(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir) return;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd); /* best effort: the rename is already visible */
+        close(fd);
+    }
+    free(dir);
+}
+
+nvfp4_status nvfp4_st_writer_write(nvfp4_st_writer *w, const char *path,
+                                   void (*progress)(void *ctx, uint64_t done, uint64_t total),
+                                   void *progress_ctx)
+{
+    if (!w || !path || !path[0])
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_st_writer_write: writer or path is NULL or empty");
+    char shown[256];
+    nvfp4_io_printable(shown, sizeof shown, path);
+
+    uint64_t data_bytes = 0;
+    for (size_t i = 0; i < w->count; i++) {
+        if (w->items[i].nbytes > (uint64_t)INT64_MAX - data_bytes)
+            return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                              "%s: the tensors add up to more than 2^63 bytes", shown);
+        data_bytes += w->items[i].nbytes;
+    }
+    char *json = header_json(w);
+    if (!json) return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "%s: no memory for the header", shown);
+    size_t hlen = (strlen(json) + 7) & ~(size_t)7;
+    st_progress pr = {progress, progress_ctx, 0, 0, 8 + hlen + data_bytes};
+
+    char *tmp = temp_template(path);
+    if (!tmp) {
+        free(json);
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "%s: not a file path (ends in '/'), or no memory", shown);
+    }
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        free(json);
+        free(tmp);
+        return nvfp4_fail(NVFP4_ERR_IO, "%s: cannot create a temporary file beside it: %s",
+                          shown, strerror(e));
+    }
+    /* mkstemp makes the file 0600; keep the mode of the file being replaced,
+     * else give it the usual 0644. */
+    struct stat st;
+    mode_t mode = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? (st.st_mode & 07777) : 0644;
+    const char *step = "write";
+    int e = fchmod(fd, mode) != 0 ? errno : 0;
+    if (!e) e = write_contents(fd, w, json, &pr);
+    if (!e && fsync(fd) != 0) {
+        e = errno;
+        step = "fsync";
+    }
+    if (close(fd) != 0 && !e) {
+        e = errno;
+        step = "close";
+    }
+    if (!e && rename(tmp, path) != 0) {
+        e = errno;
+        step = "rename the temporary file onto";
+    }
+    free(json);
+    if (e) {
+        unlink(tmp);
+        free(tmp);
+        return nvfp4_fail(NVFP4_ERR_IO, "%s: cannot %s it: %s (the file was left unchanged)",
+                          shown, step, strerror(e));
+    }
+    free(tmp);
+    sync_directory(path);
+    return NVFP4_OK;
+}

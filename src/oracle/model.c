@@ -1,0 +1,27 @@
+/* model.c -- names of the accumulation models. */
+#include <string.h>
+
+#include "internal.h"
+
+static const char *const model_names[] = {"sm90", "exact", "sm120"};
+
+const char *nvfp4_model_name(nvfp4_model model)
+{
+    if ((int)model < 0 || (int)model >= (int)(sizeof model_names / sizeof model_names[0]))
+        return "invalid";
+    return model_names[model];
+}
+
+nvfp4_status nvfp4_model_from_name(nvfp4_model *out, const char *name)
+{
+    if (!out || !name)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_model_from_name: NULL argument");
+    for (int i = 0; i < (int)(sizeof model_names / sizeof model_names[0]); i++) {
+        if (strcmp(name, model_names[i]) == 0) {
+            *out = (nvfp4_model)i;
+            return NVFP4_OK;
+        }
+    }
+    return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                      "unknown accumulation model \"%s\" (expected sm90, exact or sm120)", name);
+}

@@ -1,0 +1,343 @@
+/* quantize.c -- comfy-kitchen's NVFP4 quantizer, fast and multi-threaded,
+ * plus the per-tensor scale and the dequantizer.
+ *
+ * Bit-identical to quantize_ref.c (tests/unit/test_quant.c checks it).  The
+ * common case -- a block of finite values with a finite, nonzero scale --
+ * runs a branch-free loop; anything else (NaN, Inf, zero or non-finite
+ * scales) goes through the same careful IEEE steps the reference uses.
+ * docs/FORMATS.md describes the steps and the NaN rules. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* x86 SSE's NaN rules, made explicit so results do not depend on the CPU:
+ * a NaN operand propagates quieted (the first one if both are NaN); an
+ * invalid operation (0/0, Inf/Inf, 0*Inf) gives the default NaN 0xFFC00000. */
+#define DEFAULT_NAN_BITS 0xFFC00000u
+
+/* Local bit casts: these run per element and must inline. */
+static inline uint32_t bits_of(float v)
+{
+    uint32_t b;
+    memcpy(&b, &v, sizeof b);
+    return b;
+}
+
+static inline float float_of(uint32_t b)
+{
+    float v;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
+static int is_nan(float v) { return (bits_of(v) & 0x7FFFFFFFu) > 0x7F800000u; }
+static float quieted(float v) { return float_of(bits_of(v) | 0x00400000u); }
+
+static float sse_div(float a, float b)
+{
+    if (is_nan(a)) return quieted(a);
+    if (is_nan(b)) return quieted(b);
+    float r = a / b;
+    return is_nan(r) ? float_of(DEFAULT_NAN_BITS) : r;
+}
+
+static float sse_mul(float a, float b)
+{
+    if (is_nan(a)) return quieted(a);
+    if (is_nan(b)) return quieted(b);
+    float r = a * b;
+    return is_nan(r) ? float_of(DEFAULT_NAN_BITS) : r;
+}
+
+/*------------------------- reading the input -------------------------*/
+
+/* F16 -> F32 without branches on the common path: the 15 magnitude bits
+ * shifted into an FP32 pattern and scaled by 2^112 are exact for normals
+ * and subnormals; Inf/NaN are patched. */
+static inline float f16_widen(uint16_t h)
+{
+    uint32_t mag = h & 0x7FFFu;
+    uint32_t bits = bits_of(float_of(mag << 13) * 0x1p112f);
+    if (mag >= 0x7C00u) bits = 0x7F800000u | ((mag & 0x3FFu) << 13);
+    return float_of(bits | ((uint32_t)(h & 0x8000u) << 16));
+}
+
+/* Load 16 elements of row r from column c0 (zeros past the input's edge)
+ * and return the largest |x| bit pattern (NaNs compare above Inf). */
+static uint32_t load_block(float v[16], const void *x, nvfp4_dtype dtype, int64_t rows,
+                           int64_t cols, int64_t r, int64_t c0)
+{
+    int64_t n = r < rows ? (cols - c0 < 16 ? cols - c0 : 16) : 0;
+    if (n < 0) n = 0;
+    size_t base = (size_t)r * (size_t)cols + (size_t)c0;
+    uint32_t amax = 0;
+    if (n == 16) {
+        if (dtype == NVFP4_DTYPE_BF16) {
+            const uint16_t *p = (const uint16_t *)x + base;
+            for (int i = 0; i < 16; i++) {
+                uint32_t b = (uint32_t)p[i] << 16;
+                v[i] = float_of(b);
+                uint32_t m = b & 0x7FFFFFFFu;
+                amax = m > amax ? m : amax;
+            }
+        } else if (dtype == NVFP4_DTYPE_F16) {
+            const uint16_t *p = (const uint16_t *)x + base;
+            for (int i = 0; i < 16; i++) {
+                v[i] = f16_widen(p[i]);
+                uint32_t m = bits_of(v[i]) & 0x7FFFFFFFu;
+                amax = m > amax ? m : amax;
+            }
+        } else {
+            const float *p = (const float *)x + base;
+            for (int i = 0; i < 16; i++) {
+                v[i] = p[i];
+                uint32_t m = bits_of(v[i]) & 0x7FFFFFFFu;
+                amax = m > amax ? m : amax;
+            }
+        }
+        return amax;
+    }
+    for (int i = 0; i < 16; i++) {
+        float e = 0.0f;
+        if (i < n) {
+            if (dtype == NVFP4_DTYPE_BF16)
+                e = nvfp4_bf16_to_f32(((const uint16_t *)x)[base + (size_t)i]);
+            else if (dtype == NVFP4_DTYPE_F16)
+                e = f16_widen(((const uint16_t *)x)[base + (size_t)i]);
+            else
+                e = ((const float *)x)[base + (size_t)i];
+        }
+        v[i] = e;
+        uint32_t m = bits_of(e) & 0x7FFFFFFFu;
+        amax = m > amax ? m : amax;
+    }
+    return amax;
+}
+
+/*-------------------------- per-tensor scale --------------------------*/
+
+typedef struct amax_job {
+    const void *x;
+    nvfp4_dtype dtype;
+    size_t n, chunk;
+    uint32_t *partial; /* one |x| bit pattern per chunk */
+} amax_job;
+
+static void amax_range(void *ctx, int64_t begin, int64_t end)
+{
+    amax_job *j = ctx;
+    for (int64_t k = begin; k < end; k++) {
+        size_t lo = (size_t)k * j->chunk, hi = lo + j->chunk < j->n ? lo + j->chunk : j->n;
+        uint32_t best = 0;
+        if (j->dtype == NVFP4_DTYPE_BF16 || j->dtype == NVFP4_DTYPE_F16) {
+            /* Magnitude bit patterns order like the values; NaNs (above the
+             * Inf pattern) are skipped. */
+            const uint16_t *p = j->x;
+            uint16_t inf = j->dtype == NVFP4_DTYPE_BF16 ? 0x7F80u : 0x7C00u, b16 = 0;
+            for (size_t i = lo; i < hi; i++) {
+                uint16_t m = (uint16_t)(p[i] & 0x7FFFu);
+                m = m > inf ? 0 : m;
+                b16 = m > b16 ? m : b16;
+            }
+            best = j->dtype == NVFP4_DTYPE_BF16 ? (uint32_t)b16 << 16
+                                                : bits_of(f16_widen(b16));
+        } else {
+            const float *p = j->x;
+            for (size_t i = lo; i < hi; i++) {
+                uint32_t m = bits_of(p[i]) & 0x7FFFFFFFu;
+                m = m > 0x7F800000u ? 0 : m;
+                best = m > best ? m : best;
+            }
+        }
+        j->partial[k] = best;
+    }
+}
+
+static nvfp4_status check_input(const void *x, nvfp4_dtype dtype, int64_t rows, int64_t cols,
+                                const char *fn)
+{
+    if (!x) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "%s: input pointer is NULL", fn);
+    if (dtype != NVFP4_DTYPE_BF16 && dtype != NVFP4_DTYPE_F16 && dtype != NVFP4_DTYPE_F32)
+        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
+                          "%s: input dtype %s is not supported (BF16, F16 or F32)", fn,
+                          nvfp4_dtype_name(dtype) ? nvfp4_dtype_name(dtype) : "?");
+    size_t n;
+    if (rows < 1 || cols < 1 || !nvfp4_mul_size((size_t)rows, (size_t)cols, &n) ||
+        !nvfp4_mul_size(n, 4, &n) || rows > INT64_MAX / 4 || cols > INT64_MAX / 4)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "%s: shape %lld x %lld is empty or too large", fn, (long long)rows,
+                          (long long)cols);
+    return NVFP4_OK;
+}
+
+static nvfp4_status tensor_scale(float *out, const void *x, nvfp4_dtype dtype, int64_t rows,
+                                 int64_t cols, int nthreads)
+{
+    enum { CHUNKS = 64 };
+    uint32_t partial[CHUNKS];
+    size_t n = (size_t)rows * (size_t)cols;
+    amax_job j = {x, dtype, n, (n + CHUNKS - 1) / CHUNKS, partial};
+    int64_t nchunks = (int64_t)((n + j.chunk - 1) / j.chunk);
+    nvfp4_status st = nvfp4_parallel_for(nchunks, 1, nthreads, amax_range, &j);
+    if (st != NVFP4_OK) return st;
+    uint32_t best = 0;
+    for (int64_t k = 0; k < nchunks; k++) best = partial[k] > best ? partial[k] : best;
+    *out = float_of(best) / 2688.0f; /* 448 * 6, in FP32 */
+    return NVFP4_OK;
+}
+
+nvfp4_status nvfp4_per_tensor_scale(float *out, const void *x, nvfp4_dtype dtype, int64_t rows,
+                                    int64_t cols)
+{
+    if (!out)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_per_tensor_scale: out is NULL");
+    nvfp4_status st = check_input(x, dtype, rows, cols, "nvfp4_per_tensor_scale");
+    if (st != NVFP4_OK) return st;
+    return tensor_scale(out, x, dtype, rows, cols, 0);
+}
+
+/*----------------------------- quantizer -----------------------------*/
+
+typedef struct quant_job {
+    const void *x;
+    nvfp4_dtype dtype;
+    int64_t rows, cols;   /* input */
+    int64_t prows, pcols; /* padded to 16 */
+    float pts;
+    nvfp4_variant variant;
+    nvfp4_tensor *out;
+} quant_job;
+
+/* Round a finite or infinite |v| (not NaN) to an E2M1 magnitude code by
+ * counting the midpoints it passes; ties go to the even code. */
+static inline uint8_t e2m1_code_fast(float v)
+{
+    float a = fabsf(v);
+    uint8_t c = (uint8_t)((a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) +
+                          (a > 2.5f) + (a >= 3.5f) + (a > 5.0f));
+    return (uint8_t)(c | ((bits_of(v) >> 31) << 3));
+}
+
+static inline float clamp6(float v) /* torch.clamp(v, -6, 6): NaN passes */
+{
+    return v < -6.0f ? -6.0f : (v > 6.0f ? 6.0f : v);
+}
+
+static void quantize_block(const quant_job *j, int64_t r, int64_t cb, uint8_t *codes_row)
+{
+    float v[16];
+    uint8_t code[16];
+    uint32_t amax_bits = load_block(v, j->x, j->dtype, j->rows, j->cols, r, cb * 16);
+    float amax = float_of(amax_bits);
+    if (amax_bits > 0x7F800000u) amax = quieted(amax); /* NaN in the block: amax is NaN */
+    float pts = j->pts;
+
+    /* Block scale: min((amax / 6) / pts, 448) rounded to E4M3 (stored). */
+    float s = sse_div(sse_div(amax, 6.0f), pts);
+    s = s > 448.0f ? 448.0f : s;
+    uint8_t s8 = nvfp4_e4m3_from_f32(s);
+    float s8f = nvfp4_e4m3_to_f32(s8);
+    j->out->scales[nvfp4_tiled_scale_offset(r, cb, j->pcols)] = s8;
+    int finite_block = amax_bits < 0x7F800000u;
+
+    if (j->variant == NVFP4_VARIANT_EAGER) {
+        float t = sse_mul(pts, s8f);
+        if (t == 0.0f) {
+            memset(code, 0, sizeof code);
+        } else if (finite_block && isfinite(t)) {
+            for (int i = 0; i < 16; i++) code[i] = e2m1_code_fast(v[i] / t);
+        } else {
+            for (int i = 0; i < 16; i++) code[i] = nvfp4_e2m1_from_f32(clamp6(sse_div(v[i], t)));
+        }
+    } else {
+        /* fminf semantics: a NaN reciprocal becomes FLT_MAX. */
+        float rc = sse_div(1.0f, sse_mul(s8f, pts));
+        rc = is_nan(rc) ? FLT_MAX : (rc < FLT_MAX ? rc : FLT_MAX);
+        if (finite_block && isfinite(rc)) {
+            for (int i = 0; i < 16; i++) code[i] = e2m1_code_fast(v[i] * rc);
+        } else {
+            for (int i = 0; i < 16; i++) code[i] = nvfp4_e2m1_from_f32(clamp6(sse_mul(v[i], rc)));
+        }
+    }
+    uint8_t *dst = codes_row + cb * 8;
+    for (int i = 0; i < 8; i++) dst[i] = (uint8_t)((code[2 * i] << 4) | code[2 * i + 1]);
+}
+
+/* One unit = 128 padded rows, so threads never share a tile of scales. */
+static void quantize_units(void *ctx, int64_t begin, int64_t end)
+{
+    const quant_job *j = ctx;
+    int64_t nb = j->pcols / 16;
+    for (int64_t u = begin; u < end; u++) {
+        int64_t r_end = (u + 1) * 128 < j->prows ? (u + 1) * 128 : j->prows;
+        for (int64_t r = u * 128; r < r_end; r++) {
+            uint8_t *codes_row = j->out->codes + (size_t)r * (size_t)(j->pcols / 2);
+            for (int64_t cb = 0; cb < nb; cb++) quantize_block(j, r, cb, codes_row);
+        }
+    }
+}
+
+nvfp4_status nvfp4_quantize(nvfp4_tensor *out, const void *x, nvfp4_dtype dtype, int64_t rows,
+                            int64_t cols, const float *per_tensor_scale, nvfp4_variant variant,
+                            int nthreads)
+{
+    if (!out) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_quantize: out is NULL");
+    memset(out, 0, sizeof *out);
+    nvfp4_status st = check_input(x, dtype, rows, cols, "nvfp4_quantize");
+    if (st != NVFP4_OK) return st;
+    if (variant != NVFP4_VARIANT_EAGER && variant != NVFP4_VARIANT_CUDA)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_quantize: unknown variant %d",
+                          (int)variant);
+    quant_job j = {x, dtype, rows, cols, (rows + 15) / 16 * 16, (cols + 15) / 16 * 16,
+                   0.0f, variant, out};
+    if (per_tensor_scale) {
+        j.pts = *per_tensor_scale;
+    } else {
+        st = tensor_scale(&j.pts, x, dtype, rows, cols, nthreads);
+        if (st != NVFP4_OK) return st;
+    }
+    st = nvfp4_tensor_alloc(out, j.prows, j.pcols, NVFP4_HI_FIRST, NVFP4_SCALES_TILED);
+    if (st != NVFP4_OK) return st;
+    out->per_tensor_scale = j.pts;
+    st = nvfp4_parallel_for((j.prows + 127) / 128, 1, nthreads, quantize_units, &j);
+    if (st != NVFP4_OK) nvfp4_tensor_free(out);
+    return st;
+}
+
+/*---------------------------- dequantizer ----------------------------*/
+
+typedef struct dequant_job {
+    float *out;
+    const nvfp4_tensor *t;
+} dequant_job;
+
+static void dequantize_rows(void *ctx, int64_t begin, int64_t end)
+{
+    const dequant_job *j = ctx;
+    const nvfp4_tensor *t = j->t;
+    float pts = t->per_tensor_scale;
+    for (int64_t r = begin; r < end; r++) {
+        float *o = j->out + (size_t)r * (size_t)t->cols;
+        for (int64_t cb = 0; cb < t->cols / 16; cb++) {
+            float s = nvfp4_e4m3_to_f32(nvfp4_tensor_scale(t, r, cb));
+            for (int64_t c = cb * 16; c < cb * 16 + 16; c++)
+                o[c] = (nvfp4_e2m1_to_f32(nvfp4_tensor_code(t, r, c)) * s) * pts;
+        }
+    }
+}
+
+nvfp4_status nvfp4_dequantize(float *out, const nvfp4_tensor *t, int nthreads)
+{
+    if (!out || !t || !t->codes || !t->scales)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_dequantize: out, tensor or its arrays are NULL");
+    if (t->rows < 1 || t->cols < 1 || t->cols % 16 != 0)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_dequantize: shape %lld x %lld (cols must be a multiple of 16)",
+                          (long long)t->rows, (long long)t->cols);
+    dequant_job j = {out, t};
+    return nvfp4_parallel_for(t->rows, 64, nthreads, dequantize_rows, &j);
+}

@@ -1,0 +1,141 @@
+/* quantize_ref.c -- comfy-kitchen's quantize_nvfp4 written as plainly as
+ * possible, one element at a time, one thread.  The reference the fast
+ * quantizer (quantize.c) is tested against; it shares no code with it
+ * beyond the scalar format functions.
+ *
+ * Every step is one FP32 IEEE operation.  NaN results follow x86 SSE: a NaN
+ * operand propagates (quieted, the first one if both are NaN) and an
+ * invalid operation yields the default NaN 0xFFC00000.  Spelled out here so
+ * the result does not depend on the machine. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int ref_isnan(float v) { return v != v; }
+
+static float ref_quiet(float v)
+{
+    return nvfp4_f32_from_bits(nvfp4_f32_bits(v) | 0x00400000u);
+}
+
+static float ref_div(float a, float b)
+{
+    if (ref_isnan(a)) return ref_quiet(a);
+    if (ref_isnan(b)) return ref_quiet(b);
+    float q = a / b;
+    if (ref_isnan(q)) return nvfp4_f32_from_bits(0xFFC00000u);
+    return q;
+}
+
+static float ref_mul(float a, float b)
+{
+    if (ref_isnan(a)) return ref_quiet(a);
+    if (ref_isnan(b)) return ref_quiet(b);
+    float p = a * b;
+    if (ref_isnan(p)) return nvfp4_f32_from_bits(0xFFC00000u);
+    return p;
+}
+
+/* Element (r, c) of the input widened to FP32; zero outside it (padding). */
+static float ref_element(const void *x, nvfp4_dtype dtype, int64_t rows, int64_t cols,
+                         int64_t r, int64_t c)
+{
+    if (r >= rows || c >= cols) return 0.0f;
+    size_t i = (size_t)r * (size_t)cols + (size_t)c;
+    if (dtype == NVFP4_DTYPE_BF16) return nvfp4_bf16_to_f32(((const uint16_t *)x)[i]);
+    if (dtype == NVFP4_DTYPE_F16) return nvfp4_f16_to_f32(((const uint16_t *)x)[i]);
+    return ((const float *)x)[i];
+}
+
+nvfp4_status nvfp4_quantize_ref(nvfp4_tensor *out, const void *x, nvfp4_dtype dtype,
+                                int64_t rows, int64_t cols, const float *per_tensor_scale,
+                                nvfp4_variant variant)
+{
+    if (!out) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_quantize_ref: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!x) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_quantize_ref: input is NULL");
+    if (dtype != NVFP4_DTYPE_BF16 && dtype != NVFP4_DTYPE_F16 && dtype != NVFP4_DTYPE_F32)
+        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
+                          "nvfp4_quantize_ref: input dtype %d is not BF16, F16 or F32",
+                          (int)dtype);
+    if (rows < 1 || cols < 1 || rows > INT32_MAX || cols > INT32_MAX)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_quantize_ref: shape %lld x %lld is empty or too large",
+                          (long long)rows, (long long)cols);
+    if (variant != NVFP4_VARIANT_EAGER && variant != NVFP4_VARIANT_CUDA)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_quantize_ref: unknown variant %d",
+                          (int)variant);
+
+    /* Per-tensor scale: the largest |x| (NaNs skipped) / 2688 in FP32. */
+    float pts;
+    if (per_tensor_scale) {
+        pts = *per_tensor_scale;
+    } else {
+        float amax = 0.0f;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++) {
+                float a = fabsf(ref_element(x, dtype, rows, cols, r, c));
+                if (!ref_isnan(a) && a > amax) amax = a;
+            }
+        pts = amax / 2688.0f;
+    }
+
+    /* comfy-kitchen pads both dimensions to multiples of 16 with zeros. */
+    int64_t prows = (rows + 15) / 16 * 16, pcols = (cols + 15) / 16 * 16;
+    nvfp4_status st = nvfp4_tensor_alloc(out, prows, pcols, NVFP4_HI_FIRST, NVFP4_SCALES_TILED);
+    if (st != NVFP4_OK) return st;
+    out->per_tensor_scale = pts;
+
+    for (int64_t r = 0; r < prows; r++) {
+        for (int64_t cb = 0; cb < pcols / 16; cb++) {
+            /* amax of the block; torch.amax lets a NaN win. */
+            float amax = 0.0f;
+            int has_nan = 0;
+            float first_nan = 0.0f;
+            for (int64_t c = cb * 16; c < cb * 16 + 16; c++) {
+                float a = fabsf(ref_element(x, dtype, rows, cols, r, c));
+                if (ref_isnan(a)) {
+                    if (!has_nan) first_nan = a;
+                    has_nan = 1;
+                } else if (a > amax) {
+                    amax = a;
+                }
+            }
+            if (has_nan) amax = ref_quiet(first_nan);
+
+            float s = ref_div(ref_div(amax, 6.0f), pts);
+            if (s > 448.0f) s = 448.0f; /* torch.clamp(max=448): NaN stays NaN */
+            uint8_t s8 = nvfp4_e4m3_from_f32(s);
+            out->scales[nvfp4_tiled_scale_offset(r, cb, pcols)] = s8;
+            float s8f = nvfp4_e4m3_to_f32(s8);
+
+            for (int64_t c = cb * 16; c < cb * 16 + 16; c++) {
+                float xv = ref_element(x, dtype, rows, cols, r, c);
+                float v;
+                if (variant == NVFP4_VARIANT_EAGER) {
+                    float total = ref_mul(pts, s8f);
+                    if (total == 0.0f)
+                        v = 0.0f; /* comfy-kitchen's zero-scale mask: +0 codes */
+                    else
+                        v = ref_div(xv, total);
+                } else {
+                    float recip = ref_div(1.0f, ref_mul(s8f, pts));
+                    recip = fminf(recip, FLT_MAX); /* as the CUDA kernel does */
+                    v = ref_mul(xv, recip);
+                }
+                if (v < -6.0f) v = -6.0f;
+                if (v > 6.0f) v = 6.0f;
+                uint8_t code = nvfp4_e2m1_from_f32(v);
+                uint8_t *byte = &out->codes[(size_t)r * (size_t)(pcols / 2) + (size_t)(c / 2)];
+                if (c % 2 == 0)
+                    *byte = (uint8_t)((*byte & 0x0F) | (code << 4)); /* element 2i: high nibble */
+                else
+                    *byte = (uint8_t)((*byte & 0xF0) | code);
+            }
+        }
+    }
+    return NVFP4_OK;
+}

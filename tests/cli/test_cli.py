@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""CLI tests for nvfp4 (standard library only).
+
+Runs the built command the way a user does and checks exit statuses, the
+files it writes (read back with a small independent safetensors parser), the
+golden ComfyUI quantizer cases through `nvfp4 quantize --only`, error messages
+for malformed files, and the `check` report's JSON keys.
+Prints one closing line: "cli: N passed, N failed"."""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+NVFP4 = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/nvfp4")
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHARED = os.environ.get("NVFP4_SHARED", os.path.join(HERE, "..", "..", "..", "shared"))
+GOLDEN = os.path.join(SHARED, "golden", "comfy-quantize")
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what)
+
+
+def run(*args, env=None):
+    e = dict(os.environ)
+    e["NVFP4_NO_PROGRESS"] = "1"
+    if env:
+        e.update(env)
+    p = subprocess.run([NVFP4, *args], capture_output=True, text=True, env=e)
+    return p.returncode, p.stdout, p.stderr
+
+
+def write_st(path, tensors, metadata=None):
+    """tensors: list of (name, dtype, shape, bytes)."""
+    header, off, blobs = {}, 0, []
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, dtype, shape, data in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(data)]}
+        off += len(data)
+        blobs.append(data)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def read_st(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    data = raw[8 + n:]
+    out = {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]])
+           for k, v in header.items()}
+    return out, meta
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="nvfp4-cli-")
+    p = lambda name: os.path.join(tmp, name)
+
+    # --help everywhere, exit codes
+    rc, out, _ = run("--help")
+    check(rc == 0 and "commands:" in out, "nvfp4 --help")
+    for cmd in ["check", "bench", "quantize", "dequantize", "inspect", "matmul", "linear", "example"]:
+        rc, out, err = run(cmd, "--help")
+        check(rc == 0 and "usage: nvfp4 " + cmd in out, f"nvfp4 {cmd} --help")
+    rc, _, err = run("frobnicate")
+    check(rc == 2 and "unknown command" in err, "unknown command exits 2")
+    rc, _, err = run("quantize", "--bogus")
+    check(rc == 1 and err.count("\n") == 1 and "unknown option" in err, "unknown option: one line, exit 1")
+
+    # example -> quantize -> inspect -> dequantize -> linear == matmul
+    rc, _, err = run("example", p("ex.st"))
+    check(rc == 0, "example: " + err)
+    rc, _, err = run("quantize", p("ex.st"), p("q.st"))
+    check(rc == 0, "quantize example: " + err)
+    q, meta = read_st(p("q.st"))
+    check(meta.get("source") == "nvfp4 example", "metadata copied")
+    for layer, (n, k) in {"blocks.0.attn.qkv": (768, 256), "blocks.0.mlp.fc2": (256, 1024)}.items():
+        w = q.get(layer + ".weight")
+        check(w is not None and w[0] == "U8" and w[1] == [n, k // 2], f"{layer}.weight U8 [{n}, {k//2}]")
+        s = q.get(layer + ".weight_scale")
+        check(s is not None and s[0] == "F8_E4M3" and s[1] == [-(-n // 128) * 128, -(-(k // 16) // 4) * 4],
+              f"{layer}.weight_scale tiled shape")
+        s2 = q.get(layer + ".weight_scale_2")
+        check(s2 is not None and s2[0] == "F32" and s2[1] == [], f"{layer}.weight_scale_2 F32 scalar")
+        mk = q.get(layer + ".comfy_quant")
+        check(mk is not None and mk[0] == "U8" and json.loads(mk[2]) == {"format": "nvfp4"},
+              f"{layer}.comfy_quant marker")
+    check(q["x"][0] == "BF16" and q["blocks.0.attn.qkv.bias"][0] == "BF16", "other tensors copied")
+    rc, out, err = run("inspect", p("q.st"))
+    check(rc == 0 and "NVFP4 tensors:" in out and "blocks.0.mlp.fc2.weight: 256 x 1024" in out,
+          "inspect recognises NVFP4 layers")
+    rc, _, err = run("dequantize", p("q.st"), p("dq.st"))
+    dq, _ = read_st(p("dq.st")) if rc == 0 else ({}, {})
+    check(rc == 0 and dq.get("blocks.0.attn.qkv.weight", ("",))[0] == "BF16"
+          and "blocks.0.attn.qkv.weight_scale" not in dq and "blocks.0.attn.qkv.comfy_quant" not in dq,
+          "dequantize: " + err)
+
+    # linear (CPU: quantize x, GEMM) == quantize x by hand + matmul, bit for bit
+    rc, _, err = run("linear", p("q.st") + ":blocks.0.attn.qkv", p("ex.st") + ":x", "-o", p("lin.st"),
+                     "--backend", "cpu", "--input-scale", "dynamic", "--dump-quantized", p("xq.st"))
+    check(rc == 0, "linear: " + err)
+    rc, _, err = run("matmul", p("xq.st") + ":x", p("q.st") + ":blocks.0.attn.qkv.weight", "-o", p("mm.st"),
+                     "--backend", "cpu", "--bias", p("ex.st") + ":blocks.0.attn.qkv.bias", "--compare-exact")
+    check(rc == 0, "matmul: " + err)
+    if rc == 0:
+        lin, _ = read_st(p("lin.st"))
+        mm, _ = read_st(p("mm.st"))
+        check(lin["raw"] == mm["raw"] and lin["out"] == mm["out"], "linear == quantize + matmul (bits)")
+        check(mm["raw"][1] == [8, 768] and mm["out"][0] == "BF16", "matmul output shapes")
+
+    # golden ComfyUI cases through the command line, scale computed
+    cases = [c for c in ("gauss", "outliers", "ties") if os.path.exists(os.path.join(GOLDEN, c + ".x.bf16"))]
+    check(len(cases) == 3, "golden cases present in " + GOLDEN)
+    for c in cases:
+        x = open(os.path.join(GOLDEN, c + ".x.bf16"), "rb").read()
+        write_st(p("g.st"), [("layer.weight", "BF16", [256, 1024], x), ("other", "F32", [2], b"\0" * 8)])
+        for variant_args in ([], ["--variant", "eager"]):
+            rc, _, err = run("quantize", p("g.st"), p("gq.st"), "--only", "layer.weight", *variant_args)
+            check(rc == 0, f"quantize golden {c}: {err}")
+            if rc:
+                continue
+            gq, _ = read_st(p("gq.st"))
+            check(gq["layer.weight"][2] == open(os.path.join(GOLDEN, c + ".eager.q.u8"), "rb").read(),
+                  f"golden {c}: codes")
+            check(gq["layer.weight_scale"][2] == open(os.path.join(GOLDEN, c + ".eager.s.u8"), "rb").read(),
+                  f"golden {c}: scales")
+            check(gq["layer.weight_scale_2"][2] == open(os.path.join(GOLDEN, c + ".gs.f32"), "rb").read(),
+                  f"golden {c}: per-tensor scale")
+            check(gq["other"][2] == b"\0" * 8, f"golden {c}: untouched tensor copied")
+
+    # malformed inputs: an error line and exit 1, never a signal
+    good = open(p("ex.st"), "rb").read()
+    bad = {
+        "empty": b"",
+        "short": b"\x08\0\0",
+        "hugeheader": struct.pack("<Q", 1 << 60) + b"{}",
+        "notjson": struct.pack("<Q", 4) + b"{abc",
+        "truncated": good[: len(good) // 2],
+        "baddtype": None,
+    }
+    h = json.dumps({"t": {"dtype": "Q7", "shape": [1], "data_offsets": [0, 1]}}).encode()
+    bad["baddtype"] = struct.pack("<Q", len(h)) + h + b"\0"
+    for name, data in bad.items():
+        with open(p(name + ".st"), "wb") as f:
+            f.write(data)
+        for cmd in (["inspect", p(name + ".st")], ["quantize", p(name + ".st"), p("never.st")]):
+            rc, _, err = run(*cmd)
+            check(rc == 1 and err.startswith("nvfp4 ") and err.count("\n") == 1,
+                  f"malformed {name} via {cmd[0]}: rc={rc} err={err!r}")
+    check(not os.path.exists(p("never.st")), "no output file after a failed quantize")
+    rc, _, err = run("quantize", p("ex.st"), os.path.join(tmp, "nodir", "q.st"))
+    check(rc == 1 and not os.path.exists(os.path.join(tmp, "nodir")), "write into a missing directory fails")
+    rc, _, err = run("quantize", p("ex.st"), p("q2.st"), "--only", "nope")
+    check(rc == 1 and "nope" in err, "--only names a missing tensor")
+
+    # check: a tiny run on the CPU; the JSON carries the seed's keys
+    rc, out, err = run("check", "--backend", "cpu", "--rows", "2", "--oracle-rows", "1",
+                       "--json", p("report.json"))
+    check(rc == 0, "check --rows 2: rc=%d %s" % (rc, err))
+    try:
+        rep = json.load(open(p("report.json")))
+    except Exception as e:  # noqa: BLE001
+        rep = {}
+        check(False, f"report.json parses: {e}")
+    for key in ("device", "compute_capability", "rows", "kernel", "results", "findings", "status"):
+        check(key in rep, f"report has {key}")
+    res = rep.get("results", [])
+    check([r.get("linear") for r in res] == ["attn_qkv_proj", "attn_out_proj", "mlp_fc1", "mlp_fc2"],
+          "report lists the seed's four linears")
+    for r in res:
+        for key in ("mnk", "raw_blockscaled_equal", "raw_max_abs", "fused_alpha_equal", "fused_alpha_max_abs"):
+            check(key in r, f"{r.get('linear')} has {key}")
+        check(r.get("raw_blockscaled_equal") is True and r.get("fused_alpha_equal") is True,
+              f"{r.get('linear')} bit-exact")
+
+    print(f"cli: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
