@@ -40,7 +40,8 @@ static const char help[] =
     "  --streaming-a       feed BF16 activations to the backend's linear path (quantize\n"
     "                      inside the backend) and compare with quantize-then-oracle\n"
     "  --oracle-rows N     rows also checked against the plain reference model and the\n"
-    "                      exact oracle (default 2 on the CPU, 4 on a GPU)\n"
+    "                      exact oracle (default 2 on the CPU, 4 on a GPU) ...\n"
+    "  --oracle-cols N     ... on N columns spread over the output (default 1024)\n"
     "  --seed S            synthetic data seed (default 2026)\n"
     "  --json FILE         report path (default nvfp4-check.json; '-' for none)\n"
     "  --threads N         CPU threads (default: all cores)\n";
@@ -70,7 +71,7 @@ typedef struct result {
     int64_t m;
     diff_stats raw, out;
     int batch_invariant, repeatable;
-    int64_t rows_full, rows_ref;
+    int64_t rows_full, rows_ref, cols_ref;
     uint64_t ulp_raw_max, ulp_out_max;
     double ulp_raw_mean, ulp_out_mean;
     double fma_mismatch; /* fraction of sampled raw outputs an FP32 FMA loop gets wrong */
@@ -93,7 +94,7 @@ static void diff_init(diff_stats *d)
 
 /* Compare FP32 (size 4) or BF16 (size 2) arrays; accumulate into d. */
 static void diff_add(diff_stats *d, const void *got, const void *want, int size, int64_t rows,
-                     int64_t cols, const int64_t *row_ids)
+                     int64_t cols, const int64_t *row_ids, const int64_t *col_ids)
 {
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) {
@@ -121,7 +122,7 @@ static void diff_add(diff_stats *d, const void *got, const void *want, int size,
             if (isnan(ad)) ad = INFINITY;
             if (d->equal) {
                 d->row = row_ids ? row_ids[r] : r;
-                d->col = c;
+                d->col = col_ids ? col_ids[c] : c;
                 d->got = g;
                 d->want = w;
             }
@@ -131,13 +132,20 @@ static void diff_add(diff_stats *d, const void *got, const void *want, int size,
         }
 }
 
-/* Copy row r of t into a 1-row tensor (row-major scales, same nibble order). */
-static nvfp4_status one_row(nvfp4_tensor *dst, const nvfp4_tensor *t, int64_t r)
+/* Copy rows idx[0..count) of t into a new tensor (row-major scales, same
+ * nibble order): the sampled rows of A, or the sampled columns' weight rows. */
+static nvfp4_status gather_rows(nvfp4_tensor *dst, const nvfp4_tensor *t, const int64_t *idx,
+                                int64_t count)
 {
-    nvfp4_status st = nvfp4_tensor_alloc(dst, 1, t->cols, t->nibble_order, NVFP4_SCALES_ROW_MAJOR);
+    nvfp4_status st =
+        nvfp4_tensor_alloc(dst, count, t->cols, t->nibble_order, NVFP4_SCALES_ROW_MAJOR);
     if (st != NVFP4_OK) return st;
-    memcpy(dst->codes, t->codes + (size_t)(r * t->cols / 2), (size_t)(t->cols / 2));
-    for (int64_t b = 0; b < t->cols / 16; b++) dst->scales[b] = nvfp4_tensor_scale(t, r, b);
+    size_t row_bytes = (size_t)(t->cols / 2);
+    for (int64_t i = 0; i < count; i++) {
+        memcpy(dst->codes + (size_t)i * row_bytes, t->codes + (size_t)idx[i] * row_bytes, row_bytes);
+        for (int64_t b = 0; b < t->cols / 16; b++)
+            dst->scales[i * (t->cols / 16) + b] = nvfp4_tensor_scale(t, idx[i], b);
+    }
     dst->per_tensor_scale = t->per_tensor_scale;
     return NVFP4_OK;
 }
@@ -171,7 +179,8 @@ static void fail_result(result *res, const char *what)
 
 /* Everything for one linear.  A: the quantized activations, B: the weight. */
 static void check_linear(const ctx *cx, result *res, const nvfp4_tensor *A, const nvfp4_tensor *B,
-                         const float *bias, int oracle_rows, uint64_t seed, int idx, int total)
+                         const float *bias, int oracle_rows, int64_t ref_cols, uint64_t seed,
+                         int idx, int total)
 {
     int64_t m = A->rows, n = B->rows;
     size_t mn = (size_t)(m * n);
@@ -224,38 +233,64 @@ static void check_linear(const ctx *cx, result *res, const nvfp4_tensor *A, cons
             goto done;
         }
         res->t_oracle_ms = 1e3 * (cli_now() - t0);
-        diff_add(&res->raw, raw, oraw, 4, m, n, NULL);
-        diff_add(&res->out, out, oout, 2, m, n, NULL);
+        diff_add(&res->raw, raw, oraw, 4, m, n, NULL, NULL);
+        diff_add(&res->out, out, oout, 2, m, n, NULL, NULL);
         res->rows_full = m;
     }
 
-    /* Sampled rows: plain reference model, exact oracle, batch invariance, FMA loop. */
+    /* Sampled rows x sampled columns: the plain reference model, the exact
+     * oracle and the FMA loop (the plain model code is slow: a full row of FC1
+     * is 9.6 million steps).  Sampled rows, all columns: batch invariance. */
     if (oracle_rows > m) oracle_rows = (int)m;
-    float *rr = malloc((size_t)n * 4), *xr = malloc((size_t)n * 4), *br = malloc((size_t)n * 4);
-    uint16_t *ro = malloc((size_t)n * 2), *xo = malloc((size_t)n * 2), *bo = malloc((size_t)n * 2);
+    int64_t ns = n < ref_cols ? n : ref_cols;
+    int64_t *cols = malloc((size_t)ns * sizeof *cols);
+    float *rr = malloc((size_t)ns * 4), *xr = malloc((size_t)ns * 4), *br = malloc((size_t)n * 4);
+    uint16_t *ro = malloc((size_t)ns * 2), *xo = malloc((size_t)ns * 2), *bo = malloc((size_t)n * 2);
+    float *bias_sub = bias ? malloc((size_t)ns * 4) : NULL;
+    float *got_r = malloc((size_t)ns * 4);
+    uint16_t *got_o = malloc((size_t)ns * 2);
+    nvfp4_tensor bsub = {0};
     uint64_t s = seed * 31 + (uint64_t)idx;
     double ulp_raw_sum = 0, ulp_out_sum = 0;
-    int64_t fma_bad = 0, fma_n = 0;
-    int64_t fma_cols = n < 256 ? n : 256;
-    for (int i = 0; i < oracle_rows && rr && xr && br && ro && xo && bo; i++) {
-        int64_t r = i == 0 ? 0 : i == 1 ? m - 1 : (int64_t)((s = s * 6364136223846793005ULL + 1442695040888963407ULL) >> 33) % m;
+    int64_t fma_bad = 0, fma_n = 0, ulp_n = 0;
+    if (!cols || !rr || !xr || !br || !ro || !xo || !bo || !got_r || !got_o || (bias && !bias_sub)) {
+        res->error = 1;
+        snprintf(res->error_msg, sizeof res->error_msg, "out of memory");
+        oracle_rows = 0;
+    } else {
+        for (int64_t j = 0; j < ns; j++) cols[j] = ns == n ? j : j * (n - 1) / (ns - 1); /* spread, first and last */
+        if (bias)
+            for (int64_t j = 0; j < ns; j++) bias_sub[j] = bias[cols[j]];
+        if (gather_rows(&bsub, B, cols, ns) != NVFP4_OK) {
+            fail_result(res, "column sample");
+            oracle_rows = 0;
+        }
+    }
+    for (int i = 0; i < oracle_rows; i++) {
+        int64_t r = i == 0 ? 0 : i == 1 ? m - 1
+                  : (int64_t)((s = s * 6364136223846793005ULL + 1442695040888963407ULL) >> 33) % m;
         nvfp4_tensor a1 = {0};
-        if (one_row(&a1, A, r) != NVFP4_OK) {
+        if (gather_rows(&a1, A, &r, 1) != NVFP4_OK) {
             fail_result(res, "row copy");
             break;
         }
-        cli_progress("[%d/%d] %s: reference model, row %lld (%d/%d) ...", idx, total, res->lin.name,
-                     (long long)r, i + 1, oracle_rows);
-        nvfp4_gemm_args o = {.a = &a1, .b = B, .bias = bias, .raw = rr, .out = ro, .model = cx->model};
+        cli_progress("[%d/%d] %s: reference model, row %lld (%d/%d) x %lld columns ...", idx, total,
+                     res->lin.name, (long long)r, i + 1, oracle_rows, (long long)ns);
+        nvfp4_gemm_args o = {.a = &a1, .b = &bsub, .bias = bias_sub, .raw = rr, .out = ro,
+                             .model = cx->model};
         t0 = cli_now();
         nvfp4_status st = nvfp4_gemm_ref(&o);
         res->t_ref_ms += 1e3 * (cli_now() - t0);
         if (st == NVFP4_OK) {
-            diff_add(&res->raw, raw + (size_t)r * (size_t)n, rr, 4, 1, n, &r);
-            diff_add(&res->out, out + (size_t)r * (size_t)n, ro, 2, 1, n, &r);
+            for (int64_t j = 0; j < ns; j++) {
+                got_r[j] = raw[(size_t)(r * n + cols[j])];
+                got_o[j] = out[(size_t)(r * n + cols[j])];
+            }
+            diff_add(&res->raw, got_r, rr, 4, 1, ns, &r, cols);
+            diff_add(&res->out, got_o, ro, 2, 1, ns, &r, cols);
             res->rows_ref++;
         }
-        /* The same row alone through the backend (batch invariance). */
+        /* The same row alone through the backend (batch invariance), all columns. */
         nvfp4_gemm_args b1 = {.a = &a1, .b = B, .bias = bias, .raw = br, .out = bo};
         if (st == NVFP4_OK) st = run_backend(cx, &b1, NULL);
         if (st == NVFP4_OK &&
@@ -263,25 +298,26 @@ static void check_linear(const ctx *cx, result *res, const nvfp4_tensor *A, cons
              memcmp(bo, out + (size_t)r * (size_t)n, (size_t)n * 2)))
             res->batch_invariant = 0;
         /* Distance from the exact oracle. */
-        nvfp4_gemm_args e = {.a = &a1, .b = B, .bias = bias, .raw = xr, .out = xo,
+        nvfp4_gemm_args e = {.a = &a1, .b = &bsub, .bias = bias_sub, .raw = xr, .out = xo,
                              .model = NVFP4_MODEL_EXACT, .nthreads = cx->threads};
         if (st == NVFP4_OK) st = nvfp4_gemm_cpu(&e);
         if (st == NVFP4_OK)
-            for (int64_t c = 0; c < n; c++) {
-                uint64_t d = cli_ulp_distance(rr[c], xr[c]);
-                uint64_t o16 = cli_ulp_distance(nvfp4_bf16_to_f32(ro[c]), nvfp4_bf16_to_f32(xo[c]));
+            for (int64_t j = 0; j < ns; j++) {
+                uint64_t d = cli_ulp_distance(rr[j], xr[j]);
+                uint64_t o16 = cli_ulp_distance(nvfp4_bf16_to_f32(ro[j]), nvfp4_bf16_to_f32(xo[j]));
                 if (o16 != UINT64_MAX) o16 >>= 16;
                 if (d > res->ulp_raw_max) res->ulp_raw_max = d;
                 if (o16 > res->ulp_out_max) res->ulp_out_max = o16;
                 ulp_raw_sum += (double)d;
                 ulp_out_sum += (double)o16;
+                ulp_n++;
             }
-        /* The stock check: an FP32 FMA loop, on the first columns. */
+        /* The stock check: an FP32 FMA loop over the same outputs. */
         if (st == NVFP4_OK)
-            for (int64_t c = 0; c < fma_cols; c++) {
-                float f = fma_loop(A, r, B, c);
+            for (int64_t j = 0; j < ns; j++) {
+                float f = fma_loop(&a1, 0, &bsub, j);
                 fma_n++;
-                fma_bad += nvfp4_f32_bits(f) != nvfp4_f32_bits(rr[c]);
+                fma_bad += nvfp4_f32_bits(f) != nvfp4_f32_bits(rr[j]);
             }
         nvfp4_tensor_free(&a1);
         if (st != NVFP4_OK) {
@@ -289,12 +325,15 @@ static void check_linear(const ctx *cx, result *res, const nvfp4_tensor *A, cons
             break;
         }
     }
-    if (res->rows_ref) {
-        res->ulp_raw_mean = ulp_raw_sum / (double)(res->rows_ref * n);
-        res->ulp_out_mean = ulp_out_sum / (double)(res->rows_ref * n);
+    if (ulp_n) {
+        res->ulp_raw_mean = ulp_raw_sum / (double)ulp_n;
+        res->ulp_out_mean = ulp_out_sum / (double)ulp_n;
     }
+    res->cols_ref = ns;
     res->fma_mismatch = fma_n ? (double)fma_bad / (double)fma_n : 0;
-    free(rr), free(xr), free(br), free(ro), free(xo), free(bo);
+    nvfp4_tensor_free(&bsub);
+    free(cols), free(rr), free(xr), free(br), free(ro), free(xo), free(bo);
+    free(bias_sub), free(got_r), free(got_o);
 done:
     if (res->raw.differ) res->raw.mean_abs /= (double)res->raw.compared;
     if (res->out.differ) res->out.mean_abs /= (double)res->out.compared;
@@ -389,7 +428,7 @@ int cmd_check(int argc, char **argv)
 {
     const char *C = "check";
     const char *backend = "auto", *ckpt = NULL, *layers = NULL, *json_path = "nvfp4-check.json";
-    long long rows = 0, oracle_rows = 0, threads = 0, seed = 2026;
+    long long rows = 0, oracle_rows = 0, threads = 0, seed = 2026, ref_cols = 1024;
     int streaming = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -402,6 +441,9 @@ int cmd_check(int argc, char **argv)
         } else if (!strcmp(a, "--oracle-rows")) {
             if (++i >= argc || cli_parse_int(argv[i], &oracle_rows) || oracle_rows < 0)
                 return cli_error(C, "--oracle-rows needs a count >= 0");
+        } else if (!strcmp(a, "--oracle-cols")) {
+            if (++i >= argc || cli_parse_int(argv[i], &ref_cols) || ref_cols < 2)
+                return cli_error(C, "--oracle-cols needs a count >= 2");
         } else if (!strcmp(a, "--backend")) {
             if (++i >= argc || (strcmp(argv[i], "cpu") && strcmp(argv[i], "cuda") &&
                                 strcmp(argv[i], "auto")))
@@ -553,7 +595,7 @@ int cmd_check(int argc, char **argv)
             double t0 = cli_now();
             st = lraw && lout ? nvfp4_linear_cpu(&la) : NVFP4_ERR_OUT_OF_MEMORY;
             if (st == NVFP4_OK) {
-                check_linear(&cx, r, &A, &W, bias, (int)oracle_rows, (uint64_t)seed, i + 1, nlin);
+                check_linear(&cx, r, &A, &W, bias, (int)oracle_rows, ref_cols, (uint64_t)seed, i + 1, nlin);
                 /* the streaming result must equal quantize-then-GEMM bit for bit */
                 nvfp4_gemm_args g = {.a = &A, .b = &W, .bias = bias, .model = cx.model,
                                      .nthreads = (int)threads};
@@ -561,8 +603,8 @@ int cmd_check(int argc, char **argv)
                 uint16_t *qout = malloc(mn * 2);
                 g.raw = qraw, g.out = qout;
                 if (qraw && qout && nvfp4_gemm_cpu(&g) == NVFP4_OK) {
-                    diff_add(&r->raw, lraw, qraw, 4, rows, W.rows, NULL);
-                    diff_add(&r->out, lout, qout, 2, rows, W.rows, NULL);
+                    diff_add(&r->raw, lraw, qraw, 4, rows, W.rows, NULL, NULL);
+                    diff_add(&r->out, lout, qout, 2, rows, W.rows, NULL, NULL);
                 }
                 free(qraw), free(qout);
                 r->t_backend_ms = 1e3 * (cli_now() - t0);
@@ -573,7 +615,7 @@ int cmd_check(int argc, char **argv)
             nvfp4_tensor_free(&XQ);
             free(lraw), free(lout);
         } else {
-            check_linear(&cx, r, &A, &W, bias, (int)oracle_rows, (uint64_t)seed, i + 1, nlin);
+            check_linear(&cx, r, &A, &W, bias, (int)oracle_rows, ref_cols, (uint64_t)seed, i + 1, nlin);
         }
         if (r->error || !r->raw.equal || !r->out.equal || !r->batch_invariant || !r->repeatable)
             all_ok = 0;
@@ -601,8 +643,8 @@ int cmd_check(int argc, char **argv)
         snprintf(ulp, sizeof ulp, "%llu/%.2f", (unsigned long long)r->ulp_raw_max, r->ulp_raw_mean);
         snprintf(fma, sizeof fma, "%.1f%% off", 100.0 * r->fma_mismatch);
         snprintf(tb, sizeof tb, "%.1f ms", cx.cuda && r->t_kernel_ms > 0 ? r->t_kernel_ms : r->t_backend_ms);
-        snprintf(cmp, sizeof cmp, "%lld rows full + %lld ref", (long long)r->rows_full,
-                 (long long)r->rows_ref);
+        snprintf(cmp, sizeof cmp, "%lld rows all cols + %lldx%lld ref", (long long)r->rows_full,
+                 (long long)r->rows_ref, (long long)r->cols_ref);
         printf("%-16s %-20s %-6s %-6s %-9s %-9s %-9s %-10s %-10s %s\n", r->lin.name, mnk,
                r->raw.equal ? "EXACT" : "DIFF", r->out.equal ? "EXACT" : "DIFF",
                r->batch_invariant ? "yes" : "NO", r->repeatable ? "yes" : "NO", ulp, fma, tb, cmp);
@@ -650,6 +692,7 @@ int cmd_check(int argc, char **argv)
         json_object_set_new(o, "outputs_compared", json_integer((json_int_t)r->raw.compared));
         json_object_set_new(o, "rows_compared_with_cpu_oracle", json_integer((json_int_t)r->rows_full));
         json_object_set_new(o, "rows_compared_with_reference_model", json_integer((json_int_t)r->rows_ref));
+        json_object_set_new(o, "columns_per_reference_row", json_integer((json_int_t)r->cols_ref));
         json_object_set_new(o, "batch_invariant", json_boolean(r->batch_invariant));
         json_object_set_new(o, "repeatable", json_boolean(r->repeatable));
         json_object_set_new(o, "ulp_vs_exact",

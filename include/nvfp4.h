@@ -72,8 +72,9 @@ float nvfp4_e2m1_to_f32(uint8_t code);
 
 /*! nvfp4_e2m1_from_f32() :
  *  Round to nearest, ties to even mantissa, saturating to +-6; the sign is
- *  kept (so -0.1 -> code 8, "-0").  NaN -> code 0x7 with the NaN's sign
- *  (what comfy-kitchen's clamp-then-round produces; see docs/FORMATS.md).
+ *  kept (so -0.1 -> code 8, "-0").  NaN: comfy-kitchen's integer rounding
+ *  applied to the NaN's bits gives 2, 3 or 4 by payload (quiet NaN
+ *  0x7FC00000 -> 3) with the NaN's sign; reproduced exactly (docs/FORMATS.md).
  *  @return a code in 0..15. */
 uint8_t nvfp4_e2m1_from_f32(float v);
 
@@ -205,7 +206,9 @@ void nvfp4_scales_untile(uint8_t *row_major, const uint8_t *tiled, int64_t rows,
  *    s    = min((amax / 6) / per_tensor_scale, 448);  s8 = e4m3(s)  (stored)
  *    t    = per_tensor_scale * float(s8); t == 0 -> the block's codes are +0
  *    code = e2m1(clamp(x / t, -6, 6))                      (variant EAGER)
- *    code = e2m1(clamp(x * min(1 / (float(s8) * pts), FLT_MAX), -6, 6)) (CUDA)
+ *    code = e2m1(clamp(x * fminf(1 / (float(s8) * pts), FLT_MAX), -6, 6)) (CUDA;
+ *           no t == 0 rule there, as in the kernel: x * FLT_MAX saturates)
+ *  NaN/Inf rules (x86 SSE NaN propagation, made explicit): docs/FORMATS.md.
  *  per_tensor_scale, when computed: FP32(amax(|x|) / 2688) over the tensor.
  *  cols not a multiple of 16 (and rows not a multiple of 16): the input is
  *  zero-padded to multiples of 16 first, as ComfyUI's layout does
@@ -366,6 +369,68 @@ typedef struct nvfp4_linear_args {
 
 /*! nvfp4_linear_cpu() : quantize x, then nvfp4_gemm_cpu.  @return status. */
 nvfp4_status nvfp4_linear_cpu(const nvfp4_linear_args *args);
+
+/*-**************************************************************************
+ *  Quantizer and linear layer on the H200 (src/cuda/sm90_quantize.cu,
+ *  src/cuda/sm90_linear.cu).  BF16 activations only; every pointer in the
+ *  argument structs is a device pointer; work is queued on `stream` (a
+ *  cudaStream_t, NULL = default stream) with no host synchronisation, the
+ *  dynamic per-tensor scale included.  Results are bit-identical to
+ *  nvfp4_quantize() / nvfp4_linear_cpu() (model SM90).  In builds without
+ *  CUDA these return NVFP4_ERR_NO_DEVICE.  docs/STREAMING_A.md.
+ ****************************************************************************/
+typedef struct nvfp4_cuda_quantize_args {
+    const uint16_t *x;        /* m x k BF16, row-major */
+    int64_t m, k;
+    const float *input_scale; /* static per-tensor scale (1 float); NULL = dynamic */
+    nvfp4_variant variant;
+    uint8_t *codes;           /* roundup(m,16) x roundup(k,16)/2 bytes, hi-first */
+    uint8_t *scales;          /* nvfp4_scales_bytes(roundup(m,16), roundup(k,16),
+                                 NVFP4_SCALES_TILED) bytes, padding zeroed */
+    float *per_tensor_scale;  /* receives the scale used (1 float) */
+    void *stream;
+} nvfp4_cuda_quantize_args;
+
+/*! nvfp4_quantize_cuda() :
+ *  nvfp4_quantize() of a device BF16 matrix, on the device: the same codes
+ *  (padded shape, hi-first), tiled scales and per-tensor scale, bit for bit,
+ *  both variants.  Dynamic scale: an amax pass (atomicMax on |x|'s bits,
+ *  NaNs skipped) then FP32(amax / 2688), all on the device.
+ *  @return NVFP4_OK or an error (launch errors are reported). */
+nvfp4_status nvfp4_quantize_cuda(const nvfp4_cuda_quantize_args *args);
+
+typedef struct nvfp4_cuda_linear_args {
+    const uint16_t *x;                        /* m x k BF16 activations, row-major */
+    int64_t m, k;
+    const struct nvfp4_cuda_operand *weight;  /* host struct of device pointers:
+                                                 N x K, K == roundup(k, 16) */
+    const float *input_scale;                 /* static per-tensor scale; NULL = dynamic */
+    nvfp4_variant variant;
+    const float *bias;                        /* optional, N floats */
+    float *raw;                               /* optional m x N FP32 accumulators */
+    uint16_t *out;                            /* optional m x N BF16 */
+    uint8_t *x_codes;                         /* optional: the quantized activations, */
+    uint8_t *x_scales;                        /*   as nvfp4_quantize_cuda() writes them */
+    float *x_scale;                           /* optional: the per-tensor scale used */
+    void *stream;
+    void *workspace;                          /* nvfp4_linear_cuda_workspace() bytes, */
+    size_t workspace_bytes;                   /*   256-byte aligned (cudaMalloc'ed) */
+} nvfp4_cuda_linear_args;
+
+/*! nvfp4_linear_cuda_workspace() :
+ *  @return the device scratch bytes nvfp4_linear_cuda() needs for m rows of
+ *  k activation columns against an n x roundup(k,16) weight (0 if invalid). */
+size_t nvfp4_linear_cuda_workspace(int64_t m, int64_t n, int64_t k);
+
+/*! nvfp4_linear_cuda() :
+ *  ComfyUI's NVFP4 linear on the H200, nvfp4_linear_cpu() bit for bit (raw
+ *  and out; model SM90).  The activation quantization is fused into the
+ *  GEMM's A producer: it reads BF16 blocks of 16, rounds the E4M3 block
+ *  scale and the E2M1 codes exactly as nvfp4_quantize() does and writes the
+ *  exact 16-bit operands e2m1 * |e4m3| the tensor-core kernel consumes; the
+ *  NVFP4 activations go to memory only when x_codes / x_scales ask for them.
+ *  @return NVFP4_OK or an error. */
+nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args);
 
 /*-**************************************************************************
  *  CUDA backend (src/cuda; sm_90a).  Device pointers, caller's stream.

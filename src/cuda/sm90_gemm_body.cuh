@@ -31,7 +31,9 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, 1)
     const int tid = threadIdx.x;
     const int wg = tid / 128;
     const int num_kc = (p.k + 63) / 64;
-    const int nblk = p.k / 16;
+    /* Chunks of 64 K-elements; K % 32 == 0, so a partial last chunk holds
+     * exactly 2 blocks (the host rejects other K). */
+    const int num_full = p.k / 64;
 
     if (tid == 0) {
         for (int s = 0; s < stages; s++) {
@@ -98,7 +100,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, 1)
                 acc[i] = 0.0f;
                 ptx_fence_reg(acc[i]);
             }
-            for (int kc = 0; kc < num_kc; kc++) {
+            for (int kc = 0; kc < num_full; kc++) {
                 ptx_mbar_wait(&full[s], phase);
                 const uint8_t *st = smem + (size_t)s * SM90_STAGE_BYTES;
                 const uint8_t *codes = st + SM90_ACT_BYTES;
@@ -148,13 +150,74 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, 1)
                     for (int j = 0; j < 4; j++) ptx_fence_reg_u32(afrag[kb][j]);
                 ptx_wgmma_fence();
                 const uint32_t act_addr = ptx_smem_addr(st);
-                const int steps = nblk - kc * 4; /* the last chunk may hold fewer blocks */
+#pragma unroll
+                for (int kb = 0; kb < 4; kb++)
+                    SM90_WGMMA(acc, afrag[kb][0], afrag[kb][1], afrag[kb][2], afrag[kb][3],
+                               ptx_desc_sw128(act_addr + kb * 32));
+                ptx_wgmma_commit();
+                ptx_wgmma_wait0();
+#pragma unroll
+                for (int i = 0; i < SM90_BN / 2; i++) ptx_fence_reg(acc[i]);
+                if (lane == 0) ptx_mbar_arrive(&empty[s]);
+                if (++s == stages) {
+                    s = 0;
+                    phase ^= 1;
+                }
+            }
+            for (int kc = num_full; kc < num_kc; kc++) { /* K % 64 != 0: the last chunk holds 2 blocks */
+                ptx_mbar_wait(&full[s], phase);
+                const uint8_t *st = smem + (size_t)s * SM90_STAGE_BYTES;
+                const uint8_t *codes = st + SM90_ACT_BYTES;
+                const uint8_t *scales = codes + SM90_CODE_BYTES;
+                const uint4 c0a = *(const uint4 *)(codes + r0 * 32);
+                const uint4 c0b = *(const uint4 *)(codes + r0 * 32 + 16);
+                const uint4 c1a = *(const uint4 *)(codes + (r0 + 8) * 32);
+                const uint4 c1b = *(const uint4 *)(codes + (r0 + 8) * 32 + 16);
+                const uint32_t s0 = *(const uint32_t *)(scales + sc_off0);
+                const uint32_t s1 = *(const uint32_t *)(scales + sc_off1);
+                /* words of block kb: row0 {lo, hi}, row1 {lo, hi} */
+                const uint32_t w0lo[4] = {c0a.x, c0a.z, c0b.x, c0b.z};
+                const uint32_t w0hi[4] = {c0a.y, c0a.w, c0b.y, c0b.w};
+                const uint32_t w1lo[4] = {c1a.x, c1a.z, c1b.x, c1b.z};
+                const uint32_t w1hi[4] = {c1a.y, c1a.w, c1b.y, c1b.w};
+                /* FP16 pairs {scale0, scale1} * 64 for blocks 0..3 (sign bits cleared) */
+                const uint32_t s01_lo = ptx_prmt(s0, s1, 0x5140u) & 0x7F7F7F7Fu; /* s0b0 s1b0 s0b1 s1b1 */
+                const uint32_t s01_hi = ptx_prmt(s0, s1, 0x7362u) & 0x7F7F7F7Fu; /* s0b2 s1b2 s0b3 s1b3 */
+                uint32_t sf[4];
+                sf[0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s01_lo & 0xFFFFu)), sixty_four);
+                sf[1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s01_lo >> 16)), sixty_four);
+                sf[2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s01_hi & 0xFFFFu)), sixty_four);
+                sf[3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s01_hi >> 16)), sixty_four);
+                uint32_t afrag[4][4];
 #pragma unroll
                 for (int kb = 0; kb < 4; kb++) {
-                    if (kb < steps)
-                        SM90_WGMMA(acc, afrag[kb][0], afrag[kb][1], afrag[kb][2], afrag[kb][3],
-                                   ptx_desc_sw128(act_addr + kb * 32));
+                    /* X = {row0 byte t, row0 byte t+4, row1 byte t, row1 byte t+4} */
+                    const uint32_t x0 = ptx_prmt(w0lo[kb], w0hi[kb], sel_block);
+                    const uint32_t x1 = ptx_prmt(w1lo[kb], w1hi[kb], sel_block);
+                    const uint32_t x = ptx_prmt(x0, x1, 0x5410u);
+                    /* Each nibble s.e1e0.m as an E4M3 byte s.0e1e0.m00 = e2m1 * 2^-6:
+                     * high nibbles (elements 2i) and low nibbles (2i+1). */
+                    const uint32_t hi = (x & 0x80808080u) | ((x >> 2) & 0x1C1C1C1Cu);
+                    const uint32_t lo = ((x << 4) & 0x80808080u) | ((x << 2) & 0x1C1C1C1Cu);
+                    const uint32_t p01 = ptx_prmt(hi, lo, 0x5140u); /* row0: {2t,2t+1}, {2t+8,2t+9} */
+                    const uint32_t p23 = ptx_prmt(hi, lo, 0x7362u); /* row1: the same */
+                    const uint32_t sc0 = ptx_prmt(sf[kb], 0, 0x1010u); /* {s0, s0} */
+                    const uint32_t sc1 = ptx_prmt(sf[kb], 0, 0x3232u); /* {s1, s1} */
+                    afrag[kb][0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 & 0xFFFFu)), sc0);
+                    afrag[kb][1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 & 0xFFFFu)), sc1);
+                    afrag[kb][2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 >> 16)), sc0);
+                    afrag[kb][3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 >> 16)), sc1);
                 }
+#pragma unroll
+                for (int kb = 0; kb < 4; kb++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) ptx_fence_reg_u32(afrag[kb][j]);
+                ptx_wgmma_fence();
+                const uint32_t act_addr = ptx_smem_addr(st);
+#pragma unroll
+                for (int kb = 0; kb < 2; kb++)
+                    SM90_WGMMA(acc, afrag[kb][0], afrag[kb][1], afrag[kb][2], afrag[kb][3],
+                               ptx_desc_sw128(act_addr + kb * 32));
                 ptx_wgmma_commit();
                 ptx_wgmma_wait0();
 #pragma unroll

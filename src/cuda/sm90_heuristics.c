@@ -60,7 +60,7 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int num_sms, size_t sm
     if (best_v < 0) return -1;
     int bn = nvfp4_sm90_variants[best_v].bn, nc = nvfp4_sm90_variants[best_v].nc;
     size_t stage = nvfp4_sm90_stage_bytes(bn, nc);
-    size_t fixed = 1024 + 256; /* alignment slack, barriers */
+    size_t fixed = 1024 + 512; /* alignment slack, up to 32 x 2 barriers */
     if (smem_optin <= fixed + 2 * stage) return -1;
     int64_t stages = (int64_t)((smem_optin - fixed) / stage);
     if (stages > 32) stages = 32;

@@ -43,6 +43,11 @@ typedef struct nvfp4_sm90_plan {
 int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int num_sms, size_t smem_optin,
                          int force_variant, nvfp4_sm90_plan *out);
 
+/* Testing hook (sm90_gemm.cu): make nvfp4_gemm_cuda use variant v
+ * (0..NVFP4_SM90_NUM_VARIANTS-1), or the heuristic again for v < 0.
+ * Not thread-safe; for tests and benchmarks. */
+void nvfp4_sm90_force_variant(int v);
+
 #ifdef __cplusplus
 }
 #endif

@@ -448,7 +448,7 @@ nvfp4_status nvfp4_st_open(nvfp4_st_file **out, const char *path)
     if (!path) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_st_open: path is NULL");
     char shown[256];
     nvfp4_io_printable(shown, sizeof shown, path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block us */
     if (fd < 0) return nvfp4_fail(NVFP4_ERR_IO, "%s: cannot open: %s", shown, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {

@@ -35,9 +35,40 @@ typedef struct st_item {
 struct nvfp4_st_writer {
     st_item *items;
     size_t count, cap;
+    size_t *slots; /* open-addressing name index: item index + 1, 0 = empty */
+    size_t nslots; /* a power of two, more than twice count */
     char **meta_keys, **meta_values;
     size_t meta_count, meta_cap;
 };
+
+static size_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+    return (size_t)h;
+}
+
+/* The slot holding `name`, or the empty slot where it would go. */
+static size_t *name_slot(const nvfp4_st_writer *w, const char *name)
+{
+    size_t mask = w->nslots - 1;
+    for (size_t i = name_hash(name) & mask;; i = (i + 1) & mask)
+        if (!w->slots[i] || strcmp(w->items[w->slots[i] - 1].name, name) == 0) return &w->slots[i];
+}
+
+/* Rebuild the index for the queued items with room for `want` of them. */
+static int reindex(nvfp4_st_writer *w, size_t want)
+{
+    size_t n = 64;
+    while (n < 2 * want + 2) n *= 2;
+    size_t *slots = calloc(n, sizeof *slots);
+    if (!slots) return 0;
+    free(w->slots);
+    w->slots = slots;
+    w->nslots = n;
+    for (size_t i = 0; i < w->count; i++) *name_slot(w, w->items[i].name) = i + 1;
+    return 1;
+}
 
 static int is_utf8(const char *s)
 {
@@ -65,6 +96,10 @@ void nvfp4_st_writer_truncate(nvfp4_st_writer *w, size_t count)
         free(it->name);
         free(it->owned);
     }
+    if (w->slots) { /* rebuild in place: the table is big enough for fewer items */
+        memset(w->slots, 0, w->nslots * sizeof *w->slots);
+        for (size_t i = 0; i < w->count; i++) *name_slot(w, w->items[i].name) = i + 1;
+    }
 }
 
 void nvfp4_st_writer_free(nvfp4_st_writer *w)
@@ -76,6 +111,7 @@ void nvfp4_st_writer_free(nvfp4_st_writer *w)
         free(w->meta_values[i]);
     }
     free(w->items);
+    free(w->slots);
     free(w->meta_keys);
     free(w->meta_values);
     free(w);
@@ -130,16 +166,17 @@ static nvfp4_status check_tensor(const nvfp4_st_writer *w, const char *name, nvf
     if (nbytes && !data)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
                           "nvfp4_st_writer_add: tensor '%s': data is NULL", shown);
-    for (size_t i = 0; i < w->count; i++)
-        if (strcmp(w->items[i].name, name) == 0)
-            return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
-                              "nvfp4_st_writer_add: tensor '%s' was already added", shown);
+    if (w->slots && *name_slot(w, name))
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_st_writer_add: tensor '%s' was already added", shown);
     return NVFP4_OK;
 }
 
 static nvfp4_status push_item(nvfp4_st_writer *w, const char *name, nvfp4_dtype dtype, int ndim,
                               const int64_t *shape, const void *data, size_t nbytes, void *owned)
 {
+    if (2 * (w->count + 1) + 2 > w->nslots && !reindex(w, 2 * (w->count + 1)))
+        return NVFP4_ERR_OUT_OF_MEMORY;
     if (w->count == w->cap) {
         size_t cap = w->cap ? w->cap * 2 : 16;
         st_item *items = realloc(w->items, cap * sizeof *items);
@@ -158,6 +195,7 @@ static nvfp4_status push_item(nvfp4_st_writer *w, const char *name, nvfp4_dtype 
     it->nbytes = nbytes;
     it->owned = owned;
     w->count++;
+    *name_slot(w, name) = w->count;
     return NVFP4_OK;
 }
 

@@ -31,6 +31,12 @@ typedef struct nvfp4_sm90_rules {
     int flush_c;                 /* 1: a subnormal c is read as a zero of its sign */
     int flush_operands;          /* 1: subnormal 16-bit operands are read as zeros */
     int zero_sign_ieee;          /* exact zero sum: 1 = -0 only if every term is -0; 0 = +0 */
+    int underflow_positive;      /* a nonzero sum that truncates (or flushes) to zero: 1 = +0,
+                                    0 = a zero with the sum's sign */
+    int subnormal_rounding;      /* results below 2^-126: 0 = toward zero, 1 = nearest even,
+                                    2 = nearest away, 3 = toward -Inf */
+    int min_unit_exp;            /* the alignment unit is 2^max(E-25, min_unit_exp);
+                                    -1000 = no floor */
     uint32_t nan_bits;           /* the FP32 NaN the step returns */
 } nvfp4_sm90_rules;
 

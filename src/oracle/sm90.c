@@ -20,7 +20,10 @@ const nvfp4_sm90_rules nvfp4_sm90_hw_rules = {
     .flush_result = 0,
     .flush_c = 0,
     .flush_operands = 0,
-    .zero_sign_ieee = 1,
+    .zero_sign_ieee = 0,
+    .underflow_positive = 1,
+    .subnormal_rounding = 0,
+    .min_unit_exp = -156,
     .nan_bits = 0x7fffffffu,
 };
 
@@ -104,8 +107,9 @@ static int msb64(uint64_t x)
     return p;
 }
 
-/* Truncate |S| * 2^unit_exp (S != 0) toward zero to FP32 bits, sign apart. */
-static uint32_t truncate_to_f32(uint64_t mag, int unit_exp, const nvfp4_sm90_rules *rules)
+/* Convert |S| * 2^unit_exp (S != 0, sign apart) to FP32 bits: truncated
+ * toward zero in the normal range; below it as rules->subnormal_rounding says. */
+static uint32_t truncate_to_f32(uint64_t mag, int negative, int unit_exp, const nvfp4_sm90_rules *rules)
 {
     int p = msb64(mag);
     int x = p + unit_exp; /* exponent of the leading bit */
@@ -117,8 +121,19 @@ static uint32_t truncate_to_f32(uint64_t mag, int unit_exp, const nvfp4_sm90_rul
     if (rules->flush_result) return 0;
     /* Subnormal: count units of 2^-149. */
     int shift = unit_exp + 149;
-    uint64_t units = shift >= 0 ? mag << shift : (-shift >= 64 ? 0 : mag >> -shift);
-    return (uint32_t)units;
+    if (shift >= 0) return (uint32_t)(mag << shift);
+    int s = -shift;
+    uint64_t units = s >= 64 ? 0 : mag >> s;
+    uint64_t rem = s >= 64 ? mag : mag & ((1ull << s) - 1);
+    uint64_t half = s > 64 ? ~0ull : 1ull << (s - 1);
+    int up = 0;
+    switch (rules->subnormal_rounding) {
+    case 1: up = rem > half || (rem == half && (units & 1)); break;
+    case 2: up = rem >= half; break;
+    case 3: up = negative && rem != 0; break;
+    default: break;
+    }
+    return (uint32_t)(units + (uint64_t)up);
 }
 
 float nvfp4_sm90_step_rules(float c, const uint16_t a[16], const uint16_t b[16],
@@ -193,6 +208,7 @@ float nvfp4_sm90_step_rules(float c, const uint16_t a[16], const uint16_t b[16],
      * 2^27 units of 2^(E-25), so 17 of them fit an int64 with room. */
     int64_t sum = 0;
     int unit_exp = e_max - 25;
+    if (unit_exp < rules->min_unit_exp) unit_exp = rules->min_unit_exp;
     int all_zero = 1, all_negative_zero = 1;
     for (int i = 0; i < nterms; i++) {
         const term *t = &terms[i];
@@ -215,7 +231,9 @@ float nvfp4_sm90_step_rules(float c, const uint16_t a[16], const uint16_t b[16],
     }
     uint32_t sign = sum < 0 ? 0x80000000u : 0;
     uint64_t mag = sum < 0 ? (uint64_t)(-sum) : (uint64_t)sum;
-    return f32_from_bits(sign | truncate_to_f32(mag, unit_exp, rules));
+    uint32_t bits = truncate_to_f32(mag, sum < 0, unit_exp, rules);
+    if (bits == 0 && rules->underflow_positive) sign = 0;
+    return f32_from_bits(sign | bits);
 }
 
 float nvfp4_sm90_step(float c, const uint16_t a[16], const uint16_t b[16], nvfp4_operand type)

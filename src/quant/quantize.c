@@ -309,6 +309,9 @@ nvfp4_status nvfp4_quantize(nvfp4_tensor *out, const void *x, nvfp4_dtype dtype,
 
 /*---------------------------- dequantizer ----------------------------*/
 
+static const float e2m1_value[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                     -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
 typedef struct dequant_job {
     float *out;
     const nvfp4_tensor *t;
@@ -321,10 +324,18 @@ static void dequantize_rows(void *ctx, int64_t begin, int64_t end)
     float pts = t->per_tensor_scale;
     for (int64_t r = begin; r < end; r++) {
         float *o = j->out + (size_t)r * (size_t)t->cols;
+        const uint8_t *row = t->codes + (size_t)r * (size_t)(t->cols / 2);
+        int hi_first = t->nibble_order == NVFP4_HI_FIRST;
         for (int64_t cb = 0; cb < t->cols / 16; cb++) {
             float s = nvfp4_e4m3_to_f32(nvfp4_tensor_scale(t, r, cb));
-            for (int64_t c = cb * 16; c < cb * 16 + 16; c++)
-                o[c] = (nvfp4_e2m1_to_f32(nvfp4_tensor_code(t, r, c)) * s) * pts;
+            for (int64_t c = cb * 16; c < cb * 16 + 16; c += 2) {
+                uint8_t byte = row[c / 2];
+                uint8_t first = hi_first ? (uint8_t)(byte >> 4) : (uint8_t)(byte & 15);
+                uint8_t second = hi_first ? (uint8_t)(byte & 15) : (uint8_t)(byte >> 4);
+                /* e2m1 * e4m3 is exact in FP32; one rounding for pts. */
+                o[c] = (e2m1_value[first] * s) * pts;
+                o[c + 1] = (e2m1_value[second] * s) * pts;
+            }
         }
     }
 }

@@ -266,6 +266,38 @@ static void check_fast_vs_ref(void)
     printf("fast vs ref: %d cases, %d mismatches\n", cases, mismatches);
 }
 
+/* Every BF16 and every F16 bit pattern once (4096 x 16, shuffled so blocks
+ * mix magnitudes), both variants, scale given and computed. */
+static void check_all_patterns(void)
+{
+    uint16_t *x = malloc(65536 * 2);
+    uint64_t rng = 4242;
+    for (uint32_t i = 0; i < 65536; i++) x[i] = (uint16_t)i;
+    for (uint32_t i = 65535; i > 0; i--) {
+        uint32_t k = (uint32_t)(test_rand(&rng) % (i + 1));
+        uint16_t tmp = x[i];
+        x[i] = x[k];
+        x[k] = tmp;
+    }
+    float one = 1.0f;
+    for (int dt = 0; dt < 2; dt++)
+        for (int v = 0; v < 2; v++)
+            for (int given = 0; given < 2; given++) {
+                nvfp4_dtype dtype = dt ? NVFP4_DTYPE_F16 : NVFP4_DTYPE_BF16;
+                nvfp4_tensor ref, fast;
+                CHECK(nvfp4_quantize_ref(&ref, x, dtype, 4096, 16, given ? &one : NULL,
+                                         (nvfp4_variant)v) == NVFP4_OK);
+                CHECK(nvfp4_quantize(&fast, x, dtype, 4096, 16, given ? &one : NULL,
+                                     (nvfp4_variant)v, 2) == NVFP4_OK);
+                char what[128];
+                snprintf(what, sizeof what, "all patterns dtype %d variant %d given %d", dt, v, given);
+                same_tensor(&fast, &ref, what);
+                nvfp4_tensor_free(&ref);
+                nvfp4_tensor_free(&fast);
+            }
+    free(x);
+}
+
 /* A big random BF16 matrix with several thread counts, whole-tensor bits. */
 static void check_threads(void)
 {
@@ -282,7 +314,7 @@ static void check_threads(void)
         nvfp4_tensor fast;
         CHECK(nvfp4_quantize(&fast, x, NVFP4_DTYPE_BF16, rows, cols, NULL, NVFP4_VARIANT_CUDA,
                              counts[k]) == NVFP4_OK);
-        char what[64];
+        char what[128];
         snprintf(what, sizeof what, "515x1040 threads=%d", counts[k]);
         same_tensor(&fast, &ref, what);
         nvfp4_tensor_free(&fast);
@@ -346,6 +378,17 @@ static void check_nan_rules(void)
     nvfp4_tensor t;
     CHECK(nvfp4_quantize(&t, z, NVFP4_DTYPE_F32, 1, 16, NULL, NVFP4_VARIANT_EAGER, 1) == NVFP4_OK);
     CHECK(t.per_tensor_scale == 0.0f && t.scales[0] == 0xFF && t.codes[0] == 0xCC);
+    nvfp4_tensor_free(&t);
+    /* Inf with a finite per-tensor scale: s = 448 (0x7E), Inf -> +6, 1/448 -> 0.
+     * With the computed scale (Inf): Inf/Inf -> default NaN 0xFFC00000 ->
+     * scale 0xFF, t = Inf * NaN(0xFFF00000) -> every code 0xC. */
+    float w[16] = {INFINITY, 1.0f};
+    CHECK(nvfp4_quantize(&t, w, NVFP4_DTYPE_F32, 1, 16, &one, NVFP4_VARIANT_EAGER, 1) == NVFP4_OK);
+    CHECK(t.scales[0] == 0x7E && t.codes[0] == 0x70);
+    nvfp4_tensor_free(&t);
+    CHECK(nvfp4_quantize(&t, w, NVFP4_DTYPE_F32, 1, 16, NULL, NVFP4_VARIANT_EAGER, 1) == NVFP4_OK);
+    CHECK(isinf(t.per_tensor_scale) && t.scales[0] == 0xFF && t.codes[0] == 0xCC &&
+          t.codes[7] == 0xCC);
     nvfp4_tensor_free(&t);
     /* NaNs are skipped by the per-tensor amax; Inf is not. */
     float y[4] = {from_bits(0x7FC00000u), -2688.0f, 1.0f, 0.0f};
@@ -415,15 +458,17 @@ static void bench(void)
     uint16_t *x = malloc((size_t)(rows * cols) * 2);
     uint64_t rng = 5;
     for (int64_t i = 0; i < rows * cols; i++) x[i] = bf16_trunc((float)test_normal(&rng) * 0.02f);
-    for (int rep = 0; rep < 3; rep++) {
+    for (int rep = 0; rep < 4; rep++) {
         struct timespec a, b;
         nvfp4_tensor t;
+        int threads = rep < 3 ? 0 : 1;
         clock_gettime(CLOCK_MONOTONIC, &a);
         nvfp4_status st = nvfp4_quantize(&t, x, NVFP4_DTYPE_BF16, rows, cols, NULL,
-                                         NVFP4_VARIANT_EAGER, 0);
+                                         NVFP4_VARIANT_EAGER, threads);
         clock_gettime(CLOCK_MONOTONIC, &b);
-        printf("bench: quantize 28672x5376 BF16, %d threads: %.3f s (%s)\n",
-               nvfp4_default_threads(), (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec),
+        printf("bench: quantize 28672x5376 BF16 (scale computed), %d thread(s): %.3f s (%s)\n",
+               threads ? threads : nvfp4_default_threads(),
+               (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec),
                nvfp4_status_str(st));
         nvfp4_tensor_free(&t);
     }
@@ -437,6 +482,7 @@ int main(void)
     TEST("golden ties") check_golden_case("ties");
     TEST("hand example") check_hand_example();
     TEST("fast vs ref") check_fast_vs_ref();
+    TEST("all 16-bit patterns") check_all_patterns();
     TEST("thread counts") check_threads();
     TEST("variants differ") check_variants_differ();
     TEST("NaN rules") check_nan_rules();

@@ -684,6 +684,14 @@ int main(void)
             nvfp4_tensor rm = t;
             rm.scale_layout = NVFP4_SCALES_ROW_MAJOR;
             CHECK(nvfp4_st_add_nvfp4(w, "rm", &rm) == NVFP4_ERR_INVALID_ARGUMENT);
+            /* "x_scale" is taken: adding layer "x" fails on its second piece and
+             * takes back the first, so "x" is free again afterwards */
+            uint8_t one_byte = 7;
+            CHECK(nvfp4_st_writer_add(w, "x_scale", NVFP4_DTYPE_U8, 0, NULL, &one_byte, 1) ==
+                  NVFP4_OK);
+            CHECK(nvfp4_st_add_nvfp4(w, "x", &t) == NVFP4_ERR_INVALID_ARGUMENT &&
+                  msg_has("'x_scale'"));
+            CHECK(nvfp4_st_writer_add(w, "x", NVFP4_DTYPE_U8, 0, NULL, &one_byte, 1) == NVFP4_OK);
             const char *path = tmp_path("layer.safetensors");
             {
                 /* the scale_2 entry is copied: the struct may go away before the write */
@@ -697,7 +705,11 @@ int main(void)
 
             nvfp4_st_file *f = NULL;
             CHECK(nvfp4_st_open(&f, path) == NVFP4_OK);
-            CHECK(nvfp4_st_count(f) == 6);
+            CHECK(nvfp4_st_count(f) == 8);
+            CHECK(nvfp4_st_find(f, "x") && !nvfp4_st_find(f, "x_scale_2"));
+            nvfp4_tensor none;
+            CHECK(nvfp4_st_load_nvfp4(&none, f, "x") == NVFP4_ERR_NOT_FOUND &&
+                  msg_has("'x_scale_2'"));
             const nvfp4_st_tensor *c = nvfp4_st_find(f, "blk.qkv.weight");
             const nvfp4_st_tensor *sc = nvfp4_st_find(f, "blk.qkv.weight_scale");
             const nvfp4_st_tensor *s2 = nvfp4_st_find(f, "blk.qkv.weight_scale_2");

@@ -1,0 +1,742 @@
+/* gemm_cpu.c -- the multi-threaded CPU NVFP4 GEMM (docs/CPU_BACKEND.md):
+ * argument checks, operand packing, the SIMD dispatch, the portable sm90
+ * kernel, the exact sm90 step the kernels fall back to, and the EXACT and
+ * SM120 models.  Bit-identical to nvfp4_gemm_ref() (tests/unit/test_gemm_cpu.c).
+ *
+ * Why a fast path exists (sm90 model).  Within one 16-block every product is
+ * p_i = q_a,i q_b,i * S_a S_b / 4 (cpu_internal.h), so the block's products
+ * span at most 14 binades and, aligned to their own largest exponent, none is
+ * ever truncated.  Truncation in the step can then only touch
+ *   (1) the products, when c is much larger than them (E = e_c), or
+ *   (2) c, when the products are larger than c (E > e_c + 2).
+ * When neither can happen the step is exactly RZ_FP32(c + s) with
+ * s = D * S_a S_b / 4 and D = sum q_a q_b: s is exact in FP32 (a 12-bit
+ * integer times an 8-bit scale product) and c + s, both multiples of
+ * 2^(E-25) and below 2^(E+7), is exact in 32 bits, so one add rounded toward
+ * zero is the whole step.  The guard tests (1) and (2) from per-block bounds
+ * (top/low) and c's exponent; a lane that fails it takes
+ * nvfp4_cpu_sm90_slow(), the full integer step.  Zero products and a zero c
+ * do not take part in E (the oracle's rule), which the bounds respect.
+ *
+ * Signed zeros: the chain starts at c = +0 and the step returns -0 only when
+ * every term (c included) is a negative zero, so no accumulator is ever -0;
+ * every zero result here is +0.  NaN: a NaN block scale makes all 16
+ * operands NaN, the step returns NaN (0x7fffffff) and it stays so; the
+ * packing zeroes NaN scales and the output is overridden per row/column. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu_internal.h"
+
+#define SM90_NAN_BITS 0x7fffffffu  /* what the sm90 step returns for NaN */
+#define EXACT_NAN_BITS 0x7fc00000u /* what the exact dot returns for NaN */
+
+/*-------------------------------------------------------------------------
+ *  Tables: per E2M1 code and 7-bit scale magnitude
+ *-------------------------------------------------------------------------*/
+static int8_t q_of_code[16];           /* twice the E2M1 value, signed */
+static int32_t is_of_scale[128];       /* |e4m3| * 2^9 (0 for the NaN pattern) */
+static int8_t exp_of[16][128];         /* floor log2 |a'|, or EXP_ZERO */
+static int8_t lsb_of[16][128];         /* exponent of a''s lowest set bit, or 127 */
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static int msb32(uint32_t x) { return 31 - __builtin_clz(x); }
+
+static void init_tables(void)
+{
+    static const int8_t twice[8] = {0, 1, 2, 3, 4, 6, 8, 12};
+    for (int code = 0; code < 16; code++)
+        q_of_code[code] = (int8_t)((code & 8) ? -twice[code & 7] : twice[code & 7]);
+    for (int s = 0; s < 128; s++) {
+        int field = s >> 3, frac = s & 7;
+        is_of_scale[s] = s == 0x7f ? 0 : field ? (8 + frac) << (field - 1) : frac;
+    }
+    for (int code = 0; code < 16; code++) {
+        for (int s = 0; s < 128; s++) {
+            uint32_t n = (uint32_t)twice[code & 7] * (uint32_t)is_of_scale[s];
+            /* a' = n * 2^-10 */
+            exp_of[code][s] = n ? (int8_t)(msb32(n) - 10) : NVFP4_CPU_EXP_ZERO;
+            lsb_of[code][s] = n ? (int8_t)(__builtin_ctz(n) - 10) : 127;
+        }
+    }
+}
+
+/*-------------------------------------------------------------------------
+ *  SIMD dispatch
+ *-------------------------------------------------------------------------*/
+enum simd { SIMD_PORTABLE = 0, SIMD_AVX2 = 1, SIMD_AVX512 = 2 };
+static const char *const simd_names[] = {"portable", "avx2", "avx512"};
+static atomic_int forced_simd = -1;
+
+static int simd_supported(int s)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (s == SIMD_AVX2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+    if (s == SIMD_AVX512)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("bmi2");
+#endif
+    return s == SIMD_PORTABLE;
+}
+
+static int simd_current(void)
+{
+    int f = atomic_load(&forced_simd);
+    if (f >= 0) return f;
+    if (simd_supported(SIMD_AVX512)) return SIMD_AVX512;
+    if (simd_supported(SIMD_AVX2)) return SIMD_AVX2;
+    return SIMD_PORTABLE;
+}
+
+const char *nvfp4_cpu_simd_name(void) { return simd_names[simd_current()]; }
+
+nvfp4_status nvfp4_cpu_force_simd(const char *name)
+{
+    if (!name) {
+        atomic_store(&forced_simd, -1);
+        return NVFP4_OK;
+    }
+    for (int s = 0; s < 3; s++) {
+        if (strcmp(name, simd_names[s]) != 0) continue;
+        if (!simd_supported(s))
+            return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
+                              "nvfp4_cpu_force_simd: this CPU cannot run the \"%s\" path", name);
+        atomic_store(&forced_simd, s);
+        return NVFP4_OK;
+    }
+    return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                      "nvfp4_cpu_force_simd: unknown path \"%s\" (expected portable, avx2, "
+                      "avx512 or NULL)",
+                      name);
+}
+
+static nvfp4_cpu_sm90_kernel kernel_for(int s)
+{
+    if (s == SIMD_AVX512) return nvfp4_cpu_sm90_kernel_avx512;
+    if (s == SIMD_AVX2) return nvfp4_cpu_sm90_kernel_avx2;
+    return nvfp4_cpu_sm90_kernel_portable;
+}
+
+/*-------------------------------------------------------------------------
+ *  Packing
+ *-------------------------------------------------------------------------*/
+typedef struct block_info {
+    int8_t q[16];
+    int8_t e[16];
+    int32_t is;  /* S * 2^9, 0 for NaN */
+    int32_t top, low;
+    int nan;
+} block_info;
+
+static void decode_block(block_info *bi, const nvfp4_tensor *t, int64_t r, int64_t j)
+{
+    unsigned s = nvfp4_tensor_scale(t, r, j) & 0x7fu; /* UE4M3: sign ignored */
+    bi->nan = s == 0x7f;
+    if (bi->nan) s = 0; /* computed as zeros; the output is NaN anyway */
+    bi->is = is_of_scale[s];
+    const uint8_t *bytes = t->codes + (size_t)r * (size_t)(t->cols / 2) + (size_t)j * 8;
+    int hi_first = t->nibble_order == NVFP4_HI_FIRST;
+    int top = NVFP4_CPU_TOP_NONE, low = NVFP4_CPU_LOW_NONE;
+    for (int i = 0; i < 8; i++) {
+        unsigned c0 = hi_first ? bytes[i] >> 4 : bytes[i] & 15u;
+        unsigned c1 = hi_first ? bytes[i] & 15u : bytes[i] >> 4;
+        unsigned codes[2] = {c0, c1};
+        for (int h = 0; h < 2; h++) {
+            unsigned code = codes[h];
+            bi->q[2 * i + h] = q_of_code[code];
+            int8_t e = exp_of[code][s];
+            bi->e[2 * i + h] = e;
+            if (e != NVFP4_CPU_EXP_ZERO) {
+                if (e > top) top = e;
+                if (lsb_of[code][s] < low) low = lsb_of[code][s];
+            }
+        }
+    }
+    bi->top = top;
+    bi->low = low;
+}
+
+typedef struct pack_a_ctx {
+    nvfp4_cpu_apack *ap;
+    const nvfp4_tensor *a;
+} pack_a_ctx;
+
+static void pack_a_rows(void *p, int64_t begin, int64_t end)
+{
+    pack_a_ctx *ctx = p;
+    nvfp4_cpu_apack *ap = ctx->ap;
+    int64_t K = ap->k, nb = ap->nblocks;
+    for (int64_t r = begin; r < end; r++) {
+        int any_nan = 0;
+        for (int64_t j = 0; j < nb; j++) {
+            block_info bi;
+            size_t o = (size_t)(r * nb + j);
+            if (r < ap->rows) {
+                decode_block(&bi, ctx->a, r, j);
+            } else {
+                memset(&bi, 0, sizeof bi);
+                memset(bi.e, NVFP4_CPU_EXP_ZERO, sizeof bi.e);
+                bi.top = NVFP4_CPU_TOP_NONE;
+                bi.low = NVFP4_CPU_LOW_NONE;
+            }
+            any_nan |= bi.nan;
+            uint8_t *codes = ap->codes + (size_t)(r * K + j * 16);
+            for (int i = 0; i < 16; i++) codes[i] = (uint8_t)(bi.q[i] + NVFP4_CPU_Q_BIAS);
+            memcpy(ap->exps + (size_t)(r * K + j * 16), bi.e, 16);
+            ap->iscale[o] = bi.is;
+            ap->scale[o] = ldexpf((float)bi.is, -9);
+            ap->top[o] = bi.top;
+            ap->low[o] = bi.low;
+        }
+        if (r < ap->rows) ap->has_nan[r] = (uint8_t)any_nan;
+    }
+}
+
+static void apack_free(nvfp4_cpu_apack *ap)
+{
+    free(ap->codes);
+    free(ap->exps);
+    free(ap->scale);
+    free(ap->iscale);
+    free(ap->top);
+    free(ap->low);
+    free(ap->has_nan);
+    memset(ap, 0, sizeof *ap);
+}
+
+static nvfp4_status apack_build(nvfp4_cpu_apack *ap, const nvfp4_tensor *a, int nthreads)
+{
+    memset(ap, 0, sizeof *ap);
+    ap->rows = a->rows;
+    ap->rows_padded = (a->rows + NVFP4_CPU_MR - 1) / NVFP4_CPU_MR * NVFP4_CPU_MR;
+    ap->k = a->cols;
+    ap->nblocks = a->cols / NVFP4_BLOCK;
+    size_t elems, blocks;
+    if (!nvfp4_mul_size((size_t)ap->rows_padded, (size_t)ap->k, &elems) ||
+        !nvfp4_mul_size((size_t)ap->rows_padded, (size_t)ap->nblocks, &blocks) ||
+        elems > SIZE_MAX / 8)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_gemm_cpu: operand A (%lld x %lld) is too large",
+                          (long long)a->rows, (long long)a->cols);
+    ap->codes = malloc(elems ? elems : 1);
+    ap->exps = malloc(elems ? elems : 1);
+    ap->scale = malloc(blocks ? blocks * sizeof(float) : 1);
+    ap->iscale = malloc(blocks ? blocks * sizeof(int32_t) : 1);
+    ap->top = malloc(blocks ? blocks * sizeof(int32_t) : 1);
+    ap->low = malloc(blocks ? blocks * sizeof(int32_t) : 1);
+    ap->has_nan = calloc((size_t)(ap->rows ? ap->rows : 1), 1);
+    if (!ap->codes || !ap->exps || !ap->scale || !ap->iscale || !ap->top || !ap->low ||
+        !ap->has_nan) {
+        apack_free(ap);
+        return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY,
+                          "nvfp4_gemm_cpu: out of memory packing operand A (%zu elements)",
+                          elems);
+    }
+    pack_a_ctx ctx = {ap, a};
+    return nvfp4_parallel_for(ap->rows_padded, 16, nthreads, pack_a_rows, &ctx);
+}
+
+/* Storage of one B tile (per worker). */
+typedef struct btile_store {
+    nvfp4_cpu_btile t;
+    uint8_t has_nan[NVFP4_CPU_TILE];
+} btile_store;
+
+static void btile_free(btile_store *bs)
+{
+    free(bs->t.codes);
+    free(bs->t.corr);
+    free(bs->t.scale4);
+    free(bs->t.lim_low);
+    free(bs->t.lim_top);
+    free(bs->t.q);
+    free(bs->t.exps);
+    free(bs->t.iscale);
+    memset(bs, 0, sizeof *bs);
+}
+
+static int btile_alloc(btile_store *bs, int64_t k)
+{
+    memset(bs, 0, sizeof *bs);
+    int64_t nb = k / NVFP4_BLOCK;
+    size_t elems = (size_t)NVFP4_CPU_TILE * (size_t)(k ? k : 1);
+    size_t lanes = (size_t)NVFP4_CPU_TILE * (size_t)(nb ? nb : 1);
+    bs->t.k = k;
+    bs->t.nblocks = nb;
+    bs->t.codes = aligned_alloc(64, elems);
+    bs->t.corr = aligned_alloc(64, lanes * sizeof(int32_t));
+    bs->t.scale4 = aligned_alloc(64, lanes * sizeof(float));
+    bs->t.lim_low = aligned_alloc(64, lanes * sizeof(int32_t));
+    bs->t.lim_top = aligned_alloc(64, lanes * sizeof(int32_t));
+    bs->t.q = malloc(elems);
+    bs->t.exps = malloc(elems);
+    bs->t.iscale = malloc(lanes * sizeof(int32_t));
+    if (!bs->t.codes || !bs->t.corr || !bs->t.scale4 || !bs->t.lim_low || !bs->t.lim_top ||
+        !bs->t.q || !bs->t.exps || !bs->t.iscale) {
+        btile_free(bs);
+        return 0;
+    }
+    return 1;
+}
+
+/* Pack B rows n0 .. n0 + TILE - 1 (rows >= N as zeros). */
+static void btile_pack(btile_store *bs, const nvfp4_tensor *b, int64_t n0)
+{
+    nvfp4_cpu_btile *t = &bs->t;
+    int64_t K = t->k, nb = t->nblocks;
+    for (int col = 0; col < NVFP4_CPU_TILE; col++) {
+        int64_t n = n0 + col;
+        int g = col / NVFP4_CPU_LANES, l = col % NVFP4_CPU_LANES;
+        int any_nan = 0;
+        for (int64_t j = 0; j < nb; j++) {
+            block_info bi;
+            if (n < b->rows) {
+                decode_block(&bi, b, n, j);
+            } else {
+                memset(&bi, 0, sizeof bi);
+                memset(bi.e, NVFP4_CPU_EXP_ZERO, sizeof bi.e);
+                bi.top = NVFP4_CPU_TOP_NONE;
+                bi.low = NVFP4_CPU_LOW_NONE;
+            }
+            any_nan |= bi.nan;
+            size_t blk = (size_t)(j * NVFP4_CPU_GROUPS + g);
+            int8_t *codes = t->codes + blk * 256 + (size_t)l * 4;
+            int32_t sum = 0;
+            for (int i = 0; i < 16; i++) {
+                codes[(i / 4) * 64 + i % 4] = bi.q[i];
+                sum += bi.q[i];
+            }
+            size_t lane = blk * NVFP4_CPU_LANES + (size_t)l;
+            t->corr[lane] = NVFP4_CPU_Q_BIAS * sum;
+            t->scale4[lane] = ldexpf((float)bi.is, -11);
+            t->lim_low[lane] = bi.low + NVFP4_CPU_LIM_LOW;
+            t->lim_top[lane] = bi.top + NVFP4_CPU_LIM_TOP;
+            memcpy(t->q + (size_t)(col * K + j * 16), bi.q, 16);
+            memcpy(t->exps + (size_t)(col * K + j * 16), bi.e, 16);
+            t->iscale[(size_t)(col * nb + j)] = bi.is;
+        }
+        bs->has_nan[col] = (uint8_t)any_nan;
+    }
+}
+
+/*-------------------------------------------------------------------------
+ *  The exact sm90 step (slow path)
+ *-------------------------------------------------------------------------*/
+static uint32_t f32_bits(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+
+static float f32_from_bits(uint32_t u)
+{
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+float nvfp4_cpu_sm90_slow(float c, const nvfp4_cpu_apack *a, int64_t row,
+                          const nvfp4_cpu_btile *b, int col, int64_t block)
+{
+    const uint8_t *ac = a->codes + (size_t)(row * a->k + block * 16);
+    const int8_t *ae = a->exps + (size_t)(row * a->k + block * 16);
+    const int8_t *bq = b->q + (size_t)((int64_t)col * b->k + block * 16);
+    const int8_t *be = b->exps + (size_t)((int64_t)col * b->k + block * 16);
+    int64_t scale_product = (int64_t)a->iscale[(size_t)(row * a->nblocks + block)] *
+                            b->iscale[(size_t)((int64_t)col * b->nblocks + block)];
+
+    /* c = cmant * 2^c_lsb; a product = qq * scale_product * 2^-20. */
+    uint32_t cbits = f32_bits(c);
+    int cfield = (int)((cbits >> 23) & 0xffu);
+    int64_t cmant = cfield ? (int64_t)((cbits & 0x7fffffu) | 0x800000u) : (int64_t)(cbits & 0x7fffffu);
+    int c_lsb = (cfield ? cfield : 1) - 127 - 23;
+
+    /* E over the nonzero terms only. */
+    int have_e = cmant != 0;
+    int e_max = cmant ? c_lsb + 23 : 0;
+    int32_t qq[16];
+    for (int i = 0; i < 16; i++) {
+        qq[i] = ((int32_t)ac[i] - NVFP4_CPU_Q_BIAS) * bq[i];
+        if (qq[i] == 0 || scale_product == 0) continue;
+        int e = ae[i] + be[i];
+        if (!have_e || e > e_max) e_max = e;
+        have_e = 1;
+    }
+    if (!have_e) return 0.0f; /* every term zero: +0 (c is never -0, see top) */
+
+    /* Count in units of 2^unit.  Every term is a multiple of 2^-20, so
+     * aligning to 2^-20 when E - 25 is finer drops no bit. */
+    int unit = e_max - 25 > -20 ? e_max - 25 : -20;
+    int64_t sum = 0;
+    for (int i = 0; i < 16; i++) {
+        int64_t p = (int64_t)qq[i] * scale_product; /* |p| < 2^43 */
+        uint64_t mag = (uint64_t)(p < 0 ? -p : p) >> (unit + 20);
+        sum += p < 0 ? -(int64_t)mag : (int64_t)mag;
+    }
+    if (cmant) {
+        int shift = unit - c_lsb; /* >= -2 since c_lsb + 23 <= E */
+        uint64_t mag = shift >= 0 ? (shift >= 40 ? 0 : (uint64_t)cmant >> shift)
+                                  : (uint64_t)cmant << -shift;
+        sum += (cbits >> 31) ? -(int64_t)mag : (int64_t)mag;
+    }
+    if (sum == 0) return 0.0f;
+    uint64_t mag = (uint64_t)(sum < 0 ? -sum : sum); /* < 2^32 */
+    int p = 63 - __builtin_clzll(mag);
+    if (p > 23) mag = (mag >> (p - 23)) << (p - 23); /* truncate to 24 bits */
+    float r = ldexpf((float)mag, unit); /* exact; |r| >= 2^128 gives Inf, as the step does */
+    return sum < 0 ? -r : r;
+}
+
+/*-------------------------------------------------------------------------
+ *  Portable sm90 kernel
+ *-------------------------------------------------------------------------*/
+
+/* RZ_FP32(c + s) for an exact c + s: the double sum is exact, and cutting
+ * its significand to 24 bits leaves a float-representable value. */
+static float add_toward_zero(float c, float s)
+{
+    double d = (double)c + (double)s;
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    u &= ~(uint64_t)0x1fffffff;
+    memcpy(&d, &u, sizeof d);
+    return (float)d;
+}
+
+void nvfp4_cpu_sm90_kernel_portable(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
+                                    int64_t row_begin, int64_t row_end, float *acc)
+{
+    int64_t K = a->k, nb = a->nblocks;
+    for (int g = 0; g < NVFP4_CPU_GROUPS; g++) {
+        for (int64_t r = row_begin; r < row_end; r++) {
+            float c[NVFP4_CPU_LANES] = {0};
+            for (int64_t j = 0; j < nb; j++) {
+                size_t blk = (size_t)(j * NVFP4_CPU_GROUPS + g);
+                const int8_t *bc = b->codes + blk * 256;
+                const int32_t *corr = b->corr + blk * NVFP4_CPU_LANES;
+                const float *scale4 = b->scale4 + blk * NVFP4_CPU_LANES;
+                const int32_t *lim_low = b->lim_low + blk * NVFP4_CPU_LANES;
+                const int32_t *lim_top = b->lim_top + blk * NVFP4_CPU_LANES;
+                const uint8_t *ac = a->codes + (size_t)(r * K + j * 16);
+                size_t ab = (size_t)(r * nb + j);
+                float sa = a->scale[ab];
+                int32_t alow = a->low[ab], atop = a->top[ab];
+                for (int l = 0; l < NVFP4_CPU_LANES; l++) {
+                    int32_t d = -corr[l];
+                    for (int kq = 0; kq < 4; kq++)
+                        for (int t = 0; t < 4; t++)
+                            d += (int32_t)ac[4 * kq + t] * bc[kq * 64 + l * 4 + t];
+                    float s = (float)d * (sa * scale4[l]); /* exact */
+                    int32_t f = (int32_t)((f32_bits(c[l]) >> 23) & 0xffu);
+                    if (f <= alow + lim_low[l] && (f == 0 || f >= atop + lim_top[l]))
+                        c[l] = add_toward_zero(c[l], s);
+                    else
+                        c[l] = nvfp4_cpu_sm90_slow(c[l], a, r, b, g * NVFP4_CPU_LANES + l, j);
+                }
+            }
+            for (int l = 0; l < NVFP4_CPU_LANES; l++)
+                acc[(r - row_begin) * NVFP4_CPU_TILE + g * NVFP4_CPU_LANES + l] = c[l];
+        }
+    }
+}
+
+/*-------------------------------------------------------------------------
+ *  EXACT model: the exact dot is sum_j D_j * is_a * is_b * 2^-20, an
+ *  integer count of 2^-20; one RNE conversion gives the result.
+ *-------------------------------------------------------------------------*/
+#define EXACT_MAX_BLOCKS 65536 /* |D is_a is_b| < 2^47: 2^16 blocks fit an int64 */
+
+static void exact_tile(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b, int64_t row_begin,
+                       int64_t row_end, float *acc)
+{
+    int64_t K = a->k, nb = a->nblocks;
+    for (int64_t r = row_begin; r < row_end; r++) {
+        for (int col = 0; col < NVFP4_CPU_TILE; col++) {
+            int64_t sum = 0;
+            for (int64_t j = 0; j < nb; j++) {
+                const uint8_t *ac = a->codes + (size_t)(r * K + j * 16);
+                const int8_t *bq = b->q + (size_t)((int64_t)col * K + j * 16);
+                int32_t d = 0;
+                for (int i = 0; i < 16; i++) d += ((int32_t)ac[i] - NVFP4_CPU_Q_BIAS) * bq[i];
+                sum += (int64_t)d * a->iscale[(size_t)(r * nb + j)] *
+                       b->iscale[(size_t)((int64_t)col * nb + j)];
+            }
+            /* int64 -> float rounds to nearest even; the scaling is exact */
+            acc[(r - row_begin) * NVFP4_CPU_TILE + col] = ldexpf((float)sum, -20);
+        }
+    }
+}
+
+/*-------------------------------------------------------------------------
+ *  Driver (SM90 and EXACT): work items are (B tile, row chunk) pairs
+ *-------------------------------------------------------------------------*/
+typedef struct gemm_ctx {
+    const nvfp4_gemm_args *args;
+    const nvfp4_cpu_apack *ap;
+    nvfp4_cpu_sm90_kernel kernel;
+    int64_t n_cols;
+    int64_t row_chunk; /* rows per work item, a multiple of MR */
+    int64_t row_chunks;
+    float alpha;
+    atomic_int failed;
+} gemm_ctx;
+
+static void write_outputs(const nvfp4_gemm_args *args, int64_t m, int64_t n, int64_t N, float acc,
+                          float alpha)
+{
+    if (args->raw) args->raw[m * N + n] = acc;
+    if (args->out) {
+        float y = alpha * acc;
+        if (args->bias) y = y + args->bias[n];
+        args->out[m * N + n] = nvfp4_bf16_from_f32(y);
+    }
+}
+
+static void gemm_items(void *p, int64_t begin, int64_t end)
+{
+    gemm_ctx *ctx = p;
+    const nvfp4_cpu_apack *ap = ctx->ap;
+    const nvfp4_gemm_args *args = ctx->args;
+    btile_store bs;
+    float *acc = aligned_alloc(64, (size_t)ctx->row_chunk * NVFP4_CPU_TILE * sizeof(float));
+    if (!acc || !btile_alloc(&bs, ap->k)) {
+        free(acc);
+        atomic_store(&ctx->failed, 1);
+        return;
+    }
+    int64_t packed_tile = -1;
+    int sm90 = args->model == NVFP4_MODEL_SM90;
+    uint32_t nan_bits = sm90 ? SM90_NAN_BITS : EXACT_NAN_BITS;
+    for (int64_t item = begin; item < end; item++) {
+        int64_t tile = item / ctx->row_chunks;
+        int64_t r0 = (item % ctx->row_chunks) * ctx->row_chunk;
+        int64_t r1 = r0 + ctx->row_chunk < ap->rows_padded ? r0 + ctx->row_chunk : ap->rows_padded;
+        int64_t n0 = tile * NVFP4_CPU_TILE;
+        if (tile != packed_tile) {
+            btile_pack(&bs, args->b, n0);
+            packed_tile = tile;
+        }
+        if (sm90)
+            ctx->kernel(ap, &bs.t, r0, r1, acc);
+        else
+            exact_tile(ap, &bs.t, r0, r1, acc);
+        int64_t rmax = r1 < ap->rows ? r1 : ap->rows;
+        for (int64_t m = r0; m < rmax; m++) {
+            for (int col = 0; col < NVFP4_CPU_TILE && n0 + col < ctx->n_cols; col++) {
+                float v = acc[(m - r0) * NVFP4_CPU_TILE + col];
+                if (ap->has_nan[m] || bs.has_nan[col]) v = f32_from_bits(nan_bits);
+                write_outputs(args, m, n0 + col, ctx->n_cols, v, ctx->alpha);
+            }
+        }
+    }
+    btile_free(&bs);
+    free(acc);
+}
+
+/*-------------------------------------------------------------------------
+ *  SM120 model: multi-threaded calls into the model's step function, the
+ *  last k64 group padded with zero blocks as the contract says.
+ *-------------------------------------------------------------------------*/
+typedef struct sm120_ctx {
+    const nvfp4_gemm_args *args;
+    const uint8_t *a_codes; /* M x K, one code per byte */
+    float alpha;
+    atomic_int failed;
+} sm120_ctx;
+
+static void sm120_cols(void *p, int64_t begin, int64_t end)
+{
+    sm120_ctx *ctx = p;
+    const nvfp4_tensor *a = ctx->args->a, *b = ctx->args->b;
+    int64_t M = a->rows, N = b->rows, K = a->cols, nb = K / NVFP4_BLOCK;
+    uint8_t *b_codes = malloc((size_t)(K ? K : 1));
+    if (!b_codes) {
+        atomic_store(&ctx->failed, 1);
+        return;
+    }
+    for (int64_t n = begin; n < end; n++) {
+        for (int64_t k = 0; k < K; k++) b_codes[k] = nvfp4_tensor_code(b, n, k);
+        for (int64_t m = 0; m < M; m++) {
+            const uint8_t *a_codes = ctx->a_codes + (size_t)(m * K);
+            float acc = 0.0f;
+            for (int64_t j0 = 0; j0 < nb; j0 += 4) {
+                uint8_t ac[64] = {0}, bc[64] = {0}, as[4] = {0}, bsc[4] = {0};
+                for (int q = 0; q < 4 && j0 + q < nb; q++) {
+                    as[q] = nvfp4_tensor_scale(a, m, j0 + q);
+                    bsc[q] = nvfp4_tensor_scale(b, n, j0 + q);
+                    memcpy(ac + 16 * q, a_codes + (j0 + q) * 16, 16);
+                    memcpy(bc + 16 * q, b_codes + (j0 + q) * 16, 16);
+                }
+                acc = nvfp4_sm120_step(acc, ac, as, bc, bsc);
+            }
+            write_outputs(ctx->args, m, n, N, acc, ctx->alpha);
+        }
+    }
+    free(b_codes);
+}
+
+static nvfp4_status gemm_sm120(const nvfp4_gemm_args *args, float alpha, int nthreads)
+{
+    const nvfp4_tensor *a = args->a;
+    size_t elems;
+    if (!nvfp4_mul_size((size_t)a->rows, (size_t)a->cols, &elems))
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_gemm_cpu: operand A is too large");
+    uint8_t *codes = malloc(elems ? elems : 1);
+    if (!codes)
+        return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY,
+                          "nvfp4_gemm_cpu: out of memory unpacking operand A (%zu codes)", elems);
+    for (int64_t m = 0; m < a->rows; m++)
+        for (int64_t k = 0; k < a->cols; k++)
+            codes[(size_t)(m * a->cols + k)] = nvfp4_tensor_code(a, m, k);
+    sm120_ctx ctx = {args, codes, alpha, 0};
+    nvfp4_status st = nvfp4_parallel_for(args->b->rows, 1, nthreads, sm120_cols, &ctx);
+    free(codes);
+    if (st != NVFP4_OK) return st;
+    if (atomic_load(&ctx.failed))
+        return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_gemm_cpu: out of memory in a worker");
+    return NVFP4_OK;
+}
+
+/*-------------------------------------------------------------------------
+ *  Entry point
+ *-------------------------------------------------------------------------*/
+static nvfp4_status check_operand(const nvfp4_tensor *t, const char *which)
+{
+    if (!t) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_gemm_cpu: operand %s is NULL", which);
+    if (t->rows < 0 || t->cols < 0)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_gemm_cpu: operand %s has negative shape %lld x %lld", which,
+                          (long long)t->rows, (long long)t->cols);
+    if (t->cols % NVFP4_BLOCK != 0)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_gemm_cpu: operand %s has %lld columns, not a multiple of 16",
+                          which, (long long)t->cols);
+    if (t->rows > 0 && t->cols > 0 && (!t->codes || !t->scales))
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_gemm_cpu: operand %s has NULL codes or scales", which);
+    if (t->nibble_order != NVFP4_HI_FIRST && t->nibble_order != NVFP4_LO_FIRST)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_gemm_cpu: operand %s has an unknown nibble order %d", which,
+                          (int)t->nibble_order);
+    if (t->scale_layout != NVFP4_SCALES_TILED && t->scale_layout != NVFP4_SCALES_ROW_MAJOR)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_gemm_cpu: operand %s has an unknown scale layout %d", which,
+                          (int)t->scale_layout);
+    return NVFP4_OK;
+}
+
+/* EXACT with more blocks than an int64 count holds: the model function over
+ * FP16 operands built here (a' = q * is * 2^-10, exact in FP16). */
+typedef struct exact_plain_ctx {
+    const nvfp4_gemm_args *args;
+    float alpha;
+    atomic_int failed;
+} exact_plain_ctx;
+
+static void f16_operands(uint16_t *dst, const nvfp4_tensor *t, int64_t r)
+{
+    for (int64_t k = 0; k < t->cols; k++) {
+        unsigned s = nvfp4_tensor_scale(t, r, k / NVFP4_BLOCK) & 0x7fu;
+        uint8_t code = nvfp4_tensor_code(t, r, k);
+        float v = s == 0x7f ? NAN : ldexpf((float)q_of_code[code] * (float)is_of_scale[s], -10);
+        dst[k] = nvfp4_f16_from_f32(v);
+    }
+}
+
+static void exact_plain_rows(void *p, int64_t begin, int64_t end)
+{
+    exact_plain_ctx *ctx = p;
+    const nvfp4_tensor *a = ctx->args->a, *b = ctx->args->b;
+    int64_t N = b->rows, K = a->cols;
+    uint16_t *ar = malloc((size_t)K * 2), *br = malloc((size_t)K * 2);
+    if (!ar || !br) {
+        free(ar);
+        free(br);
+        atomic_store(&ctx->failed, 1);
+        return;
+    }
+    for (int64_t m = begin; m < end; m++) {
+        f16_operands(ar, a, m);
+        for (int64_t n = 0; n < N; n++) {
+            f16_operands(br, b, n);
+            write_outputs(ctx->args, m, n, N,
+                          nvfp4_exact_dot(0.0f, ar, br, K, NVFP4_OPERAND_F16), ctx->alpha);
+        }
+    }
+    free(ar);
+    free(br);
+}
+
+nvfp4_status nvfp4_gemm_cpu(const nvfp4_gemm_args *args)
+{
+    if (!args) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_gemm_cpu: args is NULL");
+    nvfp4_status st = check_operand(args->a, "A");
+    if (st != NVFP4_OK) return st;
+    st = check_operand(args->b, "B");
+    if (st != NVFP4_OK) return st;
+    const nvfp4_tensor *a = args->a, *b = args->b;
+    if (a->cols != b->cols)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_gemm_cpu: K differs: A is %lld x %lld, B is %lld x %lld "
+                          "(both must have K columns)",
+                          (long long)a->rows, (long long)a->cols, (long long)b->rows,
+                          (long long)b->cols);
+    if (args->model != NVFP4_MODEL_SM90 && args->model != NVFP4_MODEL_EXACT &&
+        args->model != NVFP4_MODEL_SM120)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_gemm_cpu: unknown model %d",
+                          (int)args->model);
+    if (!args->raw && !args->out)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_gemm_cpu: neither raw nor out is given; nothing to compute");
+    if (args->nthreads < 0)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_gemm_cpu: nthreads is %d (use 0 for all cores)", args->nthreads);
+    int64_t M = a->rows, N = b->rows;
+    if (M == 0 || N == 0) return NVFP4_OK;
+    pthread_once(&tables_once, init_tables);
+    float alpha = a->per_tensor_scale * b->per_tensor_scale; /* FP32 RNE */
+    int nthreads = args->nthreads > 0 ? args->nthreads : nvfp4_default_threads();
+
+    if (args->model == NVFP4_MODEL_SM120) return gemm_sm120(args, alpha, nthreads);
+    if (args->model == NVFP4_MODEL_EXACT && a->cols / NVFP4_BLOCK > EXACT_MAX_BLOCKS) {
+        exact_plain_ctx ctx = {args, alpha, 0};
+        st = nvfp4_parallel_for(M, 1, nthreads, exact_plain_rows, &ctx);
+        if (st == NVFP4_OK && atomic_load(&ctx.failed))
+            st = nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_gemm_cpu: out of memory in a worker");
+        return st;
+    }
+
+    nvfp4_cpu_apack ap;
+    st = apack_build(&ap, a, nthreads);
+    if (st != NVFP4_OK) return st;
+    gemm_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.args = args;
+    ctx.ap = &ap;
+    ctx.kernel = kernel_for(simd_current());
+    ctx.n_cols = N;
+    ctx.alpha = alpha;
+    atomic_init(&ctx.failed, 0);
+    /* Few column tiles: split rows too, so that every thread has work. */
+    int64_t tiles = (N + NVFP4_CPU_TILE - 1) / NVFP4_CPU_TILE;
+    int64_t row_groups = ap.rows_padded / NVFP4_CPU_MR;
+    int64_t want = 4 * (int64_t)nthreads;
+    int64_t chunks = tiles >= want ? 1 : (want + tiles - 1) / tiles;
+    if (chunks > row_groups) chunks = row_groups;
+    ctx.row_chunk = (row_groups + chunks - 1) / chunks * NVFP4_CPU_MR;
+    ctx.row_chunks = (ap.rows_padded + ctx.row_chunk - 1) / ctx.row_chunk;
+    st = nvfp4_parallel_for(tiles * ctx.row_chunks, 1, nthreads, gemm_items, &ctx);
+    apack_free(&ap);
+    if (st != NVFP4_OK) return st;
+    if (atomic_load(&ctx.failed))
+        return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY,
+                          "nvfp4_gemm_cpu: out of memory for a worker's B tile (K = %lld)",
+                          (long long)a->cols);
+    return NVFP4_OK;
+}

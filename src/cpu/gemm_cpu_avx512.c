@@ -1,0 +1,85 @@
+/* gemm_cpu_avx512.c -- the sm90 kernel with AVX-512 (F, BW), 16 columns per
+ * vector.  Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq and only
+ * called when the CPU has them (gemm_cpu.c).  Same arithmetic as the
+ * portable kernel: D by byte dot products, s = D * S_a * S_b / 4 exact in
+ * FP32, and the step as one FMA rounded toward zero (exact product, so it is
+ * RZ(c + s)); lanes that fail the guard take nvfp4_cpu_sm90_slow(). */
+#include <string.h>
+
+#include "cpu/cpu_internal.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+#include <immintrin.h>
+
+void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
+                                  int64_t row_begin, int64_t row_end, float *acc)
+{
+    const int64_t K = a->k, nb = a->nblocks;
+    const __m512i ones = _mm512_set1_epi16(1);
+    const __m512i zero = _mm512_setzero_si512();
+    for (int g = 0; g < NVFP4_CPU_GROUPS; g++) {
+        for (int64_t r = row_begin; r < row_end; r += NVFP4_CPU_MR) {
+            __m512 c[NVFP4_CPU_MR];
+            for (int rr = 0; rr < NVFP4_CPU_MR; rr++) c[rr] = _mm512_setzero_ps();
+            for (int64_t j = 0; j < nb; j++) {
+                size_t blk = (size_t)(j * NVFP4_CPU_GROUPS + g);
+                const int8_t *bc = b->codes + blk * 256;
+                const __m512i b0 = _mm512_load_si512((const void *)bc);
+                const __m512i b1 = _mm512_load_si512((const void *)(bc + 64));
+                const __m512i b2 = _mm512_load_si512((const void *)(bc + 128));
+                const __m512i b3 = _mm512_load_si512((const void *)(bc + 192));
+                const size_t lane = blk * NVFP4_CPU_LANES;
+                const __m512i corr = _mm512_load_si512((const void *)(b->corr + lane));
+                const __m512 scale4 = _mm512_load_ps(b->scale4 + lane);
+                const __m512i lim_low = _mm512_load_si512((const void *)(b->lim_low + lane));
+                const __m512i lim_top = _mm512_load_si512((const void *)(b->lim_top + lane));
+                for (int rr = 0; rr < NVFP4_CPU_MR; rr++) {
+                    const int64_t row = r + rr;
+                    int32_t w[4];
+                    memcpy(w, a->codes + (size_t)(row * K + j * 16), sizeof w);
+                    __m512i p01 = _mm512_add_epi16(_mm512_maddubs_epi16(_mm512_set1_epi32(w[0]), b0),
+                                                   _mm512_maddubs_epi16(_mm512_set1_epi32(w[1]), b1));
+                    __m512i p23 = _mm512_add_epi16(_mm512_maddubs_epi16(_mm512_set1_epi32(w[2]), b2),
+                                                   _mm512_maddubs_epi16(_mm512_set1_epi32(w[3]), b3));
+                    __m512i d = _mm512_sub_epi32(
+                        _mm512_madd_epi16(_mm512_add_epi16(p01, p23), ones), corr);
+                    const size_t ab = (size_t)(row * nb + j);
+                    __m512 scale = _mm512_mul_ps(_mm512_set1_ps(a->scale[ab]), scale4);
+                    __m512 next = _mm512_fmadd_round_ps(_mm512_cvtepi32_ps(d), scale, c[rr],
+                                                        _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+                    /* guard (cpu_internal.h): f = c's exponent field */
+                    __m512i f = _mm512_srli_epi32(_mm512_slli_epi32(_mm512_castps_si512(c[rr]), 1), 24);
+                    __mmask16 ok =
+                        _mm512_cmpge_epi32_mask(f, _mm512_add_epi32(_mm512_set1_epi32(a->top[ab]), lim_top)) |
+                        _mm512_cmpeq_epi32_mask(f, zero);
+                    ok = _mm512_mask_cmple_epi32_mask(
+                        ok, f, _mm512_add_epi32(_mm512_set1_epi32(a->low[ab]), lim_low));
+                    if (ok != 0xffff) {
+                        float cv[16], nv[16];
+                        _mm512_storeu_ps(cv, c[rr]);
+                        _mm512_storeu_ps(nv, next);
+                        for (int l = 0; l < 16; l++)
+                            if (!((ok >> l) & 1))
+                                nv[l] = nvfp4_cpu_sm90_slow(cv[l], a, row, b,
+                                                            g * NVFP4_CPU_LANES + l, j);
+                        next = _mm512_loadu_ps(nv);
+                    }
+                    c[rr] = next;
+                }
+            }
+            for (int rr = 0; rr < NVFP4_CPU_MR; rr++)
+                _mm512_storeu_ps(acc + (r - row_begin + rr) * NVFP4_CPU_TILE + g * NVFP4_CPU_LANES,
+                                 c[rr]);
+        }
+    }
+}
+
+#else
+/* Built without the flags (another compiler or a hand build): never chosen
+ * at run time unless forced, and then the portable kernel gives the same bits. */
+void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
+                                  int64_t row_begin, int64_t row_end, float *acc)
+{
+    nvfp4_cpu_sm90_kernel_portable(a, b, row_begin, row_end, acc);
+}
+#endif

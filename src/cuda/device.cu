@@ -1,0 +1,43 @@
+/* device.cu -- is there a usable sm_90 device, and what is it called. */
+/* The library links with a C compiler (no libstdc++): keep nvcc's launch
+ * stubs free of guarded statics and exception tables. */
+#define __NV_LEGACY_LAUNCH 1
+#include <cuda_runtime.h>
+#include <stdio.h>
+
+extern "C" {
+#include "internal.h"
+}
+
+extern "C" int nvfp4_cuda_available(void)
+{
+    int n = 0, dev = 0, major = 0, minor = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
+        cudaGetLastError(); /* clear the sticky "no device" error */
+        return 0;
+    }
+    if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+        return 0;
+    return major == 9 && minor == 0;
+}
+
+extern "C" nvfp4_status nvfp4_cuda_device_name(char *name, size_t name_len, char *cc, size_t cc_len)
+{
+    if (name && name_len) name[0] = '\0';
+    if (cc && cc_len) cc[0] = '\0';
+    int n = 0, dev = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n < 1) {
+        cudaGetLastError();
+        return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "no CUDA device: %s",
+                          e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+    }
+    cudaDeviceProp prop;
+    if ((e = cudaGetDevice(&dev)) != cudaSuccess || (e = cudaGetDeviceProperties(&prop, dev)) != cudaSuccess)
+        return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "CUDA device query failed: %s", cudaGetErrorString(e));
+    if (name && name_len) snprintf(name, name_len, "%s", prop.name);
+    if (cc && cc_len) snprintf(cc, cc_len, "SM%d%d", prop.major, prop.minor);
+    return NVFP4_OK;
+}

@@ -1,0 +1,209 @@
+/* quantize_internal.h -- the device quantizer shared by sm90_quantize.cu
+ * (nvfp4_quantize_cuda) and sm90_linear.cu (the fused A producer of
+ * nvfp4_linear_cuda).  CUDA C++ only; not part of the C build.
+ *
+ * Every function here is a transcription of the C quantizer
+ * (src/quant/quantize_ref.c, src/formats/scalars.c) onto the device: the
+ * same integer code for the E4M3 / E2M1 roundings, one correctly rounded
+ * FP32 intrinsic (__fdiv_rn, __fmul_rn, __fadd_rn) wherever the C code has
+ * one FP32 operation, and the C code's x86 NaN rules spelled out, because
+ * the GPU's own NaN results (the canonical 0x7FFFFFFF) differ from SSE's.
+ * docs/STREAMING_A.md explains why each step is equal to its C twin. */
+#ifndef NVFP4_CUDA_QUANTIZE_INTERNAL_H
+#define NVFP4_CUDA_QUANTIZE_INTERNAL_H
+
+#include <stdint.h>
+
+#include "internal.h"
+
+/*------------------ testing hook (C linkage, C includable) ------------------*/
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The fused A producer alone: device BF16 x (m x k) -> the GEMM's FP16
+ * operands act[r * act_ld + c] (r < m, c < roundup(k,16)), the operand
+ * format of the GEMM's workspace.  per_tensor_scale: device static scale,
+ * or NULL for the dynamic one, computed with the 4-byte device scratch
+ * `amax_scratch`; the scale used goes to *pts_out (device, optional).
+ * For tests (tests/gpu/test_quantize_cuda.c, test_linear_cuda.c). */
+nvfp4_status nvfp4_sm90_produce_operands(const uint16_t *x, int64_t m, int64_t k,
+                                         const float *per_tensor_scale, void *amax_scratch,
+                                         nvfp4_variant variant, uint16_t *act, int64_t act_ld,
+                                         float *pts_out, void *stream);
+#ifdef __cplusplus
+}
+#endif
+
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+
+#define NVFP4_Q_DEV static __device__ __forceinline__
+
+/*------------------------- IEEE helpers (SSE rules) -------------------------*/
+
+#define NVFP4_Q_DEFAULT_NAN 0xFFC00000u /* SSE's result of an invalid operation */
+#define NVFP4_Q_FLT_MAX 3.40282346638528859812e+38f
+
+NVFP4_Q_DEV int q_isnan(float v) { return (__float_as_uint(v) & 0x7FFFFFFFu) > 0x7F800000u; }
+NVFP4_Q_DEV float q_quiet(float v) { return __uint_as_float(__float_as_uint(v) | 0x00400000u); }
+
+/* a / b as the C code's x86 build computes it: a NaN operand comes out
+ * quieted (the first one), an invalid operation gives the default NaN. */
+NVFP4_Q_DEV float q_div(float a, float b)
+{
+    if (q_isnan(a)) return q_quiet(a);
+    if (q_isnan(b)) return q_quiet(b);
+    float r = __fdiv_rn(a, b);
+    return q_isnan(r) ? __uint_as_float(NVFP4_Q_DEFAULT_NAN) : r;
+}
+
+NVFP4_Q_DEV float q_mul(float a, float b)
+{
+    if (q_isnan(a)) return q_quiet(a);
+    if (q_isnan(b)) return q_quiet(b);
+    float r = __fmul_rn(a, b);
+    return q_isnan(r) ? __uint_as_float(NVFP4_Q_DEFAULT_NAN) : r;
+}
+
+/*----------------------------- scalar formats -----------------------------*/
+
+/* nvfp4_e4m3_from_f32: PyTorch's float8_e4m3fn cast, line for line. */
+NVFP4_Q_DEV uint32_t q_e4m3_from_f32(float v)
+{
+    uint32_t bits = __float_as_uint(v);
+    uint32_t sign = (bits >> 24) & 0x80u;
+    uint32_t mag = bits & 0x7FFFFFFFu;
+    uint32_t byte;
+    if (mag >= 0x43F00000u) { /* |v| >= 480, Inf, NaN */
+        byte = 0x7Fu;
+    } else if (mag < 0x3C800000u) { /* subnormal or zero: RNE onto the 2^-9 grid */
+        byte = (__float_as_uint(__fadd_rn(__uint_as_float(mag), 16384.0f)) - 0x46800000u) & 0xFFu;
+    } else {
+        uint32_t odd = (mag >> 20) & 1u;
+        byte = ((mag - 0x3C000000u + 0x0007FFFFu + odd) >> 20) & 0xFFu;
+    }
+    return (byte | sign) & 0xFFu;
+}
+
+/* nvfp4_e4m3_to_f32: the NaN byte decodes to PyTorch's 0x7FF00000. */
+NVFP4_Q_DEV float q_e4m3_to_f32(uint32_t byte)
+{
+    uint32_t sign = (byte & 0x80u) << 24;
+    uint32_t exp = (byte >> 3) & 15u, man = byte & 7u;
+    if (exp == 15u && man == 7u) return __uint_as_float(sign | 0x7FF00000u);
+    /* man * 2^-9 (exact) or (1 + man/8) * 2^(exp-7) built from its bits. */
+    float m = exp == 0u ? __fmul_rn((float)man, 0x1p-9f)
+                        : __uint_as_float(((exp + 120u) << 23) | (man << 20));
+    return __uint_as_float(__float_as_uint(m) | sign);
+}
+
+/* nvfp4_e2m1_from_f32: RNE, saturating, sign kept; NaN codes by payload
+ * exactly as the C integer arithmetic gives them (low 8 bits kept). */
+NVFP4_Q_DEV uint32_t q_e2m1_from_f32(float v)
+{
+    uint32_t bits = __float_as_uint(v);
+    uint32_t sign = (bits >> 31) << 3;
+    uint32_t mag = bits & 0x7FFFFFFFu;
+    float a = __uint_as_float(mag);
+    uint32_t code;
+    if (a >= 6.0f) {
+        code = 7u;
+    } else if (a < 1.0f) {
+        code = (__float_as_uint(__fadd_rn(a, 4194304.0f)) - 0x4A800000u) & 0xFFu;
+    } else {
+        uint32_t odd = (mag >> 22) & 1u;
+        code = ((mag - 0x3F000000u + 0x001FFFFFu + odd) >> 22) & 0xFFu;
+    }
+    return (code | sign) & 0xFFu;
+}
+
+NVFP4_Q_DEV float q_clamp6(float v) /* torch.clamp(v, -6, 6): NaN passes */
+{
+    return v < -6.0f ? -6.0f : (v > 6.0f ? 6.0f : v);
+}
+
+/*------------------------------- one block -------------------------------*/
+
+/* Quantize 16 widened elements whose largest |x| bit pattern is amax_bits
+ * (NaN patterns compare above Inf) with per-tensor scale pts.  Writes the
+ * block's E4M3 byte and its 16 E2M1 codes (one per byte, 0..15). */
+NVFP4_Q_DEV void q_block(const float v[16], uint32_t amax_bits, float pts, int cuda_variant,
+                         uint32_t *s8_out, uint32_t code[16])
+{
+    /* A NaN's payload does not matter below: it only travels into s, whose
+     * E4M3 cast maps every positive NaN to 0x7F. */
+    float amax = __uint_as_float(amax_bits);
+    if (amax_bits > 0x7F800000u) amax = q_quiet(amax);
+    float s = q_div(q_div(amax, 6.0f), pts);
+    s = s > 448.0f ? 448.0f : s;
+    uint32_t s8 = q_e4m3_from_f32(s);
+    float s8f = q_e4m3_to_f32(s8);
+    *s8_out = s8;
+    if (!cuda_variant) {
+        float t = q_mul(pts, s8f);
+        if (t == 0.0f) { /* comfy-kitchen's zero-scale mask: +0 codes */
+#pragma unroll
+            for (int i = 0; i < 16; i++) code[i] = 0u;
+        } else {
+#pragma unroll
+            for (int i = 0; i < 16; i++) code[i] = q_e2m1_from_f32(q_clamp6(q_div(v[i], t)));
+        }
+    } else {
+        float rc = q_div(1.0f, q_mul(s8f, pts));
+        rc = q_isnan(rc) ? NVFP4_Q_FLT_MAX : (rc < NVFP4_Q_FLT_MAX ? rc : NVFP4_Q_FLT_MAX);
+#pragma unroll
+        for (int i = 0; i < 16; i++) code[i] = q_e2m1_from_f32(q_clamp6(q_mul(v[i], rc)));
+    }
+}
+
+/* The GEMM's FP16 operand a' = e2m1(code) * |e4m3(s8)|: exact (at most 6
+ * significant bits, in [2^-10, 2688]); the code's sign is kept (code 8 gives
+ * -0); a NaN scale byte gives the FP16 NaN 0x7FFF, as the GEMM's own
+ * dequantizing pre-pass (cvt e4m3x2 -> f16x2, then HMUL2) produces. */
+NVFP4_Q_DEV uint32_t q_f16_operand(uint32_t code, uint32_t s8)
+{
+    if ((s8 & 0x7Fu) == 0x7Fu) return 0x7FFFu;
+    /* 2 * |e2m1| is the integer 0,1,2,3,4,6,8,12. */
+    const uint32_t twice = (0xC8643210u >> (4u * (code & 7u))) & 15u;
+    const uint32_t f = __float_as_uint(__fmul_rn(__fmul_rn((float)twice, 0.5f),
+                                                 q_e4m3_to_f32(s8 & 0x7Fu)));
+    /* A positive normal FP32 with at most 6 significant bits and an exponent
+     * in [-10, 11]: rebias 127 -> 15 and drop 13 zero mantissa bits. */
+    const uint32_t h = f == 0u ? 0u : (((f >> 23) - 112u) << 10) | ((f >> 13) & 0x3FFu);
+    return h | ((code & 8u) << 12);
+}
+
+/*----------------------- host side (sm90_quantize.cu) -----------------------*/
+
+/* One launch of the block quantizer.  Rows r < roundup(m,16) and block
+ * columns cb < roundup(k,16)/16 are quantized (elements outside m x k read
+ * as zero, as the C quantizer pads).  Outputs, each optional:
+ *   codes/scales : nvfp4_quantize()'s layout (scales' tile padding is not
+ *                  written: the caller zeroes it first);
+ *   act          : the GEMM workspace, FP16 [m][act_ld] (rows < m only);
+ *   pts_out      : the per-tensor scale used, written by one thread.
+ * The per-tensor scale is *static_pts, or else FP32(*amax_bits / 2688). */
+typedef struct nvfp4_q_launch {
+    const uint16_t *x;
+    int64_t m, k;
+    const float *static_pts;
+    const uint32_t *amax_bits;
+    int cuda_variant;
+    uint8_t *codes;
+    uint8_t *scales;
+    uint16_t *act;
+    int64_t act_ld;
+    float *pts_out;
+    float *pts_out2;
+    cudaStream_t stream;
+} nvfp4_q_launch;
+
+nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn);
+
+/* Zero *amax_bits, then atomicMax |x|'s FP32 bit patterns of the m x k BF16
+ * elements into it (NaNs skipped), on `stream`. */
+nvfp4_status nvfp4_q_amax_launch(const uint16_t *x, int64_t m, int64_t k, uint32_t *amax_bits,
+                                 cudaStream_t stream, const char *fn);
+
+#endif /* __CUDACC__ */
+#endif

@@ -1,0 +1,319 @@
+/* sm90_gemm.cu -- the H200 (sm_90a) NVFP4 GEMM, bit-exact to the sm90 model.
+ *
+ * Two launches on the caller's stream:
+ *  1. nvfp4_sm90_dequant_act: A (M x K NVFP4) -> FP16 [M][K] in the
+ *     workspace.  e2m1 * |e4m3| is exact in FP16.
+ *  2. the persistent warp-specialized kernel (sm90_gemm_body.cuh): weights
+ *     are the wgmma A operand, dequantized in registers; the FP16
+ *     activations are the B operand, loaded by TMA.
+ * docs/KERNEL.md explains the design and the numbers. */
+/* The library links with a C compiler (no libstdc++): keep nvcc's launch
+ * stubs free of guarded statics and exception tables. */
+#define __NV_LEGACY_LAUNCH 1
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <string.h>
+
+extern "C" {
+#include "internal.h"
+}
+#include "cuda/ptx.cuh"
+#include "cuda/sm90_heuristics.cuh"
+#include "cuda/sm90_internal.cuh"
+#include "cuda/sm90_wgmma.cuh"
+
+/* ------------------------------------------------------------------------ */
+/* Kernel variants (one per nvfp4_sm90_variants entry, same order).         */
+#define SM90_BN 8
+#define SM90_NC 1
+#define SM90_NAME nvfp4_sm90_gemm_bn8_nc1
+#define SM90_WGMMA wgmma_m64n8k16_rs
+#include "cuda/sm90_gemm_body.cuh"
+
+#define SM90_BN 16
+#define SM90_NC 1
+#define SM90_NAME nvfp4_sm90_gemm_bn16_nc1
+#define SM90_WGMMA wgmma_m64n16k16_rs
+#include "cuda/sm90_gemm_body.cuh"
+
+#define SM90_BN 32
+#define SM90_NC 1
+#define SM90_NAME nvfp4_sm90_gemm_bn32_nc1
+#define SM90_WGMMA wgmma_m64n32k16_rs
+#include "cuda/sm90_gemm_body.cuh"
+
+#define SM90_BN 64
+#define SM90_NC 1
+#define SM90_NAME nvfp4_sm90_gemm_bn64_nc1
+#define SM90_WGMMA wgmma_m64n64k16_rs
+#include "cuda/sm90_gemm_body.cuh"
+
+#define SM90_BN 64
+#define SM90_NC 2
+#define SM90_NAME nvfp4_sm90_gemm_bn64_nc2
+#define SM90_WGMMA wgmma_m64n64k16_rs
+#include "cuda/sm90_gemm_body.cuh"
+
+#define SM90_BN 128
+#define SM90_NC 1
+#define SM90_NAME nvfp4_sm90_gemm_bn128_nc1
+#define SM90_WGMMA wgmma_m64n128k16_rs
+#include "cuda/sm90_gemm_body.cuh"
+
+#define SM90_BN 128
+#define SM90_NC 2
+#define SM90_NAME nvfp4_sm90_gemm_bn128_nc2
+#define SM90_WGMMA wgmma_m64n128k16_rs
+#include "cuda/sm90_gemm_body.cuh"
+
+#define SM90_BN 256
+#define SM90_NC 2
+#define SM90_NAME nvfp4_sm90_gemm_bn256_nc2
+#define SM90_WGMMA wgmma_m64n256k16_rs
+#include "cuda/sm90_gemm_body.cuh"
+
+typedef void (*sm90_kernel_fn)(nvfp4_sm90_params);
+static const sm90_kernel_fn sm90_kernels[NVFP4_SM90_NUM_VARIANTS] = {
+    nvfp4_sm90_gemm_bn8_nc1,  nvfp4_sm90_gemm_bn16_nc1,  nvfp4_sm90_gemm_bn32_nc1,
+    nvfp4_sm90_gemm_bn64_nc1, nvfp4_sm90_gemm_bn64_nc2,  nvfp4_sm90_gemm_bn128_nc1,
+    nvfp4_sm90_gemm_bn128_nc2, nvfp4_sm90_gemm_bn256_nc2,
+};
+
+/* ------------------------------------------------------------------------ */
+/* Activation pre-pass: one thread per 16-element block.                    */
+extern "C" __global__ void __launch_bounds__(256)
+    nvfp4_sm90_dequant_act(const uint8_t *__restrict__ codes, const uint8_t *__restrict__ scales,
+                           uint16_t *__restrict__ act, int m, int k)
+{
+    const int nb = k / 16;
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)m * nb) return;
+    const int row = (int)(idx / nb), kb = (int)(idx % nb);
+    const int ncb = (nb + 3) / 4;
+    const uint2 w = *(const uint2 *)(codes + (size_t)row * (k / 2) + (size_t)kb * 8);
+    const size_t so = ((size_t)(row / 128) * ncb + kb / 4) * 512 + (row % 32) * 16 +
+                      ((row % 128) / 32) * 4 + kb % 4;
+    const uint32_t sb = scales[so] & 0x7Fu;
+    /* {scale, scale} * 64 in FP16: exact (at most 448 * 64). */
+    const uint32_t sc = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(sb | (sb << 8))), 0x54005400u);
+    uint32_t o[8];
+    const uint32_t words[2] = {w.x, w.y};
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const uint32_t x = words[h];
+        const uint32_t hi = (x & 0x80808080u) | ((x >> 2) & 0x1C1C1C1Cu);
+        const uint32_t lo = ((x << 4) & 0x80808080u) | ((x << 2) & 0x1C1C1C1Cu);
+        const uint32_t p01 = ptx_prmt(hi, lo, 0x5140u);
+        const uint32_t p23 = ptx_prmt(hi, lo, 0x7362u);
+        o[4 * h + 0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 & 0xFFFFu)), sc);
+        o[4 * h + 1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 >> 16)), sc);
+        o[4 * h + 2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 & 0xFFFFu)), sc);
+        o[4 * h + 3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 >> 16)), sc);
+    }
+    uint4 *dst = (uint4 *)(act + (size_t)row * k + (size_t)kb * 16);
+    dst[0] = make_uint4(o[0], o[1], o[2], o[3]);
+    dst[1] = make_uint4(o[4], o[5], o[6], o[7]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Host side.                                                               */
+
+typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                    const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                                    const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                    CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+static encode_tiled_fn get_encode_tiled(void)
+{
+    static encode_tiled_fn fn = NULL;
+    if (!fn) {
+        void *p = NULL;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                             &q) == cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            fn = (encode_tiled_fn)p;
+    }
+    return fn;
+}
+
+typedef struct sm90_device_info {
+    int ok;
+    int num_sms;
+    size_t smem_optin;
+    size_t smem_set[NVFP4_SM90_NUM_VARIANTS];
+} sm90_device_info;
+
+#define SM90_MAX_DEVICES 16
+static sm90_device_info sm90_devices[SM90_MAX_DEVICES];
+
+static int sm90_forced_variant = -1;
+
+extern "C" void nvfp4_sm90_force_variant(int v)
+{
+    sm90_forced_variant = (v >= 0 && v < NVFP4_SM90_NUM_VARIANTS) ? v : -1;
+}
+
+static nvfp4_status device_info(sm90_device_info **out)
+{
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess)
+        return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "gemm (cuda): cudaGetDevice: %s", cudaGetErrorString(e));
+    if (dev < 0 || dev >= SM90_MAX_DEVICES)
+        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "gemm (cuda): device index %d above %d", dev,
+                          SM90_MAX_DEVICES - 1);
+    sm90_device_info *d = &sm90_devices[dev];
+    if (!d->ok) {
+        int major = 0, minor = 0, sms = 0, optin = 0;
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+        if (major != 9 || minor != 0)
+            return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
+                              "gemm (cuda): device %d is sm_%d%d; this kernel needs sm_90 (H100/H200)",
+                              dev, major, minor);
+        d->num_sms = sms;
+        d->smem_optin = (size_t)optin;
+        d->ok = 1;
+    }
+    *out = d;
+    return NVFP4_OK;
+}
+
+extern "C" size_t nvfp4_cuda_gemm_workspace(int64_t m, int64_t n, int64_t k)
+{
+    (void)n;
+    if (m <= 0 || k <= 0) return 0;
+    size_t b = (size_t)m * (size_t)k * 2; /* FP16 activations */
+    return (b + 255) / 256 * 256;
+}
+
+static int misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) != 0; }
+
+extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)
+{
+    if (!args) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "gemm (cuda): args is NULL");
+    const nvfp4_cuda_operand *a = &args->a, *b = &args->b;
+    const int64_t m = a->rows, n = b->rows, k = a->cols;
+    if (!a->codes || !a->scales || !a->per_tensor_scale)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "gemm (cuda): A (activations) needs codes, scales and per_tensor_scale");
+    if (!b->codes || !b->scales || !b->per_tensor_scale)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "gemm (cuda): B (weights) needs codes, scales and per_tensor_scale");
+    if (m < 1 || n < 1 || k < 1)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "gemm (cuda): empty shape (M=%lld, N=%lld, K=%lld)", (long long)m,
+                          (long long)n, (long long)k);
+    if (b->cols != k)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "gemm (cuda): A has K=%lld columns but B has %lld", (long long)k,
+                          (long long)b->cols);
+    if (k % 16 != 0 || n % 16 != 0)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "gemm (cuda): K=%lld and N=%lld must be multiples of 16", (long long)k,
+                          (long long)n);
+    if (k % 32 != 0)
+        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
+                          "gemm (cuda): K=%lld is not a multiple of 32: the TMA loads need 16-byte "
+                          "code rows (pad K to 32; zero blocks do not change the result)",
+                          (long long)k);
+    if (m > INT32_MAX / 2 || n > INT32_MAX / 2 || k > INT32_MAX / 2)
+        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "gemm (cuda): a dimension exceeds 2^30");
+    if (misaligned(a->codes, 16) || misaligned(b->codes, 16) || misaligned(a->scales, 16) ||
+        misaligned(b->scales, 16))
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "gemm (cuda): codes and scales must be 16-byte aligned device pointers");
+    if (!args->raw && !args->out) return NVFP4_OK; /* nothing asked for */
+    size_t need = nvfp4_cuda_gemm_workspace(m, n, k);
+    if (!args->workspace || args->workspace_bytes < need)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "gemm (cuda): workspace of %zu bytes is too small (need %zu: "
+                          "nvfp4_cuda_gemm_workspace)",
+                          args->workspace_bytes, need);
+    if (misaligned(args->workspace, 256))
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "gemm (cuda): workspace must be 256-byte aligned (cudaMalloc'ed)");
+
+    sm90_device_info *dev = NULL;
+    nvfp4_status st = device_info(&dev);
+    if (st != NVFP4_OK) return st;
+    encode_tiled_fn encode = get_encode_tiled();
+    if (!encode)
+        return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): cuTensorMapEncodeTiled not found in the driver");
+
+    nvfp4_sm90_plan plan;
+    if (nvfp4_sm90_plan_gemm(m, n, k, dev->num_sms, dev->smem_optin, sm90_forced_variant, &plan) != 0)
+        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "gemm (cuda): no kernel variant fits shared memory");
+    const nvfp4_sm90_variant var = nvfp4_sm90_variants[plan.variant];
+
+    nvfp4_sm90_params p;
+    memset(&p, 0, sizeof p);
+    {
+        cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)m};
+        cuuint64_t strides[1] = {(cuuint64_t)k * 2};
+        cuuint32_t box[2] = {64, (cuuint32_t)var.bn};
+        cuuint32_t estr[2] = {1, 1};
+        CUresult r = encode(&p.tmap_act, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, args->workspace, dims,
+                            strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS)
+            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): activation tensor map failed (CUresult %d)",
+                              (int)r);
+    }
+    {
+        cuuint64_t dims[2] = {(cuuint64_t)(k / 2), (cuuint64_t)n};
+        cuuint64_t strides[1] = {(cuuint64_t)(k / 2)};
+        cuuint32_t box[2] = {32, (cuuint32_t)(64 * var.nc)};
+        cuuint32_t estr[2] = {1, 1};
+        CUresult r = encode(&p.tmap_codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)b->codes, dims,
+                            strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS)
+            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): weight tensor map failed (CUresult %d)",
+                              (int)r);
+    }
+    p.b_scales = b->scales;
+    p.a_scale2 = a->per_tensor_scale;
+    p.b_scale2 = b->per_tensor_scale;
+    p.bias = args->bias;
+    p.raw = args->raw;
+    p.out = args->out;
+    p.m = (int)m;
+    p.n = (int)n;
+    p.k = (int)k;
+    p.ncb = (int)((k / 16 + 3) / 4);
+    p.num_at = (int)((m + var.bn - 1) / var.bn);
+    p.stages = plan.stages;
+    p.num_tiles = plan.tiles;
+
+    cudaStream_t stream = (cudaStream_t)args->stream;
+    const int64_t blocks_a = m * (k / 16);
+    nvfp4_sm90_dequant_act<<<(unsigned)((blocks_a + 255) / 256), 256, 0, stream>>>(
+        a->codes, a->scales, (uint16_t *)args->workspace, (int)m, (int)k);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): activation pre-pass launch: %s",
+                          cudaGetErrorString(e));
+
+    sm90_kernel_fn kern = sm90_kernels[plan.variant];
+    if (dev->smem_set[plan.variant] < plan.smem) {
+        e = cudaFuncSetAttribute((const void *)kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)plan.smem);
+        if (e != cudaSuccess)
+            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): shared memory of %zu bytes: %s",
+                              plan.smem, cudaGetErrorString(e));
+        dev->smem_set[plan.variant] = plan.smem;
+    }
+    kern<<<plan.grid, 128 * (var.nc + 1), plan.smem, stream>>>(p);
+    e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): kernel launch (bn=%d, nc=%d): %s", var.bn,
+                          var.nc, cudaGetErrorString(e));
+    return NVFP4_OK;
+}

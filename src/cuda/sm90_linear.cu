@@ -1,0 +1,147 @@
+/* sm90_linear.cu -- nvfp4_linear_cuda(): ComfyUI's NVFP4 linear on the H200,
+ * bit for bit nvfp4_linear_cpu() (model SM90).
+ *
+ * Queue on the caller's stream, no host synchronisation:
+ *   1. dynamic scale only: the amax pass (atomicMax of |x|'s bits);
+ *   2. the A producer (sm90_quantize.cu's block kernel): BF16 blocks of 16
+ *      -> E4M3 scale and E2M1 codes exactly as nvfp4_quantize() -> what the
+ *      GEMM consumes, plus the optional debug copies of codes and scales;
+ *   3. the GEMM (sm90_gemm.cu).
+ * docs/STREAMING_A.md has the design and the state of the fusion. */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "internal.h"
+#include "cuda/quantize_internal.h"
+
+/* Workspace layout (every part 256-byte aligned):
+ *   [0, 256)          uint32 amax bits at 0, the per-tensor scale (float) at 4
+ *   act               the GEMM's workspace: nvfp4_cuda_gemm_workspace(m, n, K)
+ *   codes, scales     the quantized activations handed to the GEMM */
+#define LIN_HEADER 256
+
+static size_t round256(size_t b) { return (b + 255) / 256 * 256; }
+
+typedef struct lin_layout {
+    size_t act, codes, scales, total; /* offsets and the total size */
+    size_t act_bytes;
+} lin_layout;
+
+static int lin_layout_of(int64_t m, int64_t n, int64_t k, lin_layout *l)
+{
+    if (m < 1 || n < 1 || k < 1 || m > INT32_MAX / 2 || n > INT32_MAX / 2 || k > INT32_MAX / 2)
+        return 0;
+    const int64_t kp = (k + 15) / 16 * 16, prows = (m + 15) / 16 * 16;
+    l->act_bytes = round256(nvfp4_cuda_gemm_workspace(m, n, kp));
+    l->act = LIN_HEADER;
+    l->codes = l->act + l->act_bytes;
+    l->scales = l->codes + round256((size_t)prows * (size_t)kp / 2);
+    l->total = l->scales + round256(nvfp4_scales_bytes(prows, kp, NVFP4_SCALES_TILED));
+    return 1;
+}
+
+extern "C" size_t nvfp4_linear_cuda_workspace(int64_t m, int64_t n, int64_t k)
+{
+    lin_layout l;
+    return lin_layout_of(m, n, k, &l) ? l.total : 0;
+}
+
+static int lin_misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) != 0; }
+
+extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
+{
+    static const char fn[] = "linear (cuda)";
+    if (!args) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "%s: args is NULL", fn);
+    const nvfp4_cuda_operand *w = args->weight;
+    if (!args->x || !w)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "%s: x and weight are required", fn);
+    if (!w->codes || !w->scales || !w->per_tensor_scale)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "%s: the weight needs codes, scales and per_tensor_scale", fn);
+    if (args->m < 1 || args->k < 1)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "%s: empty activations (%lld x %lld)", fn,
+                          (long long)args->m, (long long)args->k);
+    if (args->variant != NVFP4_VARIANT_EAGER && args->variant != NVFP4_VARIANT_CUDA)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "%s: unknown variant %d", fn,
+                          (int)args->variant);
+    const int64_t m = args->m, k = args->k, kp = (k + 15) / 16 * 16, n = w->rows;
+    if (w->cols != kp)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "%s: activations have %lld columns (%lld padded) but the weight has "
+                          "K = %lld",
+                          fn, (long long)k, (long long)kp, (long long)w->cols);
+    lin_layout lay;
+    if (!lin_layout_of(m, n, k, &lay))
+        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "%s: shape M=%lld N=%lld K=%lld is out of range",
+                          fn, (long long)m, (long long)n, (long long)kp);
+    if (!args->workspace || args->workspace_bytes < lay.total)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "%s: workspace of %zu bytes is too small (need %zu: "
+                          "nvfp4_linear_cuda_workspace)",
+                          fn, args->workspace_bytes, lay.total);
+    if (lin_misaligned(args->workspace, 256))
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "%s: workspace must be 256-byte aligned (cudaMalloc'ed)", fn);
+    if ((args->x_codes && lin_misaligned(args->x_codes, 16)) ||
+        (args->x_scales && lin_misaligned(args->x_scales, 16)))
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "%s: x_codes and x_scales must be 16-byte aligned", fn);
+
+    cudaStream_t stream = (cudaStream_t)args->stream;
+    uint8_t *ws = (uint8_t *)args->workspace;
+    uint32_t *amax_slot = (uint32_t *)ws;
+    float *pts_slot = (float *)(ws + 4);
+    uint8_t *codes = args->x_codes ? args->x_codes : ws + lay.codes;
+    uint8_t *scales = args->x_scales ? args->x_scales : ws + lay.scales;
+    const int64_t prows = (m + 15) / 16 * 16;
+    nvfp4_status st;
+
+    if (args->x_scales) { /* the caller's copy gets zero tile padding, as nvfp4_quantize */
+        cudaError_t e = cudaMemsetAsync(args->x_scales, 0,
+                                        nvfp4_scales_bytes(prows, kp, NVFP4_SCALES_TILED), stream);
+        if (e != cudaSuccess)
+            return nvfp4_fail(NVFP4_ERR_CUDA, "%s: clearing x_scales: %s", fn, cudaGetErrorString(e));
+    }
+    if (!args->input_scale) {
+        st = nvfp4_q_amax_launch(args->x, m, k, amax_slot, stream, fn);
+        if (st != NVFP4_OK) return st;
+    }
+
+    nvfp4_q_launch q;
+    memset(&q, 0, sizeof q);
+    q.x = args->x;
+    q.m = m;
+    q.k = k;
+    q.static_pts = args->input_scale;
+    q.amax_bits = amax_slot;
+    q.cuda_variant = args->variant == NVFP4_VARIANT_CUDA;
+    q.codes = codes;
+    q.scales = scales;
+    q.pts_out = pts_slot;
+    q.pts_out2 = args->x_scale;
+    q.stream = stream;
+    st = nvfp4_q_blocks_launch(&q, fn);
+    if (st != NVFP4_OK) return st;
+    if (!args->raw && !args->out) return NVFP4_OK;
+
+    /* The GEMM's public entry: its pre-pass turns these codes and scales
+     * into the FP16 operands in `act`.  (The fused producer writes `act`
+     * itself -- q.act -- once the GEMM exposes a launch from that buffer;
+     * docs/STREAMING_A.md.) */
+    nvfp4_cuda_gemm_args g;
+    memset(&g, 0, sizeof g);
+    g.a.codes = codes;
+    g.a.scales = scales;
+    g.a.per_tensor_scale = pts_slot;
+    g.a.rows = m;
+    g.a.cols = kp;
+    g.b = *w;
+    g.bias = args->bias;
+    g.raw = args->raw;
+    g.out = args->out;
+    g.stream = args->stream;
+    g.workspace = ws + lay.act;
+    g.workspace_bytes = lay.act_bytes;
+    return nvfp4_gemm_cuda(&g);
+}

@@ -1,0 +1,25 @@
+# gpu.mk -- the H200 test programs (`make gpu-tests`; tests/gpu/run.sh runs them).
+# Builds the CUDA library first, then links each test against it.
+BUILD     ?= build
+CUDA_HOME ?= /usr/local/cuda
+CC        ?= cc
+comma     := ,
+JANSSON   := $(if $(wildcard /usr/lib/x86_64-linux-gnu/libjansson.a),-Wl$(comma)-Bstatic -ljansson -Wl$(comma)-Bdynamic,-ljansson)
+GPU_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -ffp-contract=off \
+              -Iinclude -Isrc/core -Isrc -Itests/unit -I$(CUDA_HOME)/include -DNVFP4_WITH_CUDA=1
+# -lstdc++: nvcc's kernel launch stubs use guarded statics and exception
+# tables (C++ runtime) even in CUDA C sources.
+GPU_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt \
+             -lstdc++ $(JANSSON) -lpthread -lm
+
+GPU_TESTS := $(BUILD)/gpu/test_gemm_cuda
+
+.PHONY: all lib
+all: $(GPU_TESTS)
+
+lib:
+	@$(MAKE) --no-print-directory -f Makefile BUILD=$(BUILD) NVFP4_CUDA=1 lib
+
+$(BUILD)/gpu/%: tests/gpu/%.c tests/unit/testlib.h lib
+	@mkdir -p $(@D)
+	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a $(GPU_LIBS)

@@ -1,0 +1,288 @@
+/* test_gemm_cpu.c -- nvfp4_gemm_cpu() against the oracle nvfp4_gemm_ref(),
+ * bit for bit (raw accumulators and BF16 outputs), for every SIMD path this
+ * CPU has, 1/2/3 threads, the three models, random shapes and adversarial
+ * data: scales over the whole E4M3 range (subnormal, zero, NaN, sign bit
+ * set), zero blocks, a huge block followed by tiny ones (products truncated:
+ * the kernels' slow path), tiny accumulators hit by huge blocks (c
+ * truncated), exact cancellation to zero. */
+#include "nvfp4.h"
+#include "testlib.h"
+
+enum data_kind {
+    DATA_TYPICAL,   /* random codes, scales in a few binades */
+    DATA_WIDE,      /* random codes, any finite scale byte (sign bit too) */
+    DATA_NAN,       /* typical, with a few NaN scales */
+    DATA_ZEROS,     /* many zero codes, zero scales, zero blocks */
+    DATA_HUGE_TINY, /* huge first blocks, tiny later ones, and the reverse */
+    DATA_CANCEL,    /* B's blocks cancel in pairs: exact zeros */
+    DATA_KINDS
+};
+static const char *const kind_names[] = {"typical", "wide", "nan", "zeros", "huge-tiny", "cancel"};
+
+static void set_code(nvfp4_tensor *t, int64_t r, int64_t c, uint8_t code)
+{
+    uint8_t *byte = &t->codes[(size_t)r * (size_t)(t->cols / 2) + (size_t)(c / 2)];
+    int high = (c % 2 == 0) == (t->nibble_order == NVFP4_HI_FIRST);
+    *byte = high ? (uint8_t)((*byte & 0x0f) | (code << 4)) : (uint8_t)((*byte & 0xf0) | code);
+}
+
+static void set_scale(nvfp4_tensor *t, int64_t r, int64_t cb, uint8_t s)
+{
+    if (t->scale_layout == NVFP4_SCALES_TILED)
+        t->scales[nvfp4_tiled_scale_offset(r, cb, t->cols)] = s;
+    else
+        t->scales[(size_t)r * (size_t)(t->cols / 16) + (size_t)cb] = s;
+}
+
+static uint8_t random_scale(enum data_kind kind, int64_t cb, uint64_t *rng)
+{
+    uint64_t x = test_rand(rng);
+    switch (kind) {
+    case DATA_WIDE: {
+        uint8_t s = (uint8_t)(x % 0x7f); /* 0x00 .. 0x7e: zero, subnormal .. 448 */
+        return (x >> 20) & 1 ? (uint8_t)(s | 0x80) : s;
+    }
+    case DATA_NAN:
+        if (x % 97 == 0) return (x >> 20) & 1 ? 0xff : 0x7f;
+        return (uint8_t)(0x30 + (x >> 8) % 24);
+    case DATA_ZEROS:
+        if (x % 5 == 0) return 0;
+        return (uint8_t)(0x28 + (x >> 8) % 40);
+    case DATA_HUGE_TINY:
+        /* Alternate huge and tiny stretches of blocks. */
+        if ((cb / 3) % 2 == 0) return (uint8_t)(0x70 + (x >> 8) % 15);
+        return (uint8_t)(0x01 + (x >> 8) % 12);
+    default:
+        return (uint8_t)(0x30 + (x >> 8) % 24);
+    }
+}
+
+static uint8_t random_code(enum data_kind kind, uint64_t *rng)
+{
+    uint64_t x = test_rand(rng);
+    if (kind == DATA_ZEROS && x % 3 == 0) return (x >> 8) & 1 ? 8 : 0;
+    return (uint8_t)((x >> 16) & 15);
+}
+
+/* rows x cols tensor of the given kind; order and layout vary with seed. */
+static void make_tensor(nvfp4_tensor *t, int64_t rows, int64_t cols, enum data_kind kind,
+                        uint64_t seed, int is_b)
+{
+    uint64_t rng = seed * 0x9E3779B97F4A7C15ULL + 12345;
+    nvfp4_nibble_order order = (seed & 1) ? NVFP4_LO_FIRST : NVFP4_HI_FIRST;
+    nvfp4_scale_layout layout = (seed & 2) ? NVFP4_SCALES_ROW_MAJOR : NVFP4_SCALES_TILED;
+    if (is_b) {
+        order = (seed & 4) ? NVFP4_LO_FIRST : NVFP4_HI_FIRST;
+        layout = (seed & 8) ? NVFP4_SCALES_ROW_MAJOR : NVFP4_SCALES_TILED;
+    }
+    nvfp4_status st = nvfp4_tensor_alloc(t, rows, cols, order, layout);
+    CHECKF(st == NVFP4_OK, "tensor_alloc %lld x %lld: %s", (long long)rows, (long long)cols,
+           nvfp4_last_error());
+    if (st != NVFP4_OK) return;
+    int64_t nb = cols / 16;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t cb = 0; cb < nb; cb++) {
+            set_scale(t, r, cb, random_scale(kind, cb, &rng));
+            int zero_block = kind == DATA_ZEROS && test_rand(&rng) % 7 == 0;
+            for (int64_t i = 0; i < 16; i++)
+                set_code(t, r, cb * 16 + i, zero_block ? 0 : random_code(kind, &rng));
+        }
+        if (kind == DATA_HUGE_TINY && r % 2 == 1 && nb > 1) {
+            /* the reverse: tiny blocks first, then one huge block */
+            for (int64_t cb = 0; cb < nb; cb++)
+                set_scale(t, r, cb, cb == nb - 1 ? 0x7e : (uint8_t)(0x01 + cb % 9));
+        }
+        if (kind == DATA_CANCEL && nb >= 2) {
+            /* pairs of blocks (2i, 2i+1): A repeats the block, B negates it,
+             * so the second step returns c to (nearly) where it was; where
+             * the first step left c exact, the pair sums to zero. */
+            for (int64_t cb = 0; cb + 1 < nb; cb += 2) {
+                uint8_t s = random_scale(DATA_TYPICAL, cb, &rng);
+                set_scale(t, r, cb, s);
+                set_scale(t, r, cb + 1, s);
+                for (int64_t i = 0; i < 16; i++) {
+                    uint8_t code = nvfp4_tensor_code(t, r, cb * 16 + i);
+                    set_code(t, r, (cb + 1) * 16 + i, is_b ? (uint8_t)(code ^ 8) : code);
+                }
+            }
+        }
+    }
+    t->per_tensor_scale = (float)(0.001 + (double)(test_rand(&rng) % 1000) / 3000.0);
+}
+
+static const char *const paths[] = {"portable", "avx2", "avx512"};
+static const nvfp4_model models[] = {NVFP4_MODEL_SM90, NVFP4_MODEL_EXACT, NVFP4_MODEL_SM120};
+
+/* Oracle once, then every path and thread count against it. */
+static void compare_all(const char *label, const nvfp4_tensor *a, const nvfp4_tensor *b,
+                        nvfp4_model model, const float *bias)
+{
+    int64_t M = a->rows, N = b->rows;
+    size_t n = M > 0 && N > 0 ? (size_t)(M * N) : 1;
+    float *raw_ref = malloc(n * sizeof(float)), *raw = malloc(n * sizeof(float));
+    uint16_t *out_ref = malloc(n * 2), *out = malloc(n * 2);
+    nvfp4_gemm_args args = {a, b, bias, raw_ref, out_ref, model, 1};
+    nvfp4_status st = nvfp4_gemm_ref(&args);
+    CHECKF(st == NVFP4_OK, "%s: gemm_ref: %s", label, nvfp4_last_error());
+    for (int p = 0; p < 3; p++) {
+        if (nvfp4_cpu_force_simd(paths[p]) != NVFP4_OK) continue; /* CPU lacks it */
+        for (int threads = 1; threads <= 3; threads++) {
+            memset(raw, 0xA5, n * sizeof(float));
+            memset(out, 0xA5, n * 2);
+            nvfp4_gemm_args cargs = {a, b, bias, raw, out, model, threads};
+            st = nvfp4_gemm_cpu(&cargs);
+            char what[200];
+            snprintf(what, sizeof what, "%s %s %s threads=%d raw", label, nvfp4_model_name(model),
+                     paths[p], threads);
+            CHECKF(st == NVFP4_OK, "%s: %s", what, nvfp4_last_error());
+            test_equal_bits(what, raw, raw_ref, sizeof(float), M, N);
+            snprintf(what, sizeof what, "%s %s %s threads=%d out", label, nvfp4_model_name(model),
+                     paths[p], threads);
+            test_equal_bits(what, out, out_ref, 2, M, N);
+        }
+    }
+    nvfp4_cpu_force_simd(NULL);
+    free(raw_ref);
+    free(raw);
+    free(out_ref);
+    free(out);
+}
+
+static float *make_bias(int64_t n, uint64_t seed)
+{
+    float *bias = malloc((size_t)(n ? n : 1) * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        bias[i] = nvfp4_bf16_to_f32(nvfp4_bf16_from_f32((float)test_normal(&seed)));
+    return bias;
+}
+
+static void run_case(enum data_kind kind, int64_t M, int64_t N, int64_t K, uint64_t seed,
+                     const nvfp4_model *which, int nmodels)
+{
+    nvfp4_tensor a, b;
+    make_tensor(&a, M, K, kind, seed, 0);
+    make_tensor(&b, N, K, kind, seed * 7 + 3, 1);
+    float *bias = (seed % 2) ? make_bias(N, seed) : NULL;
+    char label[120];
+    snprintf(label, sizeof label, "%s M=%lld N=%lld K=%lld bias=%d", kind_names[kind],
+             (long long)M, (long long)N, (long long)K, bias != NULL);
+    for (int i = 0; i < nmodels; i++) compare_all(label, &a, &b, which[i], bias);
+    free(bias);
+    nvfp4_tensor_free(&a);
+    nvfp4_tensor_free(&b);
+}
+
+int main(void)
+{
+    TEST("simd selection")
+    {
+        const char *name = nvfp4_cpu_simd_name();
+        CHECK(strcmp(name, "portable") == 0 || strcmp(name, "avx2") == 0 ||
+              strcmp(name, "avx512") == 0);
+        CHECK(nvfp4_cpu_force_simd("portable") == NVFP4_OK);
+        CHECK(strcmp(nvfp4_cpu_simd_name(), "portable") == 0);
+        CHECK(nvfp4_cpu_force_simd("sse9") == NVFP4_ERR_INVALID_ARGUMENT);
+        CHECK(strstr(nvfp4_last_error(), "sse9") != NULL);
+        CHECK(nvfp4_cpu_force_simd(NULL) == NVFP4_OK);
+        CHECK(strcmp(nvfp4_cpu_simd_name(), name) == 0);
+        printf("simd path here: %s\n", name);
+    }
+
+    TEST("argument errors")
+    {
+        nvfp4_tensor a, b;
+        make_tensor(&a, 3, 32, DATA_TYPICAL, 1, 0);
+        make_tensor(&b, 5, 48, DATA_TYPICAL, 2, 1);
+        float raw[15];
+        nvfp4_gemm_args args = {&a, &b, NULL, raw, NULL, NVFP4_MODEL_SM90, 1};
+        CHECK(nvfp4_gemm_cpu(&args) == NVFP4_ERR_INVALID_ARGUMENT); /* K differs */
+        CHECK(strstr(nvfp4_last_error(), "K differs") != NULL);
+        args.b = &a;
+        args.raw = NULL;
+        CHECK(nvfp4_gemm_cpu(&args) == NVFP4_ERR_INVALID_ARGUMENT); /* nothing to compute */
+        args.raw = raw;
+        args.model = (nvfp4_model)7;
+        CHECK(nvfp4_gemm_cpu(&args) == NVFP4_ERR_INVALID_ARGUMENT);
+        args.model = NVFP4_MODEL_SM90;
+        args.a = NULL;
+        CHECK(nvfp4_gemm_cpu(&args) == NVFP4_ERR_INVALID_ARGUMENT);
+        CHECK(nvfp4_gemm_cpu(NULL) == NVFP4_ERR_INVALID_ARGUMENT);
+        nvfp4_tensor_free(&a);
+        nvfp4_tensor_free(&b);
+    }
+
+    TEST("empty shapes")
+    {
+        /* K = 0: every accumulator is +0; M or N = 0: nothing written. */
+        /* nvfp4_tensor_alloc refuses 0 columns; such a tensor has no arrays */
+        nvfp4_tensor a = {3, 0, NULL, NULL, 1.5f, NVFP4_HI_FIRST, NVFP4_SCALES_TILED};
+        nvfp4_tensor b = {5, 0, NULL, NULL, 0.25f, NVFP4_LO_FIRST, NVFP4_SCALES_ROW_MAJOR};
+        float *bias = make_bias(5, 9);
+        for (int i = 0; i < 3; i++) compare_all("K=0", &a, &b, models[i], bias);
+        nvfp4_tensor a0 = {0, 32, NULL, NULL, 1.0f, NVFP4_HI_FIRST, NVFP4_SCALES_TILED};
+        nvfp4_tensor b0 = {0, 32, NULL, NULL, 1.0f, NVFP4_HI_FIRST, NVFP4_SCALES_TILED};
+        float raw[1] = {42.0f};
+        nvfp4_gemm_args args = {&a0, &b0, NULL, raw, NULL, NVFP4_MODEL_SM90, 2};
+        CHECK(nvfp4_gemm_cpu(&args) == NVFP4_OK && raw[0] == 42.0f);
+        free(bias);
+    }
+
+    TEST("random shapes, all models")
+    {
+        uint64_t rng = 2024;
+        for (int iter = 0; iter < 8; iter++) {
+            int64_t M = 1 + (int64_t)(test_rand(&rng) % 40);
+            int64_t N = 1 + (int64_t)(test_rand(&rng) % 70);
+            int64_t K = 16 * (1 + (int64_t)(test_rand(&rng) % 24)); /* often not a multiple of 64 */
+            run_case((enum data_kind)(iter % DATA_KINDS), M, N, K, 100 + (uint64_t)iter, models, 3);
+        }
+    }
+
+    TEST("adversarial data, sm90")
+    {
+        uint64_t rng = 77;
+        for (int kind = 0; kind < DATA_KINDS; kind++) {
+            for (int rep = 0; rep < 2; rep++) {
+                int64_t M = 1 + (int64_t)(test_rand(&rng) % 40);
+                int64_t N = 1 + (int64_t)(test_rand(&rng) % 70);
+                int64_t K = 16 * (1 + (int64_t)(test_rand(&rng) % 64));
+                run_case((enum data_kind)kind, M, N, K, 500 + (uint64_t)(kind * 10 + rep),
+                         models, 1);
+            }
+        }
+    }
+
+    TEST("long K, sm90 and exact")
+    {
+        run_case(DATA_TYPICAL, 9, 37, 2048, 901, models, 2);
+        run_case(DATA_WIDE, 5, 21, 2048, 902, models, 2);
+        run_case(DATA_HUGE_TINY, 6, 19, 1536, 903, models, 2);
+    }
+
+    TEST("quantized data")
+    {
+        /* What the library sees in practice: nvfp4_quantize of normal data. */
+        int64_t M = 17, N = 67, K = 1024;
+        uint64_t seed = 4242;
+        float *x = malloc((size_t)(M * K) * sizeof(float));
+        float *w = malloc((size_t)(N * K) * sizeof(float));
+        for (int64_t i = 0; i < M * K; i++) x[i] = (float)test_normal(&seed);
+        for (int64_t i = 0; i < N * K; i++) w[i] = (float)(0.02 * test_normal(&seed));
+        nvfp4_tensor a, b;
+        nvfp4_status sa = nvfp4_quantize(&a, x, NVFP4_DTYPE_F32, M, K, NULL, NVFP4_VARIANT_EAGER, 2);
+        nvfp4_status sb = nvfp4_quantize(&b, w, NVFP4_DTYPE_F32, N, K, NULL, NVFP4_VARIANT_EAGER, 2);
+        CHECKF(sa == NVFP4_OK && sb == NVFP4_OK, "quantize: %s", nvfp4_last_error());
+        if (sa == NVFP4_OK && sb == NVFP4_OK) {
+            /* the quantizer pads rows to 16; keep the logical shapes */
+            float *bias = make_bias(b.rows, 5);
+            for (int i = 0; i < 3; i++) compare_all("quantized", &a, &b, models[i], bias);
+            free(bias);
+        }
+        nvfp4_tensor_free(&a);
+        nvfp4_tensor_free(&b);
+        free(x);
+        free(w);
+    }
+
+    return test_summary("gemm_cpu");
+}
