@@ -29,12 +29,17 @@
 #define NVFP4_CPU_LOW_NONE 1000
 #define NVFP4_CPU_EXP_ZERO (-128) /* per-element exponent of a zero */
 
-/* The fast-path guard for lane (c, block pair) -- see gemm_cpu.c:
- *   f = biased exponent field of c;  ok when
- *   f <= low_a + low_b + NVFP4_CPU_LIM_LOW   (c is not so large that the
- *                                             block's products get truncated)
- *   and (f == 0 or f >= top_a + top_b + NVFP4_CPU_LIM_TOP)  (c is not
- *                                             truncated by the products' E). */
+/* The guard, per lane, f = biased exponent field of c (f == 0: c == 0):
+ *   f > low_a + low_b + NVFP4_CPU_LIM_LOW: c is so large that E - 25 could
+ *       exceed the products' lowest bits: they may be truncated -> the lane
+ *       takes nvfp4_cpu_sm90_slow() (rare: c > 2^11 * the block's largest
+ *       product at least).
+ *   f != 0 and f < top_a + top_b + NVFP4_CPU_LIM_TOP: the products' E may
+ *       exceed e_c + 2, so c may lose low bits: the kernel computes the exact
+ *       largest product exponent P (max over nonzero products of e_a + e_b,
+ *       byte SIMD on the exps arrays) and clears c's bits below
+ *       2^(max(e_c, P) - 25) before the add.
+ *   Otherwise no term is truncated and the step is RZ(c + s). */
 #define NVFP4_CPU_LIM_LOW (127 + 25)
 #define NVFP4_CPU_LIM_TOP (127 - 2)
 
@@ -57,7 +62,8 @@ typedef struct nvfp4_cpu_apack {
  *   scale4 [j][g][l]: S / 4
  *   lim_low[j][g][l]: low + NVFP4_CPU_LIM_LOW
  *   lim_top[j][g][l]: top + NVFP4_CPU_LIM_TOP
- * and the slow path reads per column: q, exps [col][k]; iscale [col][nblocks]. */
+ *   exps   [j][g][i 0..15][l]: exponent of b' (NVFP4_CPU_EXP_ZERO for 0)
+ * and the slow path also reads iscale [col][nblocks]. */
 typedef struct nvfp4_cpu_btile {
     int64_t k, nblocks;
     int8_t *codes;
@@ -65,14 +71,13 @@ typedef struct nvfp4_cpu_btile {
     float *scale4;
     int32_t *lim_low;
     int32_t *lim_top;
-    int8_t *q;
     int8_t *exps;
     int32_t *iscale;
 } nvfp4_cpu_btile;
 
-/* The exact sm90 step for one (row, column, block), written for the cases
- * the kernels' guard sends here: c truncated, products truncated.  Integer
- * arithmetic; the oracle's rules (zero terms excluded from E). */
+/* The exact sm90 step for one (row, column, block), for the lanes the guard
+ * sends here (products possibly truncated).  Integer arithmetic; the
+ * oracle's rules (zero terms excluded from E). */
 float nvfp4_cpu_sm90_slow(float c, const nvfp4_cpu_apack *a, int64_t row,
                           const nvfp4_cpu_btile *b, int col, int64_t block);
 

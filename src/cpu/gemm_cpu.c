@@ -254,7 +254,6 @@ static void btile_free(btile_store *bs)
     free(bs->t.scale4);
     free(bs->t.lim_low);
     free(bs->t.lim_top);
-    free(bs->t.q);
     free(bs->t.exps);
     free(bs->t.iscale);
     memset(bs, 0, sizeof *bs);
@@ -273,11 +272,10 @@ static int btile_alloc(btile_store *bs, int64_t k)
     bs->t.scale4 = aligned_alloc(64, lanes * sizeof(float));
     bs->t.lim_low = aligned_alloc(64, lanes * sizeof(int32_t));
     bs->t.lim_top = aligned_alloc(64, lanes * sizeof(int32_t));
-    bs->t.q = malloc(elems);
-    bs->t.exps = malloc(elems);
+    bs->t.exps = aligned_alloc(64, elems);
     bs->t.iscale = malloc(lanes * sizeof(int32_t));
     if (!bs->t.codes || !bs->t.corr || !bs->t.scale4 || !bs->t.lim_low || !bs->t.lim_top ||
-        !bs->t.q || !bs->t.exps || !bs->t.iscale) {
+        !bs->t.exps || !bs->t.iscale) {
         btile_free(bs);
         return 0;
     }
@@ -288,7 +286,7 @@ static int btile_alloc(btile_store *bs, int64_t k)
 static void btile_pack(btile_store *bs, const nvfp4_tensor *b, int64_t n0)
 {
     nvfp4_cpu_btile *t = &bs->t;
-    int64_t K = t->k, nb = t->nblocks;
+    int64_t nb = t->nblocks;
     for (int col = 0; col < NVFP4_CPU_TILE; col++) {
         int64_t n = n0 + col;
         int g = col / NVFP4_CPU_LANES, l = col % NVFP4_CPU_LANES;
@@ -306,9 +304,11 @@ static void btile_pack(btile_store *bs, const nvfp4_tensor *b, int64_t n0)
             any_nan |= bi.nan;
             size_t blk = (size_t)(j * NVFP4_CPU_GROUPS + g);
             int8_t *codes = t->codes + blk * 256 + (size_t)l * 4;
+            int8_t *exps = t->exps + blk * 256 + (size_t)l;
             int32_t sum = 0;
             for (int i = 0; i < 16; i++) {
                 codes[(i / 4) * 64 + i % 4] = bi.q[i];
+                exps[i * 16] = bi.e[i];
                 sum += bi.q[i];
             }
             size_t lane = blk * NVFP4_CPU_LANES + (size_t)l;
@@ -316,8 +316,6 @@ static void btile_pack(btile_store *bs, const nvfp4_tensor *b, int64_t n0)
             t->scale4[lane] = ldexpf((float)bi.is, -11);
             t->lim_low[lane] = bi.low + NVFP4_CPU_LIM_LOW;
             t->lim_top[lane] = bi.top + NVFP4_CPU_LIM_TOP;
-            memcpy(t->q + (size_t)(col * K + j * 16), bi.q, 16);
-            memcpy(t->exps + (size_t)(col * K + j * 16), bi.e, 16);
             t->iscale[(size_t)(col * nb + j)] = bi.is;
         }
         bs->has_nan[col] = (uint8_t)any_nan;
@@ -346,8 +344,10 @@ float nvfp4_cpu_sm90_slow(float c, const nvfp4_cpu_apack *a, int64_t row,
 {
     const uint8_t *ac = a->codes + (size_t)(row * a->k + block * 16);
     const int8_t *ae = a->exps + (size_t)(row * a->k + block * 16);
-    const int8_t *bq = b->q + (size_t)((int64_t)col * b->k + block * 16);
-    const int8_t *be = b->exps + (size_t)((int64_t)col * b->k + block * 16);
+    size_t blk = (size_t)(block * NVFP4_CPU_GROUPS + col / NVFP4_CPU_LANES);
+    int lane = col % NVFP4_CPU_LANES;
+    const int8_t *bc = b->codes + blk * 256 + lane * 4; /* element i at (i/4)*64 + i%4 */
+    const int8_t *be = b->exps + blk * 256 + lane;      /* element i at i*16 */
     int64_t scale_product = (int64_t)a->iscale[(size_t)(row * a->nblocks + block)] *
                             b->iscale[(size_t)((int64_t)col * b->nblocks + block)];
 
@@ -362,9 +362,9 @@ float nvfp4_cpu_sm90_slow(float c, const nvfp4_cpu_apack *a, int64_t row,
     int e_max = cmant ? c_lsb + 23 : 0;
     int32_t qq[16];
     for (int i = 0; i < 16; i++) {
-        qq[i] = ((int32_t)ac[i] - NVFP4_CPU_Q_BIAS) * bq[i];
+        qq[i] = ((int32_t)ac[i] - NVFP4_CPU_Q_BIAS) * bc[(i / 4) * 64 + i % 4];
         if (qq[i] == 0 || scale_product == 0) continue;
-        int e = ae[i] + be[i];
+        int e = ae[i] + be[i * 16];
         if (!have_e || e > e_max) e_max = e;
         have_e = 1;
     }
@@ -409,6 +409,17 @@ static float add_toward_zero(float c, float s)
     return (float)d;
 }
 
+/* c (exponent field f != 0) with its bits below 2^(max(e_c, pmax) - 25)
+ * cleared: the step's truncation of the c term when the largest product
+ * exponent is pmax. */
+static float truncate_c(float c, int32_t f, int pmax)
+{
+    int shift = pmax - (f - 127) - 2; /* (E - 25) - (e_c - 23) with E = pmax */
+    if (shift <= 0) return c;
+    if (shift >= 24) return 0.0f;
+    return f32_from_bits(f32_bits(c) & (0xffffffffu << shift));
+}
+
 void nvfp4_cpu_sm90_kernel_portable(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
                                     int64_t row_begin, int64_t row_end, float *acc)
 {
@@ -434,10 +445,25 @@ void nvfp4_cpu_sm90_kernel_portable(const nvfp4_cpu_apack *a, const nvfp4_cpu_bt
                             d += (int32_t)ac[4 * kq + t] * bc[kq * 64 + l * 4 + t];
                     float s = (float)d * (sa * scale4[l]); /* exact */
                     int32_t f = (int32_t)((f32_bits(c[l]) >> 23) & 0xffu);
-                    if (f <= alow + lim_low[l] && (f == 0 || f >= atop + lim_top[l]))
-                        c[l] = add_toward_zero(c[l], s);
-                    else
+                    if (f > alow + lim_low[l]) {
                         c[l] = nvfp4_cpu_sm90_slow(c[l], a, r, b, g * NVFP4_CPU_LANES + l, j);
+                        continue;
+                    }
+                    float ct = c[l];
+                    if (f != 0 && f < atop + lim_top[l]) {
+                        /* exact largest product exponent; zeros carry EXP_ZERO */
+                        const int8_t *ae = a->exps + (size_t)(r * K + j * 16);
+                        const int8_t *be = b->exps + blk * 256 + l;
+                        int pmax = -128;
+                        for (int i = 0; i < 16; i++) {
+                            int e = ae[i] + be[i * 16];
+                            if (ae[i] != NVFP4_CPU_EXP_ZERO && be[i * 16] != NVFP4_CPU_EXP_ZERO &&
+                                e > pmax)
+                                pmax = e;
+                        }
+                        ct = truncate_c(ct, f, pmax);
+                    }
+                    c[l] = add_toward_zero(ct, s);
                 }
             }
             for (int l = 0; l < NVFP4_CPU_LANES; l++)
@@ -461,9 +487,11 @@ static void exact_tile(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b, int64
             int64_t sum = 0;
             for (int64_t j = 0; j < nb; j++) {
                 const uint8_t *ac = a->codes + (size_t)(r * K + j * 16);
-                const int8_t *bq = b->q + (size_t)((int64_t)col * K + j * 16);
+                const int8_t *bc = b->codes + (size_t)(j * NVFP4_CPU_GROUPS + col / NVFP4_CPU_LANES) * 256 +
+                                   (size_t)(col % NVFP4_CPU_LANES) * 4;
                 int32_t d = 0;
-                for (int i = 0; i < 16; i++) d += ((int32_t)ac[i] - NVFP4_CPU_Q_BIAS) * bq[i];
+                for (int i = 0; i < 16; i++)
+                    d += ((int32_t)ac[i] - NVFP4_CPU_Q_BIAS) * bc[(i / 4) * 64 + i % 4];
                 sum += (int64_t)d * a->iscale[(size_t)(r * nb + j)] *
                        b->iscale[(size_t)((int64_t)col * nb + j)];
             }

@@ -2,8 +2,10 @@
  * vector.  Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq and only
  * called when the CPU has them (gemm_cpu.c).  Same arithmetic as the
  * portable kernel: D by byte dot products, s = D * S_a * S_b / 4 exact in
- * FP32, and the step as one FMA rounded toward zero (exact product, so it is
- * RZ(c + s)); lanes that fail the guard take nvfp4_cpu_sm90_slow(). */
+ * FP32, and the step as one FMA rounded toward zero (RZ of the exact
+ * c + s).  Where the guard says c may be truncated, c's low bits are cleared
+ * first (exact largest product exponent by byte SIMD); lanes whose products
+ * may be truncated take nvfp4_cpu_sm90_slow(). */
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
@@ -11,12 +13,38 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 #include <immintrin.h>
 
+/* Per lane, the largest e_a,i + e_b,i over the nonzero products (at most
+ * -89 when there is none: zeros carry -128 and the byte adds saturate).
+ * ae: the row's 16 exponents; be: [i][16 lanes]; ctl[k]: chunk q of the
+ * 64 bytes selects element 4k + q. */
+static inline __m512i largest_product_exp(const int8_t *ae, const int8_t *be, const __m512i ctl[4])
+{
+    __m512i a = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)ae));
+    __m512i m = _mm512_set1_epi8(-128);
+    for (int k = 0; k < 4; k++) {
+        __m512i sum = _mm512_adds_epi8(_mm512_shuffle_epi8(a, ctl[k]),
+                                       _mm512_load_si512((const void *)(be + 64 * k)));
+        m = _mm512_max_epi8(m, sum);
+    }
+    m = _mm512_max_epi8(m, _mm512_shuffle_i64x2(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
+    m = _mm512_max_epi8(m, _mm512_shuffle_i64x2(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm512_cvtepi8_epi32(_mm512_castsi512_si128(m));
+}
+
 void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
                                   int64_t row_begin, int64_t row_end, float *acc)
 {
     const int64_t K = a->k, nb = a->nblocks;
     const __m512i ones = _mm512_set1_epi16(1);
     const __m512i zero = _mm512_setzero_si512();
+    const __m512i all_ones = _mm512_set1_epi32(-1);
+    const __m512i bias_minus_2 = _mm512_set1_epi32(127 - 2);
+    const __m512i c24 = _mm512_set1_epi32(24), c32 = _mm512_set1_epi32(32);
+    const int R = 0x01010101;
+    const __m512i chunk_index = _mm512_set_epi32(3 * R, 3 * R, 3 * R, 3 * R, 2 * R, 2 * R, 2 * R, 2 * R,
+                                                 R, R, R, R, 0, 0, 0, 0);
+    __m512i ctl[4];
+    for (int k = 0; k < 4; k++) ctl[k] = _mm512_add_epi8(chunk_index, _mm512_set1_epi8((char)(4 * k)));
     for (int g = 0; g < NVFP4_CPU_GROUPS; g++) {
         for (int64_t r = row_begin; r < row_end; r += NVFP4_CPU_MR) {
             __m512 c[NVFP4_CPU_MR];
@@ -45,21 +73,34 @@ void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btil
                         _mm512_madd_epi16(_mm512_add_epi16(p01, p23), ones), corr);
                     const size_t ab = (size_t)(row * nb + j);
                     __m512 scale = _mm512_mul_ps(_mm512_set1_ps(a->scale[ab]), scale4);
-                    __m512 next = _mm512_fmadd_round_ps(_mm512_cvtepi32_ps(d), scale, c[rr],
-                                                        _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
                     /* guard (cpu_internal.h): f = c's exponent field */
-                    __m512i f = _mm512_srli_epi32(_mm512_slli_epi32(_mm512_castps_si512(c[rr]), 1), 24);
-                    __mmask16 ok =
-                        _mm512_cmpge_epi32_mask(f, _mm512_add_epi32(_mm512_set1_epi32(a->top[ab]), lim_top)) |
-                        _mm512_cmpeq_epi32_mask(f, zero);
-                    ok = _mm512_mask_cmple_epi32_mask(
-                        ok, f, _mm512_add_epi32(_mm512_set1_epi32(a->low[ab]), lim_low));
-                    if (ok != 0xffff) {
+                    __m512i cbits = _mm512_castps_si512(c[rr]);
+                    __m512i f = _mm512_srli_epi32(_mm512_slli_epi32(cbits, 1), 24);
+                    __mmask16 c_may_lose = _mm512_mask_cmplt_epi32_mask(
+                        _mm512_cmpneq_epi32_mask(f, zero), f,
+                        _mm512_add_epi32(_mm512_set1_epi32(a->top[ab]), lim_top));
+                    __m512 ct = c[rr];
+                    if (c_may_lose) {
+                        /* clear c's bits below 2^(max(e_c, P) - 25):
+                         * shift = P - e_c - 2, none if <= 0, all if >= 24 */
+                        __m512i pmax = largest_product_exp(a->exps + (size_t)(row * K + j * 16),
+                                                           b->exps + blk * 256, ctl);
+                        __m512i shift = _mm512_max_epi32(
+                            _mm512_sub_epi32(_mm512_add_epi32(pmax, bias_minus_2), f), zero);
+                        shift = _mm512_mask_mov_epi32(shift, _mm512_cmpge_epi32_mask(shift, c24), c32);
+                        ct = _mm512_castsi512_ps(
+                            _mm512_and_si512(cbits, _mm512_sllv_epi32(all_ones, shift)));
+                    }
+                    __m512 next = _mm512_fmadd_round_ps(_mm512_cvtepi32_ps(d), scale, ct,
+                                                        _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+                    __mmask16 products_may_lose = _mm512_cmpgt_epi32_mask(
+                        f, _mm512_add_epi32(_mm512_set1_epi32(a->low[ab]), lim_low));
+                    if (products_may_lose) {
                         float cv[16], nv[16];
                         _mm512_storeu_ps(cv, c[rr]);
                         _mm512_storeu_ps(nv, next);
                         for (int l = 0; l < 16; l++)
-                            if (!((ok >> l) & 1))
+                            if ((products_may_lose >> l) & 1)
                                 nv[l] = nvfp4_cpu_sm90_slow(cv[l], a, row, b,
                                                             g * NVFP4_CPU_LANES + l, j);
                         next = _mm512_loadu_ps(nv);

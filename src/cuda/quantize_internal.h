@@ -14,7 +14,14 @@
 
 #include <stdint.h>
 
+/* internal.h declares nvfp4_fail() without C linkage guards. */
+#ifdef __cplusplus
+extern "C" {
 #include "internal.h"
+}
+#else
+#include "internal.h"
+#endif
 
 /*------------------ testing hook (C linkage, C includable) ------------------*/
 #ifdef __cplusplus

@@ -12,7 +12,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "internal.h"
 #include "cuda/quantize_internal.h"
 
 /* Workspace layout (every part 256-byte aligned):

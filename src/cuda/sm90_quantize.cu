@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "internal.h"
 #include "cuda/quantize_internal.h"
 
 #define Q_THREADS 256

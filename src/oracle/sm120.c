@@ -139,5 +139,6 @@ float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scale
         int shift = unit_exp + 149;
         bits = (uint32_t)(shift >= 0 ? mag << shift : (-shift >= 64 ? 0 : mag >> -shift));
     }
+    if (bits == 0 && rules->underflow_positive) sign = 0;
     return f32_from_bits(sign | bits);
 }

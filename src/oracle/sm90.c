@@ -23,7 +23,7 @@ const nvfp4_sm90_rules nvfp4_sm90_hw_rules = {
     .zero_sign_ieee = 0,
     .underflow_positive = 1,
     .subnormal_rounding = 0,
-    .min_unit_exp = -156,
+    .min_unit_exp = -158,
     .nan_bits = 0x7fffffffu,
 };
 

@@ -368,8 +368,9 @@ static const char *alt_names[NALT] = {
     "NaN bits 0x7fc00000", "all zeros in E, min exponents", "all zeros in E, field exponents",
     "underflow-to-zero sign flipped", "c == 0 in E (-126), underflow keeps the sign",
     "subnormal results rounded to nearest even", "subnormal results rounded to nearest away",
-    "subnormal results rounded toward -Inf", "unit >= 2^-149", "unit >= 2^-150", "unit >= 2^-151",
-    "unit >= 2^-152", "unit >= 2^-153", "unit >= 2^-154", "unit >= 2^-156", "unit >= 2^-160"};
+    "subnormal results rounded toward -Inf", "no floor on the alignment unit", "unit >= 2^-149",
+    "unit >= 2^-152", "unit >= 2^-156", "unit >= 2^-157", "unit >= 2^-159", "unit >= 2^-160",
+    "unit >= 2^-170"};
 
 static void init_alts(void)
 {
@@ -395,7 +396,7 @@ static void init_alts(void)
     alt_rules[16].subnormal_rounding = 2;
     alt_rules[17].subnormal_rounding = 3;
     {
-        static const int floors[8] = {-149, -150, -151, -152, -153, -154, -156, -160};
+        static const int floors[8] = {-1000, -149, -152, -156, -157, -159, -160, -170};
         for (int i = 0; i < 8; i++) alt_rules[18 + i].min_unit_exp = floors[i];
     }
 }
@@ -439,6 +440,7 @@ static void show_mismatch(compare_job *j, long tile, int row, int col, float got
     }
 }
 
+static int max_shown = 6;
 static void compare_range(void *ctx, int64_t begin, int64_t end)
 {
     compare_job *j = (compare_job *)ctx;
@@ -460,7 +462,7 @@ static void compare_range(void *ctx, int64_t begin, int64_t end)
                     mism++;
                     scen[tile % NSCEN]++;
                     pthread_mutex_lock(&j->lock);
-                    if (j->shown < 6) {
+                    if (j->shown < max_shown) {
                         j->shown++;
                         show_mismatch(j, (long)tile, row, col, got, want);
                     }
@@ -706,6 +708,7 @@ int main(int argc, char **argv)
         }
     }
     init_alts();
+    if (getenv("PROBE_SHOW")) max_shown = atoi(getenv("PROBE_SHOW"));
     FILE *log = NULL;
     if (outdir && !replay) {
         char path[1024];

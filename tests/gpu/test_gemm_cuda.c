@@ -393,16 +393,27 @@ static void test_errors(void)
         nvfp4_status st = gpu_gemm(&da, &db, NULL, raw, NULL);
         CHECKF(st == NVFP4_ERR_UNSUPPORTED, "K=48 should be unsupported, got %d", st);
         CHECK(strstr(nvfp4_last_error(), "K=48") != NULL);
+        nvfp4_tensor a2 = make_act(4, 64, 3), b2 = make_weight(16, 64, 4);
+        dev_tensor da2 = upload(&a2), db2 = upload(&b2);
         nvfp4_cuda_gemm_args g;
         memset(&g, 0, sizeof g);
-        g.a = da.op;
-        g.b = db.op;
-        g.raw = (float *)da.codes; /* never written: the call must fail first */
+        g.a = da2.op;
+        g.b = db2.op;
+        g.raw = (float *)da2.codes; /* never written: the call must fail first */
         st = nvfp4_gemm_cuda(&g);
-        CHECK(st == NVFP4_ERR_INVALID_ARGUMENT);
+        CHECKF(st == NVFP4_ERR_INVALID_ARGUMENT, "no workspace: got %d", st);
+        CHECK(strstr(nvfp4_last_error(), "workspace") != NULL);
         g.b.rows = 20;
         st = nvfp4_gemm_cuda(&g);
-        CHECK(st == NVFP4_ERR_INVALID_ARGUMENT);
+        CHECKF(st == NVFP4_ERR_INVALID_ARGUMENT, "N=20: got %d", st);
+        g.b.rows = 16;
+        g.b.cols = 32;
+        st = nvfp4_gemm_cuda(&g);
+        CHECKF(st == NVFP4_ERR_INVALID_ARGUMENT, "K mismatch: got %d", st);
+        dev_free(&da2);
+        dev_free(&db2);
+        nvfp4_tensor_free(&a2);
+        nvfp4_tensor_free(&b2);
         CHECK(nvfp4_gemm_cuda(NULL) == NVFP4_ERR_INVALID_ARGUMENT);
         dev_free(&da);
         dev_free(&db);
@@ -568,7 +579,7 @@ int main(int argc, char **argv)
             for (int j = 0; j < 7; j++) {
                 if (j % 4 != li && (j + 2) % 4 != li) continue;
                 int64_t m = ms[j];
-                test_linear(L, &w, &dw, bias, dbias, m, m <= 129 ? m : 24, 400 + li * 10 + j);
+                test_linear(L, &w, &dw, bias, dbias, m, m <= 512 ? m : 256, 400 + li * 10 + j);
             }
             if (li == 1) test_invariance(L, &dw, dbias);
             cudaFree(dbias);

@@ -128,11 +128,13 @@ static float brute_sm90(float c, const uint16_t *a, const uint16_t *b, int is_bf
     int have = 0, E = 0;
     for (int i = 0; i < 17; i++)
         if (nonzero[i] && (!have || exps[i] > E)) E = exps[i], have = 1;
-    if (!have) return all_neg_zero ? -0.0f : 0.0f;
+    (void)all_neg_zero; /* the H200 returns +0 for every zero result */
+    if (!have) return 0.0f;
+    if (E < -133) E = -133; /* the alignment unit 2^(E-25) is at least 2^-158 */
     double sum = 0;
     for (int i = 0; i < 17; i++) sum += ldexp(trunc(ldexp(terms[i], 25 - E)), E - 25);
-    if (sum == 0) return 0.0f;
-    return trunc_f32(sum);
+    float r = trunc_f32(sum);
+    return r == 0 ? 0.0f : r;
 }
 
 /* Random 16-bit operand: sign, exponent field in [emin_f, emax_f], random
@@ -196,15 +198,37 @@ static void test_sm90_hand(void)
         a[0] = h(ldexp(1, -13));
         SAME(nvfp4_sm90_step(-1.0f, a, b, NVFP4_OPERAND_F16), -(1.0f - ldexpf(1, -24)));
 
-        /* cancellation to +0; signed zeros */
+        /* cancellation to +0; signed zeros: the H200 never returns -0, even
+         * when c and every product are -0 */
         double m1[1] = {-1.0};
         products(a, b, m1, 1, 0);
         SAME(nvfp4_sm90_step(1.0f, a, b, NVFP4_OPERAND_F16), 0.0f);
+        SAME(nvfp4_sm90_step(-1.0f, a, b, NVFP4_OPERAND_F16), -2.0f);
         for (int i = 0; i < 16; i++) a[i] = 0x8000, b[i] = 0x0000; /* -0 * +0 = -0 */
-        SAME(nvfp4_sm90_step(-0.0f, a, b, NVFP4_OPERAND_F16), -0.0f);
-        SAME(nvfp4_sm90_step(0.0f, a, b, NVFP4_OPERAND_F16), 0.0f);
-        b[3] = 0x8000; /* one product +0 */
         SAME(nvfp4_sm90_step(-0.0f, a, b, NVFP4_OPERAND_F16), 0.0f);
+        SAME(nvfp4_sm90_step(0.0f, a, b, NVFP4_OPERAND_F16), 0.0f);
+        /* the IEEE rule, kept as an alternative for the probe, would give -0 */
+        nvfp4_sm90_rules ieee = nvfp4_sm90_hw_rules;
+        ieee.zero_sign_ieee = 1;
+        SAME(nvfp4_sm90_step_rules(-0.0f, a, b, NVFP4_OPERAND_F16, &ieee), -0.0f);
+        b[3] = 0x8000; /* one product +0 */
+        SAME(nvfp4_sm90_step_rules(-0.0f, a, b, NVFP4_OPERAND_F16, &ieee), 0.0f);
+        /* a negative sum below 2^-149 truncates to +0 (BF16: -2^-80 * 2^-80) */
+        for (int i = 0; i < 16; i++) a[i] = b[i] = 0;
+        a[0] = bf(-ldexp(1, -80));
+        b[0] = bf(ldexp(1, -80));
+        SAME(nvfp4_sm90_step(-0.0f, a, b, NVFP4_OPERAND_BF16), 0.0f);
+        /* the alignment unit never drops below 2^-158 (measured): with c = 0,
+         * 2^-140 - 2^-160 keeps 2^-140 (512 units of 2^-149) because -2^-160
+         * truncates to 0; without the floor (unit 2^-165) it is 511.99.. -> 511 */
+        a[0] = bf(ldexp(1, -70));
+        b[0] = bf(ldexp(1, -70));
+        a[1] = bf(-ldexp(1, -80));
+        b[1] = bf(ldexp(1, -80));
+        SAME(nvfp4_sm90_step(0.0f, a, b, NVFP4_OPERAND_BF16), ffrom(0x200));
+        nvfp4_sm90_rules no_floor = nvfp4_sm90_hw_rules;
+        no_floor.min_unit_exp = -1000;
+        SAME(nvfp4_sm90_step_rules(0.0f, a, b, NVFP4_OPERAND_BF16, &no_floor), ffrom(0x1ff));
 
         /* carry into a new binade: (2^24 - 1) + 1 = 2^24 */
         double one[1] = {1.0};
@@ -466,8 +490,8 @@ static float brute_sm120(float c, const uint8_t *ac, const uint8_t *as, const ui
     if (c != 0 && ec > E) E = ec;
     double sum = 0;
     for (int j = 0; j < 5; j++) sum += ldexp(trunc(ldexp(terms[j], 35 - E)), E - 35);
-    if (sum == 0) return (c == 0 && signbit(c)) ? NAN : 0.0f; /* signed-zero cases are hand-worked */
-    return trunc_f32(sum);
+    float r = trunc_f32(sum);
+    return r == 0 ? 0.0f : r;
 }
 
 static void test_sm120(void)
@@ -501,12 +525,12 @@ static void test_sm120(void)
         /* block 1 raised to scale 2^-6 (0x08): 0.25 * 2^-12 = 2^-14 >= 2^-19 stays */
         as[1] = bs[1] = 0x08;
         SAME(nvfp4_sm120_step(0.0f, ac, as, bc, bs), ldexpf(1, -14));
-        /* all-negative-zero products and c = -0 give -0; +0 c gives +0 */
+        /* zero results are +0 (the sm90 rule), even from -0 products and c = -0 */
         memset(ac, 8, 64);
         memset(bc, 0, 64);
         memset(as, 0x38, 4);
         memset(bs, 0x38, 4);
-        SAME(nvfp4_sm120_step(-0.0f, ac, as, bc, bs), -0.0f);
+        SAME(nvfp4_sm120_step(-0.0f, ac, as, bc, bs), 0.0f);
         SAME(nvfp4_sm120_step(0.0f, ac, as, bc, bs), 0.0f);
         SAME(nvfp4_sm120_step(INFINITY, ac, as, bc, bs), INFINITY);
     }

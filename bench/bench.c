@@ -1,0 +1,572 @@
+/* bench.c -- `nvfp4 bench`: the H200 NVFP4 kernel against cuBLAS BF16 and
+ * cuBLASLt FP8 on the four linears of the model, side by side in one run.
+ *
+ * Timing: CUDA events around every launch, median over many launches,
+ * input buffers rotated so the working set is larger than L2.  The same run
+ * measures the device copy bandwidth and a large FP16 GEMM rate, so each
+ * time can be read against a byte floor and a tensor-core floor. */
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nvfp4.h"
+#include "cuda/sm90_heuristics.cuh"
+
+int nvfp4_cli_bench(int argc, char **argv);
+
+#define BENCH_MAX_M 16
+
+typedef struct bench_linear {
+    const char *name;
+    int64_t n, k;
+} bench_linear;
+
+static const bench_linear BENCH_LINEARS[4] = {
+    {"qkv", 21504, 5376}, {"attn_out", 5376, 7168}, {"fc1", 28672, 5376}, {"fc2", 5376, 14336}};
+
+static int cuda_check(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess) return 0;
+    fprintf(stderr, "nvfp4 bench: %s: %s\n", what, cudaGetErrorString(e));
+    return 1;
+}
+
+static int cublas_check(cublasStatus_t s, const char *what)
+{
+    if (s == CUBLAS_STATUS_SUCCESS) return 0;
+    fprintf(stderr, "nvfp4 bench: %s: cuBLAS status %d\n", what, (int)s);
+    return 1;
+}
+
+#define CK(call, what)                          \
+    do {                                        \
+        if (cuda_check((call), (what))) goto fail; \
+    } while (0)
+#define CB(call, what)                            \
+    do {                                          \
+        if (cublas_check((call), (what))) goto fail; \
+    } while (0)
+
+/* ---- random device data ---------------------------------------------------- */
+
+static uint64_t rng_state = 0x243F6A8885A308D3ull;
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545F4914F6CDD1DULL;
+}
+
+typedef enum fill_kind { FILL_CODES, FILL_SCALES, FILL_BF16, FILL_FP16, FILL_FP8 } fill_kind;
+
+/* Fill n bytes of device memory with plausible values of a kind (never
+ * zeros: zeros run faster than real data). */
+static int fill_device(void *dst, size_t n, fill_kind kind)
+{
+    const size_t chunk = (size_t)64 << 20;
+    uint8_t *h = malloc(chunk);
+    if (!h) return 1;
+    for (size_t off = 0; off < n; off += chunk) {
+        size_t len = n - off < chunk ? n - off : chunk;
+        for (size_t i = 0; i + 8 <= len; i += 8) {
+            uint64_t r = rng();
+            memcpy(h + i, &r, 8);
+        }
+        for (size_t i = len & ~(size_t)7; i < len; i++) h[i] = (uint8_t)rng();
+        if (kind == FILL_SCALES) {
+            for (size_t i = 0; i < len; i++) h[i] = (uint8_t)(0x30 + h[i] % 16); /* 0.25 .. 1.9 */
+        } else if (kind == FILL_BF16 || kind == FILL_FP16) {
+            /* |x| in [2^-4, 2) with a random sign and mantissa */
+            for (size_t i = 0; i + 1 < len; i += 2) {
+                uint16_t v;
+                memcpy(&v, h + i, 2);
+                if (kind == FILL_BF16)
+                    v = (uint16_t)((v & 0x807F) | ((0x7B + (v >> 7) % 5) << 7));
+                else
+                    v = (uint16_t)((v & 0x83FF) | ((11 + (v >> 10) % 5) << 10));
+                memcpy(h + i, &v, 2);
+            }
+        } else if (kind == FILL_FP8) {
+            for (size_t i = 0; i < len; i++) h[i] = (uint8_t)((h[i] & 0x87) | ((4 + (h[i] >> 3) % 8) << 3));
+        }
+        if (cudaMemcpy((uint8_t *)dst + off, h, len, cudaMemcpyHostToDevice) != cudaSuccess) {
+            free(h);
+            return 1;
+        }
+    }
+    free(h);
+    return 0;
+}
+
+/* ---- timing -------------------------------------------------------------------- */
+
+typedef int (*launch_fn)(void *ctx, int rot);
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median time (microseconds) of `iters` launches, each between two events. */
+static int time_median(launch_fn fn, void *ctx, int nrot, int warmup, int iters, double *us)
+{
+    cudaEvent_t *ev = malloc(sizeof(cudaEvent_t) * (size_t)(2 * iters));
+    float *t = malloc(sizeof(float) * (size_t)iters);
+    int rc = 1, made = 0;
+    if (!ev || !t) goto fail;
+    for (int i = 0; i < 2 * iters; i++, made++) CK(cudaEventCreate(&ev[i]), "cudaEventCreate");
+    for (int i = 0; i < warmup; i++)
+        if (fn(ctx, i % nrot)) goto fail;
+    CK(cudaDeviceSynchronize(), "warm-up");
+    for (int i = 0; i < iters; i++) {
+        CK(cudaEventRecord(ev[2 * i], 0), "cudaEventRecord");
+        if (fn(ctx, (warmup + i) % nrot)) goto fail;
+        CK(cudaEventRecord(ev[2 * i + 1], 0), "cudaEventRecord");
+    }
+    CK(cudaDeviceSynchronize(), "timed launches");
+    for (int i = 0; i < iters; i++) CK(cudaEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]), "elapsed");
+    qsort(t, (size_t)iters, sizeof(float), cmp_float);
+    *us = 1000.0 * (iters % 2 ? t[iters / 2] : 0.5 * (t[iters / 2 - 1] + t[iters / 2]));
+    rc = 0;
+fail:
+    for (int i = 0; i < made; i++) cudaEventDestroy(ev[i]);
+    free(ev);
+    free(t);
+    return rc;
+}
+
+/* ---- the three contenders -------------------------------------------------------- */
+
+#define MAX_ROT 16
+
+typedef struct nvfp4_ctx {
+    nvfp4_cuda_gemm_args args[MAX_ROT];
+} nvfp4_ctx;
+
+static int launch_nvfp4(void *vctx, int rot)
+{
+    nvfp4_ctx *c = vctx;
+    if (nvfp4_gemm_cuda(&c->args[rot]) != NVFP4_OK) {
+        fprintf(stderr, "nvfp4 bench: nvfp4_gemm_cuda: %s\n", nvfp4_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+typedef struct bf16_ctx {
+    cublasHandle_t h;
+    int64_t m, n, k;
+    const void *w[MAX_ROT], *x[MAX_ROT];
+    void *y;
+    cublasComputeType_t compute;
+    cudaDataType_t type;
+} bf16_ctx;
+
+/* y (M x N row-major) = x (M x K) * w (N x K)^T: column-major C(N x M) = W^T X. */
+static int launch_cublas(void *vctx, int rot)
+{
+    bf16_ctx *c = vctx;
+    const float one = 1.0f, zero = 0.0f;
+    return cublas_check(cublasGemmEx(c->h, CUBLAS_OP_T, CUBLAS_OP_N, (int)c->n, (int)c->m, (int)c->k,
+                                     &one, c->w[rot], c->type, (int)c->k, c->x[rot], c->type,
+                                     (int)c->k, &zero, c->y, c->type, (int)c->n, c->compute,
+                                     CUBLAS_GEMM_DEFAULT),
+                        "cublasGemmEx");
+}
+
+typedef struct fp8_ctx {
+    cublasLtHandle_t h;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t lw, lx, ly;
+    cublasLtMatmulAlgo_t algo;
+    const void *w[MAX_ROT], *x[MAX_ROT];
+    void *y;
+    void *ws;
+    size_t ws_bytes;
+} fp8_ctx;
+
+static int launch_fp8(void *vctx, int rot)
+{
+    fp8_ctx *c = vctx;
+    const float one = 1.0f, zero = 0.0f;
+    return cublas_check(cublasLtMatmul(c->h, c->op, &one, c->w[rot], c->lw, c->x[rot], c->lx, &zero,
+                                       c->y, c->ly, c->y, c->ly, &c->algo, c->ws, c->ws_bytes, 0),
+                        "cublasLtMatmul (fp8)");
+}
+
+static int copy_launch(void *vctx, int rot)
+{
+    void **p = vctx;
+    (void)rot;
+    return cuda_check(cudaMemcpyAsync(p[0], p[1], (size_t)p[2], cudaMemcpyDeviceToDevice, 0),
+                      "cudaMemcpyAsync");
+}
+
+/* ---- the benchmark ------------------------------------------------------------------ */
+
+typedef struct result {
+    const char *linear;
+    int64_t m, n, k;
+    double us_nvfp4, us_bf16, us_fp8;
+    int variant;
+    double bytes_nvfp4;
+} result;
+
+static int nrot_for(size_t set_bytes, size_t l2)
+{
+    size_t want = 3 * l2;
+    int r = (int)((want + set_bytes - 1) / (set_bytes ? set_bytes : 1));
+    return r < 1 ? 1 : r > MAX_ROT ? MAX_ROT : r;
+}
+
+static void usage(FILE *f)
+{
+    fputs("usage: nvfp4 bench [--json FILE] [--m LIST] [--quick]\n"
+          "\n"
+          "Times the H200 NVFP4 GEMM (nvfp4_gemm_cuda), cuBLAS BF16 (BF16 in, FP32\n"
+          "accumulate, BF16 out) and cuBLASLt FP8 (E4M3, per-tensor scales, BF16 out) on\n"
+          "the four linears qkv 21504x5376, attn_out 5376x7168, fc1 28672x5376 and\n"
+          "fc2 5376x14336, side by side in one run: CUDA events, median of many\n"
+          "launches, inputs rotated over more than L2.  Also measures the device copy\n"
+          "bandwidth and an 8192^3 FP16 GEMM rate, and reports each NVFP4 time as a\n"
+          "ratio to cuBLAS BF16, % of its byte floor and % of the FP16 tensor floor.\n"
+          "\n"
+          "  --m LIST     comma-separated activation rows (default 1,16,128,512,2048,8192)\n"
+          "  --json FILE  also write every number as JSON\n"
+          "  --quick      fewer launches per measurement\n",
+          f);
+}
+
+int nvfp4_cli_bench(int argc, char **argv)
+{
+    const char *json_path = NULL;
+    int64_t ms[BENCH_MAX_M] = {1, 16, 128, 512, 2048, 8192};
+    int nm = 6, quick = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--quick")) {
+            quick = 1;
+        } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
+            json_path = argv[++i];
+        } else if (!strcmp(argv[i], "--m") && i + 1 < argc) {
+            nm = 0;
+            char *s = argv[++i], *end;
+            while (*s && nm < BENCH_MAX_M) {
+                long long v = strtoll(s, &end, 10);
+                if (end == s || v < 1 || v > 65536) {
+                    fprintf(stderr, "nvfp4 bench: --m wants numbers 1..65536 separated by commas\n");
+                    return 2;
+                }
+                ms[nm++] = v;
+                s = *end == ',' ? end + 1 : end;
+                if (*end && *end != ',') {
+                    fprintf(stderr, "nvfp4 bench: --m: unexpected '%c'\n", *end);
+                    return 2;
+                }
+            }
+        } else {
+            fprintf(stderr, "nvfp4 bench: unknown argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    char dev_name[128], cc[16];
+    if (!nvfp4_cuda_available() || nvfp4_cuda_device_name(dev_name, sizeof dev_name, cc, sizeof cc) != NVFP4_OK) {
+        fprintf(stderr, "nvfp4 bench: no usable sm_90 CUDA device (%s)\n", nvfp4_last_error());
+        return 1;
+    }
+    const int warmup = quick ? 3 : 10, iters = quick ? 15 : 60;
+    int rc = 1, dev = 0, l2 = 0;
+    cublasHandle_t hb = NULL;
+    cublasLtHandle_t hl = NULL;
+    result *res = calloc((size_t)(4 * nm), sizeof *res);
+    int nres = 0;
+    double copy_bw = 0, fp16_tflops = 0;
+    void *lt_ws = NULL;
+    const size_t lt_ws_bytes = (size_t)32 << 20;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    CB(cublasCreate(&hb), "cublasCreate");
+    CB(cublasLtCreate(&hl), "cublasLtCreate");
+    CK(cudaMalloc(&lt_ws, lt_ws_bytes), "cudaMalloc");
+    CB(cublasSetWorkspace(hb, lt_ws, lt_ws_bytes), "cublasSetWorkspace");
+
+    /* ceilings: device copy bandwidth, FP16 GEMM rate */
+    {
+        size_t bytes = (size_t)2 << 30;
+        void *a = NULL, *b = NULL;
+        CK(cudaMalloc(&a, bytes), "cudaMalloc");
+        CK(cudaMalloc(&b, bytes), "cudaMalloc");
+        CK(cudaMemset(a, 1, bytes), "cudaMemset");
+        void *p[3] = {b, a, (void *)bytes};
+        double us;
+        if (time_median(copy_launch, p, 1, 2, quick ? 5 : 15, &us)) goto fail;
+        copy_bw = 2.0 * (double)bytes / (us * 1e-6); /* read + write */
+        cudaFree(a);
+        cudaFree(b);
+        bf16_ctx g = {0};
+        int64_t s = 8192;
+        g.h = hb;
+        g.m = g.n = g.k = s;
+        g.type = CUDA_R_16F;
+        g.compute = CUBLAS_COMPUTE_32F;
+        void *w = NULL, *x = NULL;
+        CK(cudaMalloc(&w, (size_t)(s * s * 2)), "cudaMalloc");
+        CK(cudaMalloc(&x, (size_t)(s * s * 2)), "cudaMalloc");
+        CK(cudaMalloc(&g.y, (size_t)(s * s * 2)), "cudaMalloc");
+        if (fill_device(w, (size_t)(s * s * 2), FILL_FP16) || fill_device(x, (size_t)(s * s * 2), FILL_FP16))
+            goto fail;
+        g.w[0] = w;
+        g.x[0] = x;
+        if (time_median(launch_cublas, &g, 1, 3, quick ? 5 : 15, &us)) goto fail;
+        fp16_tflops = 2.0 * (double)s * s * s / (us * 1e-6) / 1e12;
+        cudaFree(w);
+        cudaFree(x);
+        cudaFree(g.y);
+    }
+    printf("device: %s (%s), L2 %d MB; copy %.2f TB/s (read+write), FP16 GEMM 8192^3 %.0f TFLOP/s\n",
+           dev_name, cc, l2 >> 20, copy_bw / 1e12, fp16_tflops);
+    fflush(stdout);
+
+    for (int li = 0; li < 4; li++) {
+        const bench_linear *L = &BENCH_LINEARS[li];
+        const int64_t n = L->n, k = L->k;
+        /* weights, rotated copies per method */
+        size_t wq_codes = (size_t)(n * k / 2), wq_sc = nvfp4_scales_bytes(n, k, NVFP4_SCALES_TILED);
+        size_t w16 = (size_t)(n * k * 2), w8 = (size_t)(n * k);
+        int rq = nrot_for(wq_codes + wq_sc, (size_t)l2), r16 = nrot_for(w16, (size_t)l2),
+            r8 = nrot_for(w8, (size_t)l2);
+        void *wq[MAX_ROT] = {0}, *wqs[MAX_ROT] = {0}, *wb[MAX_ROT] = {0}, *wf8[MAX_ROT] = {0};
+        float *d_scales = NULL; /* [0] a scale_2, [1] b scale_2 */
+        for (int r = 0; r < rq; r++) {
+            CK(cudaMalloc(&wq[r], wq_codes), "cudaMalloc");
+            CK(cudaMalloc(&wqs[r], wq_sc), "cudaMalloc");
+            if (fill_device(wq[r], wq_codes, FILL_CODES) || fill_device(wqs[r], wq_sc, FILL_SCALES)) goto fail;
+        }
+        for (int r = 0; r < r16; r++) {
+            CK(cudaMalloc(&wb[r], w16), "cudaMalloc");
+            if (fill_device(wb[r], w16, FILL_BF16)) goto fail;
+        }
+        for (int r = 0; r < r8; r++) {
+            CK(cudaMalloc(&wf8[r], w8), "cudaMalloc");
+            if (fill_device(wf8[r], w8, FILL_FP8)) goto fail;
+        }
+        CK(cudaMalloc((void **)&d_scales, 2 * sizeof(float)), "cudaMalloc");
+        {
+            float sc[2] = {0.01f, 0.003f};
+            CK(cudaMemcpy(d_scales, sc, sizeof sc, cudaMemcpyHostToDevice), "cudaMemcpy");
+        }
+        for (int mi = 0; mi < nm; mi++) {
+            const int64_t m = ms[mi];
+            result *R = &res[nres++];
+            R->linear = L->name;
+            R->m = m;
+            R->n = n;
+            R->k = k;
+            size_t xq_codes = (size_t)(m * k / 2), xq_sc = nvfp4_scales_bytes(m, k, NVFP4_SCALES_TILED);
+            size_t x16 = (size_t)(m * k * 2), x8 = (size_t)(m * k), y16 = (size_t)(m * n * 2);
+            void *xq[MAX_ROT] = {0}, *xqs[MAX_ROT] = {0}, *xb[MAX_ROT] = {0}, *xf8[MAX_ROT] = {0};
+            void *y = NULL, *ws = NULL;
+            size_t wsb = nvfp4_cuda_gemm_workspace(m, n, k);
+            CK(cudaMalloc(&y, y16), "cudaMalloc");
+            CK(cudaMalloc(&ws, wsb), "cudaMalloc");
+            for (int r = 0; r < rq; r++) {
+                CK(cudaMalloc(&xq[r], xq_codes), "cudaMalloc");
+                CK(cudaMalloc(&xqs[r], xq_sc), "cudaMalloc");
+                if (fill_device(xq[r], xq_codes, FILL_CODES) || fill_device(xqs[r], xq_sc, FILL_SCALES))
+                    goto fail;
+            }
+            for (int r = 0; r < r16; r++) {
+                CK(cudaMalloc(&xb[r], x16), "cudaMalloc");
+                if (fill_device(xb[r], x16, FILL_BF16)) goto fail;
+            }
+            for (int r = 0; r < r8; r++) {
+                CK(cudaMalloc(&xf8[r], x8), "cudaMalloc");
+                if (fill_device(xf8[r], x8, FILL_FP8)) goto fail;
+            }
+            /* this kernel */
+            nvfp4_ctx qc;
+            memset(&qc, 0, sizeof qc);
+            for (int r = 0; r < rq; r++) {
+                nvfp4_cuda_gemm_args *g = &qc.args[r];
+                g->a.codes = xq[r];
+                g->a.scales = xqs[r];
+                g->a.per_tensor_scale = d_scales;
+                g->a.rows = m;
+                g->a.cols = k;
+                g->b.codes = wq[r];
+                g->b.scales = wqs[r];
+                g->b.per_tensor_scale = d_scales + 1;
+                g->b.rows = n;
+                g->b.cols = k;
+                g->out = y;
+                g->workspace = ws;
+                g->workspace_bytes = wsb;
+            }
+            if (time_median(launch_nvfp4, &qc, rq, warmup, iters, &R->us_nvfp4)) goto fail;
+            {
+                nvfp4_sm90_plan plan;
+                int sms = 0;
+                size_t optin = 0;
+                int iv = 0;
+                cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+                cudaDeviceGetAttribute(&iv, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+                optin = (size_t)iv;
+                R->variant = nvfp4_sm90_plan_gemm(m, n, k, sms, optin, -1, &plan) == 0 ? plan.variant : -1;
+            }
+            R->bytes_nvfp4 = (double)(wq_codes + wq_sc + xq_codes + xq_sc + y16);
+            /* cuBLAS BF16 */
+            bf16_ctx bc;
+            memset(&bc, 0, sizeof bc);
+            bc.h = hb;
+            bc.m = m;
+            bc.n = n;
+            bc.k = k;
+            bc.type = CUDA_R_16BF;
+            bc.compute = CUBLAS_COMPUTE_32F;
+            bc.y = y;
+            for (int r = 0; r < r16; r++) {
+                bc.w[r] = wb[r];
+                bc.x[r] = xb[r];
+            }
+            if (time_median(launch_cublas, &bc, r16, warmup, iters, &R->us_bf16)) goto fail;
+            /* cuBLASLt FP8, per-tensor scales, BF16 out */
+            fp8_ctx fc;
+            memset(&fc, 0, sizeof fc);
+            fc.h = hl;
+            fc.y = y;
+            fc.ws = lt_ws;
+            fc.ws_bytes = lt_ws_bytes;
+            for (int r = 0; r < r8; r++) {
+                fc.w[r] = wf8[r];
+                fc.x[r] = xf8[r];
+            }
+            {
+                cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+                CB(cublasLtMatmulDescCreate(&fc.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "fp8 desc");
+                CB(cublasLtMatmulDescSetAttribute(fc.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
+                CB(cublasLtMatmulDescSetAttribute(fc.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
+                const void *sa = d_scales + 1, *sb = d_scales;
+                CB(cublasLtMatmulDescSetAttribute(fc.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa),
+                   "a scale");
+                CB(cublasLtMatmulDescSetAttribute(fc.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb),
+                   "b scale");
+                CB(cublasLtMatrixLayoutCreate(&fc.lw, CUDA_R_8F_E4M3, (uint64_t)k, (uint64_t)n, k), "layout w");
+                CB(cublasLtMatrixLayoutCreate(&fc.lx, CUDA_R_8F_E4M3, (uint64_t)k, (uint64_t)m, k), "layout x");
+                CB(cublasLtMatrixLayoutCreate(&fc.ly, CUDA_R_16BF, (uint64_t)n, (uint64_t)m, n), "layout y");
+                cublasLtMatmulPreference_t pref;
+                CB(cublasLtMatmulPreferenceCreate(&pref), "pref");
+                CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                        &lt_ws_bytes, sizeof lt_ws_bytes),
+                   "pref ws");
+                cublasLtMatmulHeuristicResult_t hr;
+                int found = 0;
+                cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(hl, fc.op, fc.lw, fc.lx, fc.ly, fc.ly, pref,
+                                                                   1, &hr, &found);
+                cublasLtMatmulPreferenceDestroy(pref);
+                if (hs == CUBLAS_STATUS_SUCCESS && found > 0) {
+                    fc.algo = hr.algo;
+                    if (time_median(launch_fp8, &fc, r8, warmup, iters, &R->us_fp8)) goto fail;
+                } else {
+                    R->us_fp8 = -1; /* no FP8 algorithm for this shape */
+                }
+                cublasLtMatrixLayoutDestroy(fc.lw);
+                cublasLtMatrixLayoutDestroy(fc.lx);
+                cublasLtMatrixLayoutDestroy(fc.ly);
+                cublasLtMatmulDescDestroy(fc.op);
+            }
+            double floor_us = R->bytes_nvfp4 / copy_bw * 1e6;
+            double tc_us = 2.0 * (double)m * n * k / (fp16_tflops * 1e12) * 1e6;
+            printf("  %-8s M=%-5lld nvfp4 %9.1f us  bf16 %9.1f us  fp8 %9.1f us  ratio %.2f  "
+                   "bytes %3.0f%%  fp16 %3.0f%%\n",
+                   L->name, (long long)m, R->us_nvfp4, R->us_bf16, R->us_fp8, R->us_nvfp4 / R->us_bf16,
+                   100 * floor_us / R->us_nvfp4, 100 * tc_us / R->us_nvfp4);
+            fflush(stdout);
+            cudaFree(y);
+            cudaFree(ws);
+            for (int r = 0; r < MAX_ROT; r++) {
+                cudaFree(xq[r]);
+                cudaFree(xqs[r]);
+                cudaFree(xb[r]);
+                cudaFree(xf8[r]);
+            }
+        }
+        for (int r = 0; r < MAX_ROT; r++) {
+            cudaFree(wq[r]);
+            cudaFree(wqs[r]);
+            cudaFree(wb[r]);
+            cudaFree(wf8[r]);
+        }
+        cudaFree(d_scales);
+    }
+
+    /* the table */
+    printf("\n%-9s %6s %11s %11s %11s %8s %7s %8s %8s %s\n", "linear", "M", "nvfp4_us", "bf16_us",
+           "fp8_us", "x_bf16", "x_fp8", "%bytes", "%fp16", "tile");
+    for (int i = 0; i < nres; i++) {
+        const result *R = &res[i];
+        double floor_us = R->bytes_nvfp4 / copy_bw * 1e6;
+        double tc_us = 2.0 * (double)R->m * R->n * R->k / (fp16_tflops * 1e12) * 1e6;
+        char tile[32] = "?";
+        if (R->variant >= 0)
+            snprintf(tile, sizeof tile, "%dx%d", 64 * nvfp4_sm90_variants[R->variant].nc,
+                     nvfp4_sm90_variants[R->variant].bn);
+        printf("%-9s %6lld %11.1f %11.1f %11.1f %8.2f %7.2f %7.0f%% %7.0f%% %s\n", R->linear,
+               (long long)R->m, R->us_nvfp4, R->us_bf16, R->us_fp8, R->us_nvfp4 / R->us_bf16,
+               R->us_fp8 > 0 ? R->us_nvfp4 / R->us_fp8 : 0.0, 100 * floor_us / R->us_nvfp4,
+               100 * tc_us / R->us_nvfp4, tile);
+    }
+    if (json_path) {
+        json_t *root = json_object(), *rows = json_array();
+        json_object_set_new(root, "device", json_string(dev_name));
+        json_object_set_new(root, "copy_bytes_per_s", json_real(copy_bw));
+        json_object_set_new(root, "fp16_gemm_tflops", json_real(fp16_tflops));
+        json_object_set_new(root, "iters", json_integer(iters));
+        for (int i = 0; i < nres; i++) {
+            const result *R = &res[i];
+            double floor_us = R->bytes_nvfp4 / copy_bw * 1e6;
+            double tc_us = 2.0 * (double)R->m * R->n * R->k / (fp16_tflops * 1e12) * 1e6;
+            json_t *o = json_object();
+            json_object_set_new(o, "linear", json_string(R->linear));
+            json_object_set_new(o, "m", json_integer(R->m));
+            json_object_set_new(o, "n", json_integer(R->n));
+            json_object_set_new(o, "k", json_integer(R->k));
+            json_object_set_new(o, "nvfp4_us", json_real(R->us_nvfp4));
+            json_object_set_new(o, "cublas_bf16_us", json_real(R->us_bf16));
+            json_object_set_new(o, "cublaslt_fp8_us", R->us_fp8 > 0 ? json_real(R->us_fp8) : json_null());
+            json_object_set_new(o, "ratio_vs_bf16", json_real(R->us_nvfp4 / R->us_bf16));
+            json_object_set_new(o, "ratio_vs_fp8",
+                                R->us_fp8 > 0 ? json_real(R->us_nvfp4 / R->us_fp8) : json_null());
+            json_object_set_new(o, "nvfp4_bytes", json_real(R->bytes_nvfp4));
+            json_object_set_new(o, "pct_byte_floor", json_real(100 * floor_us / R->us_nvfp4));
+            json_object_set_new(o, "pct_fp16_floor", json_real(100 * tc_us / R->us_nvfp4));
+            if (R->variant >= 0) {
+                json_object_set_new(o, "tile_weight_rows", json_integer(64 * nvfp4_sm90_variants[R->variant].nc));
+                json_object_set_new(o, "tile_act_rows", json_integer(nvfp4_sm90_variants[R->variant].bn));
+            }
+            json_array_append_new(rows, o);
+        }
+        json_object_set_new(root, "results", rows);
+        if (json_dump_file(root, json_path, JSON_INDENT(1)) != 0) {
+            fprintf(stderr, "nvfp4 bench: cannot write %s\n", json_path);
+            json_decref(root);
+            goto fail;
+        }
+        json_decref(root);
+    }
+    rc = 0;
+fail:
+    if (lt_ws) cudaFree(lt_ws);
+    if (hb) cublasDestroy(hb);
+    if (hl) cublasLtDestroy(hl);
+    free(res);
+    return rc;
+}

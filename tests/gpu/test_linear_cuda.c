@@ -1,0 +1,500 @@
+/* test_linear_cuda.c -- nvfp4_linear_cuda() against nvfp4_linear_cpu(), every bit.
+ *
+ *   test_linear_cuda [--quick]
+ *
+ * The four linears of the seed report (QKV 21504x5376, attn-out 5376x7168,
+ * FC1 28672x5376, FC2 5376x14336) at M = 128 and other M (1, 16, 37, 300,
+ * 2048), both quantizer variants, static and dynamic per-tensor scale, with
+ * and without bias.  Checked:
+ *  - raw and out == nvfp4_linear_cpu (model SM90) on sampled rows (edges
+ *    and random rows; a row's result does not depend on the other rows, the
+ *    dynamic scale aside, which the CPU side then gets as the static scale
+ *    nvfp4_per_tensor_scale() computes over the WHOLE input);
+ *  - the quantized activations (x_codes, x_scales, x_scale) == nvfp4_quantize
+ *    over the whole input, which pins the dynamic scale;
+ *  - a small linear (k = 500, not a multiple of 16) against the literal
+ *    nvfp4_linear_cpu() on all rows, dynamic scale included;
+ *  - the fused producer's FP16 operands == the GEMM's own workspace after
+ *    its pre-pass dequantized the same codes (finite and NaN/Inf/subnormal
+ *    inputs): the producer speaks the GEMM's workspace format, bit for bit.
+ * Weights are random NVFP4 (codes and E4M3 scales), activations BF16. */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nvfp4.h"
+#include "testlib.h"
+#include "cuda/quantize_internal.h"
+
+#define CUDA_OK(call)                                                                  \
+    do {                                                                               \
+        cudaError_t e_ = (call);                                                       \
+        if (e_ != cudaSuccess) {                                                       \
+            fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_),    \
+                    __FILE__, __LINE__, #call);                                        \
+            exit(2);                                                                   \
+        }                                                                              \
+    } while (0)
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int64_t stat_runs, stat_rows_checked, stat_outputs_checked;
+static double stat_cpu_s;
+
+/* ---- data ---------------------------------------------------------------- */
+
+/* Random NVFP4 weight: any code, block scales in a checkpoint's range. */
+static void random_weight(nvfp4_tensor *w, int64_t n, int64_t k, uint64_t seed)
+{
+    if (nvfp4_tensor_alloc(w, n, k, NVFP4_HI_FIRST, NVFP4_SCALES_TILED) != NVFP4_OK) exit(2);
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    size_t cb = (size_t)(n * k / 2);
+    for (size_t i = 0; i < cb; i += 8) {
+        uint64_t u = test_rand(&s);
+        memcpy(w->codes + i, &u, cb - i < 8 ? cb - i : 8);
+    }
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t c = 0; c < k / 16; c++)
+            w->scales[nvfp4_tiled_scale_offset(r, c, k)] = (uint8_t)(0x30 + test_rand(&s) % 0x4E);
+    w->per_tensor_scale = 0.000321f;
+}
+
+static uint16_t *random_bf16(int64_t m, int64_t k, uint64_t seed)
+{
+    uint16_t *x = malloc((size_t)(m * k) * sizeof *x);
+    uint64_t s = seed * 0xD1B54A32D192ED03ull + 5;
+    int64_t out_c[4];
+    for (int j = 0; j < 4; j++) out_c[j] = (int64_t)(test_rand(&s) % (uint64_t)k);
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t c = 0; c < k; c++) {
+            double g = test_normal(&s);
+            if (test_rand(&s) % 50 == 0) g *= 8;
+            for (int j = 0; j < 4; j++)
+                if (c == out_c[j]) g *= 40;
+            x[r * k + c] = nvfp4_bf16_from_f32((float)g);
+        }
+    return x;
+}
+
+/* Blocks of zeros, subnormals, E2M1 ties, equal values, huge outliers;
+ * finite = 0 also sprinkles NaN and Inf. */
+static uint16_t *adversarial_bf16(int64_t m, int64_t k, uint64_t seed, int finite)
+{
+    static const float ties[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+    uint16_t *x = malloc((size_t)(m * k) * sizeof *x);
+    uint64_t s = seed * 0x2545F4914F6CDD1Dull + 9;
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t c0 = 0; c0 < k; c0 += 16) {
+            int kind = (int)(test_rand(&s) % 7);
+            for (int64_t c = c0; c < c0 + 16 && c < k; c++) {
+                uint64_t u = test_rand(&s);
+                uint16_t b;
+                switch (kind) {
+                case 0: b = (u & 1) ? 0x8000 : 0; break;
+                case 1: b = (uint16_t)((u & 0x8000) | (1 + (u >> 8) % 0x7F)); break;
+                case 2: b = nvfp4_bf16_from_f32(c == c0 ? 6.0f : ((u & 1) ? -1 : 1) * ties[(u >> 1) % 7]); break;
+                case 3: b = 0x4321; break;
+                case 4: b = (c == c0 + 3) ? 0x7F7F : nvfp4_bf16_from_f32((float)test_normal(&s)); break;
+                case 5: b = (uint16_t)(u >> 20); break; /* any bits */
+                default: b = nvfp4_bf16_from_f32((float)test_normal(&s)); break;
+                }
+                if (finite && (b & 0x7F80) == 0x7F80) b = 0x3F80;
+                x[r * k + c] = b;
+            }
+        }
+    return x;
+}
+
+/* ---- device helpers ------------------------------------------------------ */
+
+typedef struct dev_weight {
+    nvfp4_cuda_operand op;
+    uint8_t *codes, *scales;
+    float *pts;
+} dev_weight;
+
+static void upload_weight(dev_weight *d, const nvfp4_tensor *w)
+{
+    size_t cb = (size_t)(w->rows * w->cols / 2), sb = nvfp4_scales_bytes(w->rows, w->cols, NVFP4_SCALES_TILED);
+    CUDA_OK(cudaMalloc((void **)&d->codes, cb));
+    CUDA_OK(cudaMalloc((void **)&d->scales, sb));
+    CUDA_OK(cudaMalloc((void **)&d->pts, sizeof(float)));
+    CUDA_OK(cudaMemcpy(d->codes, w->codes, cb, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d->scales, w->scales, sb, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d->pts, &w->per_tensor_scale, sizeof(float), cudaMemcpyHostToDevice));
+    d->op.codes = d->codes;
+    d->op.scales = d->scales;
+    d->op.per_tensor_scale = d->pts;
+    d->op.rows = w->rows;
+    d->op.cols = w->cols;
+}
+
+static void free_weight(dev_weight *d)
+{
+    cudaFree(d->codes);
+    cudaFree(d->scales);
+    cudaFree(d->pts);
+}
+
+/* One GPU linear; host copies of everything it produced. */
+typedef struct gpu_linear {
+    float *raw;
+    uint16_t *out;
+    uint8_t *codes, *scales;
+    float pts;
+} gpu_linear;
+
+static void free_gpu_linear(gpu_linear *g)
+{
+    free(g->raw);
+    free(g->out);
+    free(g->codes);
+    free(g->scales);
+}
+
+static void run_gpu_linear(gpu_linear *g, const uint16_t *d_x, int64_t m, int64_t k,
+                           const dev_weight *w, const float *d_input_scale, nvfp4_variant v,
+                           const float *d_bias)
+{
+    int64_t n = w->op.rows, kp = w->op.cols, prows = (m + 15) / 16 * 16;
+    size_t cb = (size_t)(prows * kp / 2), sb = nvfp4_scales_bytes(prows, kp, NVFP4_SCALES_TILED);
+    size_t ws = nvfp4_linear_cuda_workspace(m, n, k);
+    CHECK(ws > 0);
+    void *d_ws;
+    float *d_raw, *d_pts;
+    uint16_t *d_out;
+    uint8_t *d_codes, *d_scales;
+    CUDA_OK(cudaMalloc(&d_ws, ws));
+    CUDA_OK(cudaMalloc((void **)&d_raw, (size_t)(m * n) * 4));
+    CUDA_OK(cudaMalloc((void **)&d_out, (size_t)(m * n) * 2));
+    CUDA_OK(cudaMalloc((void **)&d_codes, cb));
+    CUDA_OK(cudaMalloc((void **)&d_scales, sb));
+    CUDA_OK(cudaMalloc((void **)&d_pts, 4));
+    /* Poison: everything asked for must be written. */
+    CUDA_OK(cudaMemset(d_ws, 0xA5, ws));
+    CUDA_OK(cudaMemset(d_raw, 0xA5, (size_t)(m * n) * 4));
+    CUDA_OK(cudaMemset(d_out, 0xA5, (size_t)(m * n) * 2));
+    CUDA_OK(cudaMemset(d_codes, 0xA5, cb));
+    CUDA_OK(cudaMemset(d_scales, 0xA5, sb));
+    CUDA_OK(cudaMemset(d_pts, 0xA5, 4));
+    nvfp4_cuda_linear_args a = {
+        .x = d_x, .m = m, .k = k, .weight = &w->op, .input_scale = d_input_scale, .variant = v,
+        .bias = d_bias, .raw = d_raw, .out = d_out, .x_codes = d_codes, .x_scales = d_scales,
+        .x_scale = d_pts, .stream = NULL, .workspace = d_ws, .workspace_bytes = ws,
+    };
+    nvfp4_status st = nvfp4_linear_cuda(&a);
+    CHECKF(st == NVFP4_OK, "nvfp4_linear_cuda: %s", nvfp4_last_error());
+    CUDA_OK(cudaDeviceSynchronize());
+    stat_runs++;
+    g->raw = malloc((size_t)(m * n) * 4);
+    g->out = malloc((size_t)(m * n) * 2);
+    g->codes = malloc(cb);
+    g->scales = malloc(sb);
+    CUDA_OK(cudaMemcpy(g->raw, d_raw, (size_t)(m * n) * 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(g->out, d_out, (size_t)(m * n) * 2, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(g->codes, d_codes, cb, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(g->scales, d_scales, sb, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&g->pts, d_pts, 4, cudaMemcpyDeviceToHost));
+    cudaFree(d_ws);
+    cudaFree(d_raw);
+    cudaFree(d_out);
+    cudaFree(d_codes);
+    cudaFree(d_scales);
+    cudaFree(d_pts);
+}
+
+/* ---- checks -------------------------------------------------------------- */
+
+/* Rows to check: both edges, row-tile edges, random others. */
+static int64_t sample_rows(int64_t m, int64_t *idx, int64_t max, uint64_t seed)
+{
+    int64_t cnt = 0;
+    int64_t fixed[] = {0, m - 1, 63, 64, 127, 128, m / 2};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0] && cnt < max; i++) {
+        int64_t r = fixed[i], dup = 0;
+        if (r < 0 || r >= m) continue;
+        for (int64_t j = 0; j < cnt; j++) dup |= idx[j] == r;
+        if (!dup) idx[cnt++] = r;
+    }
+    uint64_t s = seed + 77;
+    while (cnt < max && cnt < m) {
+        int64_t r = (int64_t)(test_rand(&s) % (uint64_t)m), dup = 0;
+        for (int64_t j = 0; j < cnt; j++) dup |= idx[j] == r;
+        if (!dup) idx[cnt++] = r;
+    }
+    return cnt;
+}
+
+/* GPU linear vs CPU linear on sampled rows, and the quantized activations
+ * vs nvfp4_quantize on all rows. */
+static void check_linear(const char *label, const uint16_t *x, int64_t m, int64_t k,
+                         const nvfp4_tensor *w, const dev_weight *dw, const float *input_scale,
+                         nvfp4_variant v, const float *bias, const float *d_bias,
+                         int64_t max_rows, int all_rows_literal)
+{
+    char name[200], what[260];
+    int64_t n = w->rows, kp = w->cols, prows = (m + 15) / 16 * 16;
+    snprintf(name, sizeof name, "%s M=%lld N=%lld K=%lld %s %s%s", label, (long long)m,
+             (long long)n, (long long)kp, v == NVFP4_VARIANT_CUDA ? "cuda" : "eager",
+             input_scale ? "static" : "dynamic", bias ? " bias" : "");
+    double t0 = now_s();
+    uint16_t *d_x;
+    float *d_in = NULL;
+    CUDA_OK(cudaMalloc((void **)&d_x, (size_t)(m * k) * 2));
+    CUDA_OK(cudaMemcpy(d_x, x, (size_t)(m * k) * 2, cudaMemcpyHostToDevice));
+    if (input_scale) {
+        CUDA_OK(cudaMalloc((void **)&d_in, 4));
+        CUDA_OK(cudaMemcpy(d_in, input_scale, 4, cudaMemcpyHostToDevice));
+    }
+    gpu_linear g;
+    run_gpu_linear(&g, d_x, m, k, dw, d_in, v, d_bias);
+    double t_gpu = now_s() - t0;
+
+    /* quantized activations, whole input */
+    nvfp4_tensor q = {0};
+    nvfp4_status st = nvfp4_quantize(&q, x, NVFP4_DTYPE_BF16, m, k, input_scale, v, 0);
+    CHECKF(st == NVFP4_OK, "%s: nvfp4_quantize: %s", name, nvfp4_last_error());
+    snprintf(what, sizeof what, "%s: x_codes", name);
+    test_equal_bits(what, g.codes, q.codes, 1, prows, kp / 2);
+    snprintf(what, sizeof what, "%s: x_scales", name);
+    test_equal_bits(what, g.scales, q.scales, 1, 1,
+                    (int64_t)nvfp4_scales_bytes(prows, kp, NVFP4_SCALES_TILED));
+    snprintf(what, sizeof what, "%s: x_scale", name);
+    test_equal_bits(what, &g.pts, &q.per_tensor_scale, 4, 1, 1);
+    float pts_all = q.per_tensor_scale;
+    nvfp4_tensor_free(&q);
+
+    /* CPU linear: all rows literally, or sampled rows with the whole
+     * input's per-tensor scale */
+    int64_t *idx = malloc((size_t)m * sizeof *idx);
+    int64_t cnt;
+    const uint16_t *xs;
+    uint16_t *xsub = NULL;
+    const float *cpu_scale;
+    if (all_rows_literal) {
+        cnt = m;
+        for (int64_t i = 0; i < m; i++) idx[i] = i;
+        xs = x;
+        cpu_scale = input_scale;
+    } else {
+        cnt = sample_rows(m, idx, max_rows, (uint64_t)(m * 31 + n));
+        xsub = malloc((size_t)(cnt * k) * 2);
+        for (int64_t i = 0; i < cnt; i++) memcpy(xsub + i * k, x + idx[i] * k, (size_t)k * 2);
+        xs = xsub;
+        cpu_scale = input_scale ? input_scale : &pts_all;
+    }
+    float *rraw = malloc((size_t)(cnt * n) * 4), *graw = malloc((size_t)(cnt * n) * 4);
+    uint16_t *rout = malloc((size_t)(cnt * n) * 2), *gout = malloc((size_t)(cnt * n) * 2);
+    double t1 = now_s();
+    nvfp4_linear_args la = {
+        .x = xs, .x_dtype = NVFP4_DTYPE_BF16, .m = cnt, .k = k, .weight = w,
+        .input_scale = cpu_scale, .variant = v, .bias = bias, .raw = rraw, .out = rout,
+        .model = NVFP4_MODEL_SM90, .nthreads = 0,
+    };
+    st = nvfp4_linear_cpu(&la);
+    double t_cpu = now_s() - t1;
+    stat_cpu_s += t_cpu;
+    CHECKF(st == NVFP4_OK, "%s: nvfp4_linear_cpu: %s", name, nvfp4_last_error());
+    for (int64_t i = 0; i < cnt; i++) {
+        memcpy(graw + i * n, g.raw + idx[i] * n, (size_t)n * 4);
+        memcpy(gout + i * n, g.out + idx[i] * n, (size_t)n * 2);
+    }
+    snprintf(what, sizeof what, "%s: raw (row = sample index)", name);
+    test_equal_bits(what, graw, rraw, 4, cnt, n);
+    snprintf(what, sizeof what, "%s: out (row = sample index)", name);
+    test_equal_bits(what, gout, rout, 2, cnt, n);
+    stat_rows_checked += cnt;
+    stat_outputs_checked += cnt * n;
+    printf("  %-62s rows %4lld/%-4lld gpu+copy %.2fs cpu %.2fs\n", name, (long long)cnt,
+           (long long)m, t_gpu, t_cpu);
+    fflush(stdout);
+    free(idx);
+    free(xsub);
+    free(rraw);
+    free(graw);
+    free(rout);
+    free(gout);
+    free_gpu_linear(&g);
+    cudaFree(d_x);
+    cudaFree(d_in);
+}
+
+/* The producer's FP16 operands against the GEMM's workspace after its own
+ * pre-pass dequantized nvfp4_quantize_cuda()'s codes of the same input. */
+static void check_workspace_format(const char *label, const uint16_t *x, int64_t m, int64_t k,
+                                   const dev_weight *dw, const float *input_scale, nvfp4_variant v)
+{
+    char what[200];
+    int64_t n = dw->op.rows, kp = (k + 15) / 16 * 16, prows = (m + 15) / 16 * 16;
+    size_t cb = (size_t)(prows * kp / 2), sb = nvfp4_scales_bytes(prows, kp, NVFP4_SCALES_TILED);
+    size_t gws = nvfp4_cuda_gemm_workspace(m, n, kp), ab = (size_t)(m * kp) * 2;
+    uint16_t *d_x, *d_act;
+    uint8_t *d_codes, *d_scales;
+    float *d_f, *d_raw;
+    void *d_gws;
+    CUDA_OK(cudaMalloc((void **)&d_x, (size_t)(m * k) * 2));
+    CUDA_OK(cudaMalloc((void **)&d_act, ab));
+    CUDA_OK(cudaMalloc((void **)&d_codes, cb));
+    CUDA_OK(cudaMalloc((void **)&d_scales, sb));
+    CUDA_OK(cudaMalloc((void **)&d_f, 4 * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&d_raw, (size_t)(m * n) * 4));
+    CUDA_OK(cudaMalloc(&d_gws, gws));
+    CUDA_OK(cudaMemcpy(d_x, x, (size_t)(m * k) * 2, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(d_act, 0xA5, ab));
+    CUDA_OK(cudaMemset(d_gws, 0x5A, gws));
+    if (input_scale) CUDA_OK(cudaMemcpy(d_f, input_scale, 4, cudaMemcpyHostToDevice));
+    const float *d_in = input_scale ? d_f : NULL;
+
+    nvfp4_cuda_quantize_args qa = {.x = d_x, .m = m, .k = k, .input_scale = d_in, .variant = v,
+                                   .codes = d_codes, .scales = d_scales,
+                                   .per_tensor_scale = d_f + 1};
+    nvfp4_status st = nvfp4_quantize_cuda(&qa);
+    CHECKF(st == NVFP4_OK, "nvfp4_quantize_cuda: %s", nvfp4_last_error());
+    nvfp4_cuda_gemm_args ga = {.a = {d_codes, d_scales, d_f + 1, m, kp}, .b = dw->op,
+                               .raw = d_raw, .workspace = d_gws, .workspace_bytes = gws};
+    st = nvfp4_gemm_cuda(&ga);
+    CHECKF(st == NVFP4_OK, "nvfp4_gemm_cuda: %s", nvfp4_last_error());
+    st = nvfp4_sm90_produce_operands(d_x, m, k, d_in, d_f + 2, v, d_act, kp, NULL, NULL);
+    CHECKF(st == NVFP4_OK, "nvfp4_sm90_produce_operands: %s", nvfp4_last_error());
+    CUDA_OK(cudaDeviceSynchronize());
+    uint16_t *prod = malloc(ab), *gemm = malloc(ab);
+    CUDA_OK(cudaMemcpy(prod, d_act, ab, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(gemm, d_gws, ab, cudaMemcpyDeviceToHost));
+    snprintf(what, sizeof what, "%s M=%lld K=%lld %s %s: producer == GEMM pre-pass workspace",
+             label, (long long)m, (long long)kp, v == NVFP4_VARIANT_CUDA ? "cuda" : "eager",
+             input_scale ? "static" : "dynamic");
+    test_equal_bits(what, prod, gemm, 2, m, kp);
+    free(prod);
+    free(gemm);
+    cudaFree(d_x);
+    cudaFree(d_act);
+    cudaFree(d_codes);
+    cudaFree(d_scales);
+    cudaFree(d_f);
+    cudaFree(d_raw);
+    cudaFree(d_gws);
+}
+
+typedef struct linear_shape {
+    const char *name;
+    int64_t n, k;
+    int64_t ms[3];
+} linear_shape;
+
+int main(int argc, char **argv)
+{
+    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    if (!nvfp4_cuda_available()) {
+        fprintf(stderr, "test_linear_cuda: no sm_90 device\n");
+        return 1;
+    }
+    const float static_scale = 0.0157f; /* a calibrated input_scale's size */
+    double t_start = now_s();
+
+    TEST("small linear, literal CPU linear on every row")
+    {
+        nvfp4_tensor w;
+        random_weight(&w, 256, 512, 3);
+        dev_weight dw;
+        upload_weight(&dw, &w);
+        float bias[256], *d_bias;
+        uint64_t s = 99;
+        for (int i = 0; i < 256; i++) bias[i] = nvfp4_bf16_to_f32(nvfp4_bf16_from_f32((float)test_normal(&s)));
+        CUDA_OK(cudaMalloc((void **)&d_bias, sizeof bias));
+        CUDA_OK(cudaMemcpy(d_bias, bias, sizeof bias, cudaMemcpyHostToDevice));
+        uint16_t *x = random_bf16(50, 500, 1);
+        uint16_t *xa = adversarial_bf16(45, 500, 2, 1);
+        for (int vi = 0; vi < 2; vi++)
+            for (int si = 0; si < 2; si++) {
+                nvfp4_variant v = vi ? NVFP4_VARIANT_CUDA : NVFP4_VARIANT_EAGER;
+                const float *sc = si ? &static_scale : NULL;
+                check_linear("small", x, 50, 500, &w, &dw, sc, v, vi ? NULL : bias,
+                             vi ? NULL : d_bias, 0, 1);
+                check_linear("small adversarial", xa, 45, 500, &w, &dw, sc, v, bias, d_bias, 0, 1);
+                check_workspace_format("small", x, 50, 500, &dw, sc, v);
+                check_workspace_format("small adversarial", xa, 45, 500, &dw, sc, v);
+            }
+        uint16_t *xn = adversarial_bf16(40, 512, 4, 0); /* with NaN and Inf */
+        for (int vi = 0; vi < 2; vi++)
+            for (int si = 0; si < 2; si++)
+                check_workspace_format("small NaN/Inf", xn, 40, 512, &dw, si ? &static_scale : NULL,
+                                       vi ? NVFP4_VARIANT_CUDA : NVFP4_VARIANT_EAGER);
+        free(x);
+        free(xa);
+        free(xn);
+        cudaFree(d_bias);
+        free_weight(&dw);
+        nvfp4_tensor_free(&w);
+    }
+
+    TEST("the four linears")
+    {
+        static const linear_shape shapes[4] = {
+            {"qkv", 21504, 5376, {128, 1, 2048}},
+            {"attn_out", 5376, 7168, {128, 37, 0}},
+            {"fc1", 28672, 5376, {128, 16, 0}},
+            {"fc2", 5376, 14336, {128, 300, 0}},
+        };
+        for (int li = 0; li < 4; li++) {
+            const linear_shape *L = &shapes[li];
+            nvfp4_tensor w;
+            random_weight(&w, L->n, L->k, (uint64_t)(10 + li));
+            dev_weight dw;
+            upload_weight(&dw, &w);
+            float *bias = malloc((size_t)L->n * 4), *d_bias;
+            uint64_t s = 1000 + (uint64_t)li;
+            for (int64_t i = 0; i < L->n; i++)
+                bias[i] = nvfp4_bf16_to_f32(nvfp4_bf16_from_f32((float)(0.1 * test_normal(&s))));
+            CUDA_OK(cudaMalloc((void **)&d_bias, (size_t)L->n * 4));
+            CUDA_OK(cudaMemcpy(d_bias, bias, (size_t)L->n * 4, cudaMemcpyHostToDevice));
+            for (int mi = 0; mi < 3 && L->ms[mi]; mi++) {
+                int64_t m = L->ms[mi];
+                if (quick && m != 128) continue;
+                uint16_t *x = random_bf16(m, L->k, (uint64_t)(100 * li + mi));
+                for (int vi = 0; vi < 2; vi++)
+                    for (int si = 0; si < 2; si++) {
+                        nvfp4_variant v = vi ? NVFP4_VARIANT_CUDA : NVFP4_VARIANT_EAGER;
+                        int with_bias = (vi + si) % 2 == 0;
+                        check_linear(L->name, x, m, L->k, &w, &dw, si ? &static_scale : NULL, v,
+                                     with_bias ? bias : NULL, with_bias ? d_bias : NULL,
+                                     quick ? 4 : 16, 0);
+                    }
+                if (m == 128) check_workspace_format(L->name, x, m, L->k, &dw, NULL, NVFP4_VARIANT_EAGER);
+                free(x);
+            }
+            free(bias);
+            cudaFree(d_bias);
+            free_weight(&dw);
+            nvfp4_tensor_free(&w);
+        }
+    }
+
+    TEST("argument errors")
+    {
+        nvfp4_cuda_linear_args a = {0};
+        CHECK(nvfp4_linear_cuda(NULL) == NVFP4_ERR_INVALID_ARGUMENT);
+        CHECK(nvfp4_linear_cuda(&a) == NVFP4_ERR_INVALID_ARGUMENT);
+        nvfp4_cuda_operand op = {(const uint8_t *)256, (const uint8_t *)256, (const float *)256, 64, 64};
+        a.x = (const uint16_t *)256, a.weight = &op, a.m = 4, a.k = 40; /* 48 != 64 */
+        CHECK(nvfp4_linear_cuda(&a) == NVFP4_ERR_INVALID_ARGUMENT);
+        CHECK(strstr(nvfp4_last_error(), "columns") != NULL);
+        a.k = 64;
+        CHECK(nvfp4_linear_cuda(&a) == NVFP4_ERR_INVALID_ARGUMENT); /* no workspace */
+        CHECK(strstr(nvfp4_last_error(), "workspace") != NULL);
+        CHECK(nvfp4_linear_cuda_workspace(0, 64, 64) == 0);
+        CHECK(nvfp4_linear_cuda_workspace(4, 64, 64) > 0);
+    }
+
+    printf("test_linear_cuda: %lld GPU linears, %lld rows / %lld outputs compared with the CPU "
+           "linear (cpu %.1fs), total %.1fs\n",
+           (long long)stat_runs, (long long)stat_rows_checked, (long long)stat_outputs_checked,
+           stat_cpu_s, now_s() - t_start);
+    return test_summary("linear_cuda");
+}
