@@ -216,6 +216,7 @@ typedef struct result {
     double us_nvfp4, us_bf16, us_fp8;
     int variant;
     double bytes_nvfp4;
+    double us_variant[NVFP4_SM90_NUM_VARIANTS]; /* --all-tiles */
 } result;
 
 static int nrot_for(size_t set_bytes, size_t l2)
@@ -239,7 +240,8 @@ static void usage(FILE *f)
           "\n"
           "  --m LIST     comma-separated activation rows (default 1,16,128,512,2048,8192)\n"
           "  --json FILE  also write every number as JSON\n"
-          "  --quick      fewer launches per measurement\n",
+          "  --quick      fewer launches per measurement\n"
+          "  --all-tiles  also time every tile variant of the kernel (tuning)\n",
           f);
 }
 
@@ -247,13 +249,15 @@ int nvfp4_cli_bench(int argc, char **argv)
 {
     const char *json_path = NULL;
     int64_t ms[BENCH_MAX_M] = {1, 16, 128, 512, 2048, 8192};
-    int nm = 6, quick = 0;
+    int nm = 6, quick = 0, all_tiles = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--quick")) {
             quick = 1;
+        } else if (!strcmp(argv[i], "--all-tiles")) {
+            all_tiles = 1;
         } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
             json_path = argv[++i];
         } else if (!strcmp(argv[i], "--m") && i + 1 < argc) {
@@ -423,6 +427,18 @@ int nvfp4_cli_bench(int argc, char **argv)
                 R->variant = nvfp4_sm90_plan_gemm(m, n, k, sms, optin, -1, &plan) == 0 ? plan.variant : -1;
             }
             R->bytes_nvfp4 = (double)(wq_codes + wq_sc + xq_codes + xq_sc + y16);
+            if (all_tiles) {
+                printf("  %-8s M=%-5lld tiles:", L->name, (long long)m);
+                for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
+                    nvfp4_sm90_force_variant(v);
+                    int bad = time_median(launch_nvfp4, &qc, rq, 2, 10, &R->us_variant[v]);
+                    nvfp4_sm90_force_variant(-1);
+                    if (bad) goto fail;
+                    printf(" %dx%d=%.1f", 64 * nvfp4_sm90_variants[v].nc, nvfp4_sm90_variants[v].bn,
+                           R->us_variant[v]);
+                }
+                printf("\n");
+            }
             /* cuBLAS BF16 */
             bf16_ctx bc;
             memset(&bc, 0, sizeof bc);
@@ -472,11 +488,19 @@ int nvfp4_cli_bench(int argc, char **argv)
                 cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(hl, fc.op, fc.lw, fc.lx, fc.ly, fc.ly, pref,
                                                                    1, &hr, &found);
                 cublasLtMatmulPreferenceDestroy(pref);
+                R->us_fp8 = -1; /* no FP8 algorithm for this shape */
                 if (hs == CUBLAS_STATUS_SUCCESS && found > 0) {
+                    const float one = 1.0f, zero = 0.0f;
                     fc.algo = hr.algo;
-                    if (time_median(launch_fp8, &fc, r8, warmup, iters, &R->us_fp8)) goto fail;
-                } else {
-                    R->us_fp8 = -1; /* no FP8 algorithm for this shape */
+                    cublasStatus_t ts = cublasLtMatmul(hl, fc.op, &one, fc.w[0], fc.lw, fc.x[0], fc.lx,
+                                                       &zero, y, fc.ly, y, fc.ly, &fc.algo, lt_ws,
+                                                       lt_ws_bytes, 0);
+                    if (ts == CUBLAS_STATUS_SUCCESS) {
+                        if (time_median(launch_fp8, &fc, r8, warmup, iters, &R->us_fp8)) goto fail;
+                    } else {
+                        fprintf(stderr, "nvfp4 bench: cuBLASLt FP8 refuses %s M=%lld (status %d)\n",
+                                L->name, (long long)m, (int)ts);
+                    }
                 }
                 cublasLtMatrixLayoutDestroy(fc.lw);
                 cublasLtMatrixLayoutDestroy(fc.lx);
@@ -548,6 +572,16 @@ int nvfp4_cli_bench(int argc, char **argv)
             json_object_set_new(o, "nvfp4_bytes", json_real(R->bytes_nvfp4));
             json_object_set_new(o, "pct_byte_floor", json_real(100 * floor_us / R->us_nvfp4));
             json_object_set_new(o, "pct_fp16_floor", json_real(100 * tc_us / R->us_nvfp4));
+            if (all_tiles) {
+                json_t *tv = json_object();
+                for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
+                    char key[32];
+                    snprintf(key, sizeof key, "%dx%d", 64 * nvfp4_sm90_variants[v].nc,
+                             nvfp4_sm90_variants[v].bn);
+                    json_object_set_new(tv, key, json_real(R->us_variant[v]));
+                }
+                json_object_set_new(o, "nvfp4_us_by_tile", tv);
+            }
             if (R->variant >= 0) {
                 json_object_set_new(o, "tile_weight_rows", json_integer(64 * nvfp4_sm90_variants[R->variant].nc));
                 json_object_set_new(o, "tile_act_rows", json_integer(nvfp4_sm90_variants[R->variant].bn));

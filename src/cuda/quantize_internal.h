@@ -49,7 +49,6 @@ nvfp4_status nvfp4_sm90_produce_operands(const uint16_t *x, int64_t m, int64_t k
 /*------------------------- IEEE helpers (SSE rules) -------------------------*/
 
 #define NVFP4_Q_DEFAULT_NAN 0xFFC00000u /* SSE's result of an invalid operation */
-#define NVFP4_Q_FLT_MAX 3.40282346638528859812e+38f
 
 NVFP4_Q_DEV int q_isnan(float v) { return (__float_as_uint(v) & 0x7FFFFFFFu) > 0x7F800000u; }
 NVFP4_Q_DEV float q_quiet(float v) { return __uint_as_float(__float_as_uint(v) | 0x00400000u); }
@@ -124,9 +123,32 @@ NVFP4_Q_DEV uint32_t q_e2m1_from_f32(float v)
     return (code | sign) & 0xFFu;
 }
 
-NVFP4_Q_DEV float q_clamp6(float v) /* torch.clamp(v, -6, 6): NaN passes */
+/* Clamps are written on the bit patterns: the compiler turns a float
+ * compare-and-select clamp into min/max instructions, which return the
+ * canonical NaN 0x7FFFFFFF instead of the NaN operand itself (its sign and
+ * payload decide the E4M3 / E2M1 codes of NaN blocks). */
+
+/* torch.clamp(v, -6, 6): NaN passes unchanged. */
+NVFP4_Q_DEV float q_clamp6(float v)
 {
-    return v < -6.0f ? -6.0f : (v > 6.0f ? 6.0f : v);
+    const uint32_t bits = __float_as_uint(v), mag = bits & 0x7FFFFFFFu;
+    /* |v| > 6 (0x40C00000), Inf included, NaN excluded: +-6 with v's sign */
+    return mag > 0x40C00000u && mag <= 0x7F800000u ? __uint_as_float((bits & 0x80000000u) | 0x40C00000u)
+                                                   : v;
+}
+
+/* torch.clamp(s, max=448): NaN and negative values pass unchanged. */
+NVFP4_Q_DEV float q_min448(float s)
+{
+    const uint32_t bits = __float_as_uint(s);
+    return bits > 0x43E00000u && bits <= 0x7F800000u ? __uint_as_float(0x43E00000u) : s;
+}
+
+/* fminf(r, FLT_MAX): NaN and +Inf give FLT_MAX. */
+NVFP4_Q_DEV float q_min_fltmax(float r)
+{
+    const uint32_t bits = __float_as_uint(r);
+    return (bits & 0x7FFFFFFFu) > 0x7F800000u || bits == 0x7F800000u ? __uint_as_float(0x7F7FFFFFu) : r;
 }
 
 /*------------------------------- one block -------------------------------*/
@@ -142,7 +164,7 @@ NVFP4_Q_DEV void q_block(const float v[16], uint32_t amax_bits, float pts, int c
     float amax = __uint_as_float(amax_bits);
     if (amax_bits > 0x7F800000u) amax = q_quiet(amax);
     float s = q_div(q_div(amax, 6.0f), pts);
-    s = s > 448.0f ? 448.0f : s;
+    s = q_min448(s);
     uint32_t s8 = q_e4m3_from_f32(s);
     float s8f = q_e4m3_to_f32(s8);
     *s8_out = s8;
@@ -157,7 +179,7 @@ NVFP4_Q_DEV void q_block(const float v[16], uint32_t amax_bits, float pts, int c
         }
     } else {
         float rc = q_div(1.0f, q_mul(s8f, pts));
-        rc = q_isnan(rc) ? NVFP4_Q_FLT_MAX : (rc < NVFP4_Q_FLT_MAX ? rc : NVFP4_Q_FLT_MAX);
+        rc = q_min_fltmax(rc);
 #pragma unroll
         for (int i = 0; i < 16; i++) code[i] = q_e2m1_from_f32(q_clamp6(q_mul(v[i], rc)));
     }

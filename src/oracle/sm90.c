@@ -6,9 +6,12 @@
  *   each operand = sig * 2^e (subnormals: the format's minimum exponent);
  *   product i = (sig_a * sig_b) * 2^(e_a + e_b), not renormalised;
  *   c = sig_c * 2^e_c;
- *   E = largest exponent of the 17 terms;
+ *   E = largest exponent of the nonzero terms, at least -133;
  *   every term truncated toward zero to a multiple of 2^(E-25);
- *   the truncated terms added exactly; the sum truncated to FP32. */
+ *   the truncated terms added exactly; the sum truncated to FP32 (also in
+ *   the subnormal range; >= 2^128 -> Inf); every zero result is +0; NaN
+ *   results are 0x7fffffff.  The corner rules were measured on the H200
+ *   (tests/gpu/probe_mma.cu); nvfp4_sm90_hw_rules holds them. */
 #include <string.h>
 
 #include "oracle/oracle_internal.h"

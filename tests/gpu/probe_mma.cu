@@ -241,9 +241,10 @@ static float gen32(rng *r, int lo, int hi)
     return f32_of((uint32_t)(next(r) & 1) << 31 | field << 23 | frac);
 }
 
-#define NSCEN 10
+#define NSCEN 11
 static const char *scen_names[NSCEN] = {"normal", "wide", "narrow", "cancel", "subnormal",
-                                        "zeros", "specials", "c-extremes", "range-edges", "carry"};
+                                        "zeros", "specials", "c-extremes", "range-edges", "carry",
+                                        "tiny"};
 
 /* Fill one tile.  bias: 15 (FP16) or 127 (BF16). */
 static void gen_tile(int form, long tile, uint16_t *A, uint16_t *B, float *C)
@@ -263,6 +264,7 @@ static void gen_tile(int form, long tile, uint16_t *A, uint16_t *B, float *C)
         case 5: v = chance(&r, 2) ? (uint16_t)((next(&r) & 1) << 15) : gen16(&r, bf16, 1, fmax); break;
         case 6: v = chance(&r, 24) ? special16(&r, bf16) : gen16(&r, bf16, bias - 8, bias + 8); break;
         case 7: v = gen16(&r, bf16, bias - 4, bias + 4); break;
+        case 10: v = bf16 ? gen16(&r, bf16, 45, 62) : gen16(&r, bf16, 0, 6); break; /* products 2^-164..2^-128 */
         default: /* range edges: products near the top (overflow) or the bottom */
             v = (tile / NSCEN) % 2 ? gen16(&r, bf16, fmax - (bf16 ? 70 : 4), fmax)
                                    : gen16(&r, bf16, 0, bf16 ? 60 : 4);
@@ -283,6 +285,7 @@ static void gen_tile(int form, long tile, uint16_t *A, uint16_t *B, float *C)
         case 5: v = chance(&r, 3) ? (uint16_t)((next(&r) & 1) << 15) : gen16(&r, bf16, 1, fmax); break;
         case 6: v = chance(&r, 24) ? special16(&r, bf16) : gen16(&r, bf16, bias - 8, bias + 8); break;
         case 7: v = gen16(&r, bf16, bias - 4, bias + 4); break;
+        case 10: v = bf16 ? gen16(&r, bf16, 45, 65) : gen16(&r, bf16, 0, 6); break;
         default:
             v = (tile / NSCEN) % 2 ? gen16(&r, bf16, bias, fmax) : gen16(&r, bf16, 0, bias);
         }
@@ -341,6 +344,9 @@ static void gen_tile(int form, long tile, uint16_t *A, uint16_t *B, float *C)
         case 8:
             c = (tile / NSCEN) % 2 ? (chance(&r, 2) ? f32_of(0x7f7fffffu - (uint32_t)rint_in(&r, 0, 3) | (uint32_t)(next(&r) & 1) << 31) : gen32(&r, 200, 254))
                                    : (chance(&r, 2) ? f32_of((uint32_t)(next(&r) & 0x807fffffu)) : gen32(&r, 0, 8));
+            break;
+        case 10: /* mostly +-0: the products alone, below FP32's normal range */
+            c = chance(&r, 4) ? f32_of((uint32_t)(next(&r) & 0x807fffffu)) : f32_of((uint32_t)(next(&r) & 1) << 31);
             break;
         default: { /* carry: c = +-(2^24 - j) * 2^e near the products */
             uint32_t m = 0xffffff - (uint32_t)rint_in(&r, 0, 3);

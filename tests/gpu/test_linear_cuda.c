@@ -6,10 +6,11 @@
  * FC1 28672x5376, FC2 5376x14336) at M = 128 and other M (1, 16, 37, 300,
  * 2048), both quantizer variants, static and dynamic per-tensor scale, with
  * and without bias.  Checked:
- *  - raw and out == nvfp4_linear_cpu (model SM90) on sampled rows (edges
- *    and random rows; a row's result does not depend on the other rows, the
- *    dynamic scale aside, which the CPU side then gets as the static scale
- *    nvfp4_per_tensor_scale() computes over the WHOLE input);
+ *  - raw and out == nvfp4_linear_cpu (model SM90) on every row for M <= 128;
+ *    for larger M on sampled rows (edges, tile edges, random rows; a row's
+ *    result does not depend on the other rows, the dynamic scale aside,
+ *    which the CPU side then gets as the static scale nvfp4_quantize()
+ *    computed over the WHOLE input);
  *  - the quantized activations (x_codes, x_scales, x_scale) == nvfp4_quantize
  *    over the whole input, which pins the dynamic scale;
  *  - a small linear (k = 500, not a multiple of 16) against the literal
@@ -462,9 +463,11 @@ int main(int argc, char **argv)
                     for (int si = 0; si < 2; si++) {
                         nvfp4_variant v = vi ? NVFP4_VARIANT_CUDA : NVFP4_VARIANT_EAGER;
                         int with_bias = (vi + si) % 2 == 0;
+                        /* M <= 128: every row against the literal CPU linear
+                         * (dynamic scale included); larger M: sampled rows */
                         check_linear(L->name, x, m, L->k, &w, &dw, si ? &static_scale : NULL, v,
                                      with_bias ? bias : NULL, with_bias ? d_bias : NULL,
-                                     quick ? 4 : 16, 0);
+                                     quick ? 4 : 48, !quick && m <= 128);
                     }
                 if (m == 128) check_workspace_format(L->name, x, m, L->k, &dw, NULL, NVFP4_VARIANT_EAGER);
                 free(x);

@@ -180,12 +180,9 @@ static void test_sm90_hand(void)
         SAME(nvfp4_sm90_step(0.0f, a, b, NVFP4_OPERAND_F16), 16.0f);
 
         /* small terms vanish: 1 + 16 * 2^-26; each 2^-26 is below 2^(0-25) */
-        double tiny[16];
-        for (int i = 0; i < 16; i++) tiny[i] = ldexp(1, -13);
         for (int i = 0; i < 16; i++) a[i] = b[i] = h(ldexp(1, -13));
         SAME(nvfp4_sm90_step(1.0f, a, b, NVFP4_OPERAND_F16), 1.0f);
         SAME(nvfp4_exact_dot(1.0f, a, b, 16, NVFP4_OPERAND_F16), 1.0f + ldexpf(1, -22));
-        (void)tiny;
 
         /* result truncated, not rounded: 1 + 3 * 2^-25 */
         for (int i = 0; i < 16; i++) a[i] = b[i] = 0;
@@ -241,6 +238,17 @@ static void test_sm90_hand(void)
         for (int i = 0; i < 16; i++) a[i] = b[i] = 0;
         a[0] = b[0] = h(1.5);
         SAME(nvfp4_sm90_step(-ldexpf(1, -25), a, b, NVFP4_OPERAND_F16), 2.25f - ldexpf(1, -22));
+
+        /* a zero product takes no part in E: 0 * 2^15 would have exponent
+         * -14 + 15 = 1 and wipe out 3 * 2^-27 (unit 2^-24); it does not */
+        for (int i = 0; i < 16; i++) a[i] = b[i] = 0;
+        b[0] = h(32768.0);
+        a[1] = h(3 * ldexp(1, -14));
+        b[1] = h(ldexp(1, -13));
+        SAME(nvfp4_sm90_step(0.0f, a, b, NVFP4_OPERAND_F16), 3 * ldexpf(1, -27));
+        nvfp4_sm90_rules zeros_in_e = nvfp4_sm90_hw_rules;
+        zeros_in_e.zero_product = NVFP4_ZERO_MIN_EXP;
+        SAME(nvfp4_sm90_step_rules(0.0f, a, b, NVFP4_OPERAND_F16, &zeros_in_e), 0.0f);
 
         /* FP16 subnormals: 2^-24 * 2^-24 = 2^-48, exponent -28 */
         for (int i = 0; i < 16; i++) a[i] = b[i] = 0;
@@ -371,7 +379,6 @@ static void test_exact(void)
         b[0] = h(ldexp(1, -12)); /* 2^-24: a tie at 1, rounds to even */
         SAME(nvfp4_exact_dot(1.0f, a, b, 16, NVFP4_OPERAND_F16), 1.0f);
         SAME(nvfp4_exact_dot(ffrom(0x3f800001u), a, b, 16, NVFP4_OPERAND_F16), ffrom(0x3f800002u));
-        a[1] = bf(ldexp(1, -30));
         for (int i = 0; i < 16; i++) a[i] = b[i] = 0;
         a[0] = bf(ldexp(1, -12));
         b[0] = bf(ldexp(1, -12));
