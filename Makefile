@@ -53,7 +53,7 @@ ifeq ($(WITH_CUDA),1)
   LIB_C   := $(filter-out src/cuda/stub_nocuda.c,$(LIB_C))
   CLI_C   := $(wildcard cli/*.c) $(wildcard bench/*.c)
   CFLAGS  += -DNVFP4_WITH_CUDA=1 -I$(CUDA_HOME)/include
-  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
+  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
   BENCH_LIBS := -lcublasLt -lcublas
 else
   LIB_C   := $(filter-out src/cuda/%.c,$(LIB_C)) src/cuda/stub_nocuda.c

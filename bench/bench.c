@@ -219,6 +219,16 @@ typedef struct result {
     double us_variant[NVFP4_SM90_NUM_VARIANTS]; /* --all-tiles */
 } result;
 
+/* "weight rows x activation rows" of a kernel variant. */
+static void tile_label(char *buf, size_t len, int v)
+{
+    const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
+    if (x->nc == 0)
+        snprintf(buf, len, "mma16x%d", x->bn);
+    else
+        snprintf(buf, len, "%dx%d", 64 * x->nc, x->bn);
+}
+
 static int nrot_for(size_t set_bytes, size_t l2)
 {
     size_t want = 3 * l2;
@@ -349,7 +359,7 @@ int nvfp4_cli_bench(int argc, char **argv)
         int rq = nrot_for(wq_codes + wq_sc, (size_t)l2), r16 = nrot_for(w16, (size_t)l2),
             r8 = nrot_for(w8, (size_t)l2);
         void *wq[MAX_ROT] = {0}, *wqs[MAX_ROT] = {0}, *wb[MAX_ROT] = {0}, *wf8[MAX_ROT] = {0};
-        float *d_scales = NULL; /* [0] a scale_2, [1] b scale_2 */
+        float *d_scales = NULL; /* [0] a scale_2, [16] b scale_2 (own 64-byte slots) */
         for (int r = 0; r < rq; r++) {
             CK(cudaMalloc(&wq[r], wq_codes), "cudaMalloc");
             CK(cudaMalloc(&wqs[r], wq_sc), "cudaMalloc");
@@ -363,9 +373,10 @@ int nvfp4_cli_bench(int argc, char **argv)
             CK(cudaMalloc(&wf8[r], w8), "cudaMalloc");
             if (fill_device(wf8[r], w8, FILL_FP8)) goto fail;
         }
-        CK(cudaMalloc((void **)&d_scales, 2 * sizeof(float)), "cudaMalloc");
+        CK(cudaMalloc((void **)&d_scales, 32 * sizeof(float)), "cudaMalloc");
         {
-            float sc[2] = {0.01f, 0.003f};
+            float sc[32] = {0.01f};
+            sc[16] = 0.003f;
             CK(cudaMemcpy(d_scales, sc, sizeof sc, cudaMemcpyHostToDevice), "cudaMemcpy");
         }
         for (int mi = 0; mi < nm; mi++) {
@@ -408,7 +419,7 @@ int nvfp4_cli_bench(int argc, char **argv)
                 g->a.cols = k;
                 g->b.codes = wq[r];
                 g->b.scales = wqs[r];
-                g->b.per_tensor_scale = d_scales + 1;
+                g->b.per_tensor_scale = d_scales + 16;
                 g->b.rows = n;
                 g->b.cols = k;
                 g->out = y;
@@ -420,22 +431,30 @@ int nvfp4_cli_bench(int argc, char **argv)
                 nvfp4_sm90_plan plan;
                 int sms = 0;
                 size_t optin = 0;
-                int iv = 0;
+                int iv = 0, ps = 0;
                 cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
                 cudaDeviceGetAttribute(&iv, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+                cudaDeviceGetAttribute(&ps, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
                 optin = (size_t)iv;
-                R->variant = nvfp4_sm90_plan_gemm(m, n, k, sms, optin, -1, &plan) == 0 ? plan.variant : -1;
+                R->variant = nvfp4_sm90_plan_gemm(m, n, k, sms, optin, (size_t)ps, -1, &plan) == 0
+                                 ? plan.variant
+                                 : -1;
             }
             R->bytes_nvfp4 = (double)(wq_codes + wq_sc + xq_codes + xq_sc + y16);
             if (all_tiles) {
                 printf("  %-8s M=%-5lld tiles:", L->name, (long long)m);
                 for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
+                    R->us_variant[v] = -1;
+                    if (nvfp4_sm90_variants[v].nc == 0 && m > NVFP4_SM90_SMALL_M_MAX) continue;
                     nvfp4_sm90_force_variant(v);
                     int bad = time_median(launch_nvfp4, &qc, rq, 2, 10, &R->us_variant[v]);
                     nvfp4_sm90_force_variant(-1);
                     if (bad) goto fail;
-                    printf(" %dx%d=%.1f", 64 * nvfp4_sm90_variants[v].nc, nvfp4_sm90_variants[v].bn,
-                           R->us_variant[v]);
+                    if (bad == 0 && R->us_variant[v] >= 0) {
+                        char lab[24];
+                        tile_label(lab, sizeof lab, v);
+                        printf(" %s=%.1f", lab, R->us_variant[v]);
+                    }
                 }
                 printf("\n");
             }
@@ -470,7 +489,7 @@ int nvfp4_cli_bench(int argc, char **argv)
                 CB(cublasLtMatmulDescCreate(&fc.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "fp8 desc");
                 CB(cublasLtMatmulDescSetAttribute(fc.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
                 CB(cublasLtMatmulDescSetAttribute(fc.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
-                const void *sa = d_scales + 1, *sb = d_scales;
+                const void *sa = d_scales + 16, *sb = d_scales;
                 CB(cublasLtMatmulDescSetAttribute(fc.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa),
                    "a scale");
                 CB(cublasLtMatmulDescSetAttribute(fc.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb),
@@ -483,24 +502,30 @@ int nvfp4_cli_bench(int argc, char **argv)
                 CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                         &lt_ws_bytes, sizeof lt_ws_bytes),
                    "pref ws");
-                cublasLtMatmulHeuristicResult_t hr;
+                cublasLtMatmulHeuristicResult_t hr[8];
                 int found = 0;
                 cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(hl, fc.op, fc.lw, fc.lx, fc.ly, fc.ly, pref,
-                                                                   1, &hr, &found);
+                                                                   8, hr, &found);
                 cublasLtMatmulPreferenceDestroy(pref);
                 R->us_fp8 = -1; /* no FP8 algorithm for this shape */
-                if (hs == CUBLAS_STATUS_SUCCESS && found > 0) {
+                cublasStatus_t ts = hs;
+                /* The first candidate is not always runnable: take the first that is. */
+                for (int ai = 0; hs == CUBLAS_STATUS_SUCCESS && ai < found; ai++) {
                     const float one = 1.0f, zero = 0.0f;
-                    fc.algo = hr.algo;
-                    cublasStatus_t ts = cublasLtMatmul(hl, fc.op, &one, fc.w[0], fc.lw, fc.x[0], fc.lx,
-                                                       &zero, y, fc.ly, y, fc.ly, &fc.algo, lt_ws,
-                                                       lt_ws_bytes, 0);
-                    if (ts == CUBLAS_STATUS_SUCCESS) {
-                        if (time_median(launch_fp8, &fc, r8, warmup, iters, &R->us_fp8)) goto fail;
-                    } else {
-                        fprintf(stderr, "nvfp4 bench: cuBLASLt FP8 refuses %s M=%lld (status %d)\n",
-                                L->name, (long long)m, (int)ts);
+                    if (hr[ai].state != CUBLAS_STATUS_SUCCESS) {
+                        ts = hr[ai].state;
+                        continue;
                     }
+                    fc.algo = hr[ai].algo;
+                    ts = cublasLtMatmul(hl, fc.op, &one, fc.w[0], fc.lw, fc.x[0], fc.lx, &zero, y, fc.ly, y,
+                                        fc.ly, &fc.algo, lt_ws, lt_ws_bytes, 0);
+                    if (ts == CUBLAS_STATUS_SUCCESS) break;
+                }
+                if (ts == CUBLAS_STATUS_SUCCESS && found > 0) {
+                    if (time_median(launch_fp8, &fc, r8, warmup, iters, &R->us_fp8)) goto fail;
+                } else {
+                    fprintf(stderr, "nvfp4 bench: cuBLASLt FP8 refuses %s M=%lld (status %d, %d candidates)\n",
+                            L->name, (long long)m, (int)ts, found);
                 }
                 cublasLtMatrixLayoutDestroy(fc.lw);
                 cublasLtMatrixLayoutDestroy(fc.lx);
@@ -540,9 +565,7 @@ int nvfp4_cli_bench(int argc, char **argv)
         double floor_us = R->bytes_nvfp4 / copy_bw * 1e6;
         double tc_us = 2.0 * (double)R->m * R->n * R->k / (fp16_tflops * 1e12) * 1e6;
         char tile[32] = "?";
-        if (R->variant >= 0)
-            snprintf(tile, sizeof tile, "%dx%d", 64 * nvfp4_sm90_variants[R->variant].nc,
-                     nvfp4_sm90_variants[R->variant].bn);
+        if (R->variant >= 0) tile_label(tile, sizeof tile, R->variant);
         printf("%-9s %6lld %11.1f %11.1f %11.1f %8.2f %7.2f %7.0f%% %7.0f%% %s\n", R->linear,
                (long long)R->m, R->us_nvfp4, R->us_bf16, R->us_fp8, R->us_nvfp4 / R->us_bf16,
                R->us_fp8 > 0 ? R->us_nvfp4 / R->us_fp8 : 0.0, 100 * floor_us / R->us_nvfp4,
@@ -576,15 +599,15 @@ int nvfp4_cli_bench(int argc, char **argv)
                 json_t *tv = json_object();
                 for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
                     char key[32];
-                    snprintf(key, sizeof key, "%dx%d", 64 * nvfp4_sm90_variants[v].nc,
-                             nvfp4_sm90_variants[v].bn);
-                    json_object_set_new(tv, key, json_real(R->us_variant[v]));
+                    tile_label(key, sizeof key, v);
+                    json_object_set_new(tv, key, R->us_variant[v] >= 0 ? json_real(R->us_variant[v]) : json_null());
                 }
                 json_object_set_new(o, "nvfp4_us_by_tile", tv);
             }
             if (R->variant >= 0) {
-                json_object_set_new(o, "tile_weight_rows", json_integer(64 * nvfp4_sm90_variants[R->variant].nc));
-                json_object_set_new(o, "tile_act_rows", json_integer(nvfp4_sm90_variants[R->variant].bn));
+                char lab[24];
+                tile_label(lab, sizeof lab, R->variant);
+                json_object_set_new(o, "tile", json_string(lab));
             }
             json_array_append_new(rows, o);
         }

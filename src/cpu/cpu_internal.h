@@ -28,6 +28,28 @@
 #define NVFP4_CPU_TOP_NONE (-1000)
 #define NVFP4_CPU_LOW_NONE 1000
 #define NVFP4_CPU_EXP_ZERO (-128) /* per-element exponent of a zero */
+#define NVFP4_CPU_LSB_ZERO 127    /* per-element lowest-bit exponent of a zero */
+
+/* Lookup tables (filled once by nvfp4_cpu_tables_init()). */
+typedef struct nvfp4_cpu_tables {
+    _Alignas(16) int8_t q[16];          /* code -> q, twice the E2M1 value */
+    _Alignas(16) int8_t exp[128][16];   /* [scale & 0x7f][code] -> floor log2 |a'| */
+    _Alignas(16) int8_t lsb[128][16];   /* [scale & 0x7f][code] -> lowest set bit of a' */
+    int32_t is[128];                    /* scale & 0x7f -> S * 2^9 (0 for NaN) */
+    float scale4[128];                  /* scale & 0x7f -> S / 4 (0 for NaN) */
+} nvfp4_cpu_tables;
+extern nvfp4_cpu_tables nvfp4_cpu_tab;
+void nvfp4_cpu_tables_init(void);
+
+/* Byte offset of the scale of (row r, block cb) in t->scales. */
+static inline size_t nvfp4_cpu_scale_offset(const nvfp4_tensor *t, int64_t r, int64_t cb)
+{
+    if (t->scale_layout == NVFP4_SCALES_ROW_MAJOR)
+        return (size_t)r * (size_t)(t->cols / NVFP4_BLOCK) + (size_t)cb;
+    size_t tiles_per_row = (size_t)((t->cols / NVFP4_BLOCK + 3) / 4); /* 128x4 tiles */
+    return ((size_t)(r / 128) * tiles_per_row + (size_t)(cb / 4)) * 512 + (size_t)(r % 32) * 16 +
+           (size_t)((r % 128) / 32) * 4 + (size_t)(cb % 4);
+}
 
 /* The guard, per lane, f = biased exponent field of c (f == 0: c == 0):
  *   f > low_a + low_b + NVFP4_CPU_LIM_LOW: c is so large that E - 25 could
@@ -62,8 +84,10 @@ typedef struct nvfp4_cpu_apack {
  *   scale4 [j][g][l]: S / 4
  *   lim_low[j][g][l]: low + NVFP4_CPU_LIM_LOW
  *   lim_top[j][g][l]: top + NVFP4_CPU_LIM_TOP
- *   exps   [j][g][i 0..15][l]: exponent of b' (NVFP4_CPU_EXP_ZERO for 0)
- * and the slow path also reads iscale [col][nblocks]. */
+ *   exps   [j][g][kq][l][4]: exponents of b' as codes (EXP_ZERO for 0)
+ * and the slow path also reads iscale [col][nblocks].  (B's top/low
+ * "none" may also be EXP_ZERO / NVFP4_CPU_LSB_ZERO: any value is safe
+ * for a block without nonzero products.) */
 typedef struct nvfp4_cpu_btile {
     int64_t k, nblocks;
     int8_t *codes;
@@ -81,6 +105,13 @@ typedef struct nvfp4_cpu_btile {
 float nvfp4_cpu_sm90_slow(float c, const nvfp4_cpu_apack *a, int64_t row,
                           const nvfp4_cpu_btile *b, int col, int64_t block);
 
+/* Pack B rows n0 .. n0 + NVFP4_CPU_TILE - 1 (rows >= b->rows as zeros) into
+ * t; has_nan[col]: some block scale of that row is NaN (it is packed as 0). */
+void nvfp4_cpu_pack_btile_portable(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4_tensor *b,
+                                   int64_t n0);
+void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4_tensor *b,
+                               int64_t n0);
+
 /* A kernel: for rows [row_begin, row_end) (multiples of NVFP4_CPU_MR) and
  * all NVFP4_CPU_TILE columns of the tile, run the sm90 chain over every block
  * from acc = 0; acc[(row - row_begin) * NVFP4_CPU_TILE + col] receives it. */
@@ -93,5 +124,11 @@ void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile 
                                 int64_t row_begin, int64_t row_end, float *acc);
 void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
                                   int64_t row_begin, int64_t row_end, float *acc);
+void nvfp4_cpu_sm90_kernel_avx512vnni(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
+                                      int64_t row_begin, int64_t row_end, float *acc);
+
+/* Testing hook: allow (1, the default) or forbid (0) the VNNI variant of the
+ * AVX-512 kernel, so that tests can run both on a VNNI machine. */
+void nvfp4_cpu_allow_vnni(int allow);
 
 #endif

@@ -37,32 +37,30 @@
 /*-------------------------------------------------------------------------
  *  Tables: per E2M1 code and 7-bit scale magnitude
  *-------------------------------------------------------------------------*/
-static int8_t q_of_code[16];           /* twice the E2M1 value, signed */
-static int32_t is_of_scale[128];       /* |e4m3| * 2^9 (0 for the NaN pattern) */
-static int8_t exp_of[16][128];         /* floor log2 |a'|, or EXP_ZERO */
-static int8_t lsb_of[16][128];         /* exponent of a''s lowest set bit, or 127 */
+nvfp4_cpu_tables nvfp4_cpu_tab;
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
 static int msb32(uint32_t x) { return 31 - __builtin_clz(x); }
 
-static void init_tables(void)
+static void fill_tables(void)
 {
     static const int8_t twice[8] = {0, 1, 2, 3, 4, 6, 8, 12};
+    nvfp4_cpu_tables *t = &nvfp4_cpu_tab;
     for (int code = 0; code < 16; code++)
-        q_of_code[code] = (int8_t)((code & 8) ? -twice[code & 7] : twice[code & 7]);
+        t->q[code] = (int8_t)((code & 8) ? -twice[code & 7] : twice[code & 7]);
     for (int s = 0; s < 128; s++) {
         int field = s >> 3, frac = s & 7;
-        is_of_scale[s] = s == 0x7f ? 0 : field ? (8 + frac) << (field - 1) : frac;
-    }
-    for (int code = 0; code < 16; code++) {
-        for (int s = 0; s < 128; s++) {
-            uint32_t n = (uint32_t)twice[code & 7] * (uint32_t)is_of_scale[s];
-            /* a' = n * 2^-10 */
-            exp_of[code][s] = n ? (int8_t)(msb32(n) - 10) : NVFP4_CPU_EXP_ZERO;
-            lsb_of[code][s] = n ? (int8_t)(__builtin_ctz(n) - 10) : 127;
+        t->is[s] = s == 0x7f ? 0 : field ? (8 + frac) << (field - 1) : frac;
+        t->scale4[s] = ldexpf((float)t->is[s], -11);
+        for (int code = 0; code < 16; code++) {
+            uint32_t n = (uint32_t)twice[code & 7] * (uint32_t)t->is[s]; /* a' = n * 2^-10 */
+            t->exp[s][code] = n ? (int8_t)(msb32(n) - 10) : NVFP4_CPU_EXP_ZERO;
+            t->lsb[s][code] = n ? (int8_t)(__builtin_ctz(n) - 10) : NVFP4_CPU_LSB_ZERO;
         }
     }
 }
+
+void nvfp4_cpu_tables_init(void) { pthread_once(&tables_once, fill_tables); }
 
 /*-------------------------------------------------------------------------
  *  SIMD dispatch
@@ -77,7 +75,8 @@ static int simd_supported(int s)
     __builtin_cpu_init();
     if (s == SIMD_AVX2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
     if (s == SIMD_AVX512)
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        return __builtin_cpu_supports("avx2") && /* its B packing is the AVX2 one */
+               __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                __builtin_cpu_supports("bmi2");
 #endif
@@ -115,9 +114,24 @@ nvfp4_status nvfp4_cpu_force_simd(const char *name)
                       name);
 }
 
+static atomic_int vnni_allowed = 1;
+
+void nvfp4_cpu_allow_vnni(int allow) { atomic_store(&vnni_allowed, allow != 0); }
+
+static int vnni_usable(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return atomic_load(&vnni_allowed) && __builtin_cpu_supports("avx512vnni");
+#else
+    return 0;
+#endif
+}
+
 static nvfp4_cpu_sm90_kernel kernel_for(int s)
 {
-    if (s == SIMD_AVX512) return nvfp4_cpu_sm90_kernel_avx512;
+    if (s == SIMD_AVX512)
+        return vnni_usable() ? nvfp4_cpu_sm90_kernel_avx512vnni : nvfp4_cpu_sm90_kernel_avx512;
     if (s == SIMD_AVX2) return nvfp4_cpu_sm90_kernel_avx2;
     return nvfp4_cpu_sm90_kernel_portable;
 }
@@ -135,10 +149,11 @@ typedef struct block_info {
 
 static void decode_block(block_info *bi, const nvfp4_tensor *t, int64_t r, int64_t j)
 {
-    unsigned s = nvfp4_tensor_scale(t, r, j) & 0x7fu; /* UE4M3: sign ignored */
+    const nvfp4_cpu_tables *tab = &nvfp4_cpu_tab;
+    unsigned s = t->scales[nvfp4_cpu_scale_offset(t, r, j)] & 0x7fu; /* UE4M3: sign ignored */
     bi->nan = s == 0x7f;
     if (bi->nan) s = 0; /* computed as zeros; the output is NaN anyway */
-    bi->is = is_of_scale[s];
+    bi->is = tab->is[s];
     const uint8_t *bytes = t->codes + (size_t)r * (size_t)(t->cols / 2) + (size_t)j * 8;
     int hi_first = t->nibble_order == NVFP4_HI_FIRST;
     int top = NVFP4_CPU_TOP_NONE, low = NVFP4_CPU_LOW_NONE;
@@ -148,12 +163,12 @@ static void decode_block(block_info *bi, const nvfp4_tensor *t, int64_t r, int64
         unsigned codes[2] = {c0, c1};
         for (int h = 0; h < 2; h++) {
             unsigned code = codes[h];
-            bi->q[2 * i + h] = q_of_code[code];
-            int8_t e = exp_of[code][s];
+            bi->q[2 * i + h] = tab->q[code];
+            int8_t e = tab->exp[s][code];
             bi->e[2 * i + h] = e;
             if (e != NVFP4_CPU_EXP_ZERO) {
                 if (e > top) top = e;
-                if (lsb_of[code][s] < low) low = lsb_of[code][s];
+                if (tab->lsb[s][code] < low) low = tab->lsb[s][code];
             }
         }
     }
@@ -189,7 +204,7 @@ static void pack_a_rows(void *p, int64_t begin, int64_t end)
             for (int i = 0; i < 16; i++) codes[i] = (uint8_t)(bi.q[i] + NVFP4_CPU_Q_BIAS);
             memcpy(ap->exps + (size_t)(r * K + j * 16), bi.e, 16);
             ap->iscale[o] = bi.is;
-            ap->scale[o] = ldexpf((float)bi.is, -9);
+            ap->scale[o] = ldexpf((float)bi.is, -9); /* exact */
             ap->top[o] = bi.top;
             ap->low[o] = bi.low;
         }
@@ -282,10 +297,9 @@ static int btile_alloc(btile_store *bs, int64_t k)
     return 1;
 }
 
-/* Pack B rows n0 .. n0 + TILE - 1 (rows >= N as zeros). */
-static void btile_pack(btile_store *bs, const nvfp4_tensor *b, int64_t n0)
+void nvfp4_cpu_pack_btile_portable(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4_tensor *b,
+                                   int64_t n0)
 {
-    nvfp4_cpu_btile *t = &bs->t;
     int64_t nb = t->nblocks;
     for (int col = 0; col < NVFP4_CPU_TILE; col++) {
         int64_t n = n0 + col;
@@ -304,21 +318,21 @@ static void btile_pack(btile_store *bs, const nvfp4_tensor *b, int64_t n0)
             any_nan |= bi.nan;
             size_t blk = (size_t)(j * NVFP4_CPU_GROUPS + g);
             int8_t *codes = t->codes + blk * 256 + (size_t)l * 4;
-            int8_t *exps = t->exps + blk * 256 + (size_t)l;
+            int8_t *exps = t->exps + blk * 256 + (size_t)l * 4;
             int32_t sum = 0;
             for (int i = 0; i < 16; i++) {
                 codes[(i / 4) * 64 + i % 4] = bi.q[i];
-                exps[i * 16] = bi.e[i];
+                exps[(i / 4) * 64 + i % 4] = bi.e[i];
                 sum += bi.q[i];
             }
             size_t lane = blk * NVFP4_CPU_LANES + (size_t)l;
             t->corr[lane] = NVFP4_CPU_Q_BIAS * sum;
-            t->scale4[lane] = ldexpf((float)bi.is, -11);
+            t->scale4[lane] = ldexpf((float)bi.is, -11); /* exact */
             t->lim_low[lane] = bi.low + NVFP4_CPU_LIM_LOW;
             t->lim_top[lane] = bi.top + NVFP4_CPU_LIM_TOP;
             t->iscale[(size_t)(col * nb + j)] = bi.is;
         }
-        bs->has_nan[col] = (uint8_t)any_nan;
+        has_nan[col] = (uint8_t)any_nan;
     }
 }
 
@@ -347,7 +361,7 @@ float nvfp4_cpu_sm90_slow(float c, const nvfp4_cpu_apack *a, int64_t row,
     size_t blk = (size_t)(block * NVFP4_CPU_GROUPS + col / NVFP4_CPU_LANES);
     int lane = col % NVFP4_CPU_LANES;
     const int8_t *bc = b->codes + blk * 256 + lane * 4; /* element i at (i/4)*64 + i%4 */
-    const int8_t *be = b->exps + blk * 256 + lane;      /* element i at i*16 */
+    const int8_t *be = b->exps + blk * 256 + lane * 4;  /* the same */
     int64_t scale_product = (int64_t)a->iscale[(size_t)(row * a->nblocks + block)] *
                             b->iscale[(size_t)((int64_t)col * b->nblocks + block)];
 
@@ -364,7 +378,7 @@ float nvfp4_cpu_sm90_slow(float c, const nvfp4_cpu_apack *a, int64_t row,
     for (int i = 0; i < 16; i++) {
         qq[i] = ((int32_t)ac[i] - NVFP4_CPU_Q_BIAS) * bc[(i / 4) * 64 + i % 4];
         if (qq[i] == 0 || scale_product == 0) continue;
-        int e = ae[i] + be[i * 16];
+        int e = ae[i] + be[(i / 4) * 64 + i % 4];
         if (!have_e || e > e_max) e_max = e;
         have_e = 1;
     }
@@ -453,13 +467,13 @@ void nvfp4_cpu_sm90_kernel_portable(const nvfp4_cpu_apack *a, const nvfp4_cpu_bt
                     if (f != 0 && f < atop + lim_top[l]) {
                         /* exact largest product exponent; zeros carry EXP_ZERO */
                         const int8_t *ae = a->exps + (size_t)(r * K + j * 16);
-                        const int8_t *be = b->exps + blk * 256 + l;
+                        const int8_t *be = b->exps + blk * 256 + (size_t)l * 4;
                         int pmax = -128;
                         for (int i = 0; i < 16; i++) {
-                            int e = ae[i] + be[i * 16];
-                            if (ae[i] != NVFP4_CPU_EXP_ZERO && be[i * 16] != NVFP4_CPU_EXP_ZERO &&
-                                e > pmax)
-                                pmax = e;
+                            int eb = be[(i / 4) * 64 + i % 4];
+                            if (ae[i] != NVFP4_CPU_EXP_ZERO && eb != NVFP4_CPU_EXP_ZERO &&
+                                ae[i] + eb > pmax)
+                                pmax = ae[i] + eb;
                         }
                         ct = truncate_c(ct, f, pmax);
                     }
@@ -508,6 +522,7 @@ typedef struct gemm_ctx {
     const nvfp4_gemm_args *args;
     const nvfp4_cpu_apack *ap;
     nvfp4_cpu_sm90_kernel kernel;
+    void (*pack_b)(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4_tensor *b, int64_t n0);
     int64_t n_cols;
     int64_t row_chunk; /* rows per work item, a multiple of MR */
     int64_t row_chunks;
@@ -547,7 +562,7 @@ static void gemm_items(void *p, int64_t begin, int64_t end)
         int64_t r1 = r0 + ctx->row_chunk < ap->rows_padded ? r0 + ctx->row_chunk : ap->rows_padded;
         int64_t n0 = tile * NVFP4_CPU_TILE;
         if (tile != packed_tile) {
-            btile_pack(&bs, args->b, n0);
+            ctx->pack_b(&bs.t, bs.has_nan, args->b, n0);
             packed_tile = tile;
         }
         if (sm90)
@@ -672,7 +687,8 @@ static void f16_operands(uint16_t *dst, const nvfp4_tensor *t, int64_t r)
     for (int64_t k = 0; k < t->cols; k++) {
         unsigned s = nvfp4_tensor_scale(t, r, k / NVFP4_BLOCK) & 0x7fu;
         uint8_t code = nvfp4_tensor_code(t, r, k);
-        float v = s == 0x7f ? NAN : ldexpf((float)q_of_code[code] * (float)is_of_scale[s], -10);
+        float v = s == 0x7f ? NAN
+                            : ldexpf((float)nvfp4_cpu_tab.q[code] * (float)nvfp4_cpu_tab.is[s], -10);
         dst[k] = nvfp4_f16_from_f32(v);
     }
 }
@@ -727,7 +743,7 @@ nvfp4_status nvfp4_gemm_cpu(const nvfp4_gemm_args *args)
                           "nvfp4_gemm_cpu: nthreads is %d (use 0 for all cores)", args->nthreads);
     int64_t M = a->rows, N = b->rows;
     if (M == 0 || N == 0) return NVFP4_OK;
-    pthread_once(&tables_once, init_tables);
+    nvfp4_cpu_tables_init();
     float alpha = a->per_tensor_scale * b->per_tensor_scale; /* FP32 RNE */
     int nthreads = args->nthreads > 0 ? args->nthreads : nvfp4_default_threads();
 
@@ -747,7 +763,9 @@ nvfp4_status nvfp4_gemm_cpu(const nvfp4_gemm_args *args)
     memset(&ctx, 0, sizeof ctx);
     ctx.args = args;
     ctx.ap = &ap;
-    ctx.kernel = kernel_for(simd_current());
+    int simd = simd_current();
+    ctx.kernel = kernel_for(simd);
+    ctx.pack_b = simd == SIMD_PORTABLE ? nvfp4_cpu_pack_btile_portable : nvfp4_cpu_pack_btile_avx2;
     ctx.n_cols = N;
     ctx.alpha = alpha;
     atomic_init(&ctx.failed, 0);

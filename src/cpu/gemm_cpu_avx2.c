@@ -27,21 +27,116 @@ static inline __m256 add_toward_zero(__m256 c, __m256 s)
 
 /* Per lane of half h (8 columns), the largest e_a,i + e_b,i over the
  * nonzero products (at most -89 when there is none: zeros carry -128 and the
- * byte adds saturate).  ae: the row's 16 exponents; be: [i][16 lanes];
- * ctl[p]: the low 16 bytes select element 2p, the high ones 2p + 1. */
-static inline __m256i largest_product_exp(const int8_t *ae, const int8_t *be, const __m256i ctl[8],
-                                          int h)
+ * byte adds saturate).  ae: the row's 16 exponents; be: [kq][16 lanes][4]
+ * as the codes. */
+static inline __m256i largest_product_exp(const int8_t *ae, const int8_t *be, int h)
 {
-    __m256i a = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ae));
+    int32_t w[4];
+    memcpy(w, ae, sizeof w);
     __m256i m = _mm256_set1_epi8(-128);
-    for (int p = 0; p < 8; p++) {
-        __m256i sum = _mm256_adds_epi8(_mm256_shuffle_epi8(a, ctl[p]),
-                                       _mm256_load_si256((const __m256i *)(be + 32 * p)));
-        m = _mm256_max_epi8(m, sum);
+    for (int k = 0; k < 4; k++)
+        m = _mm256_max_epi8(m, _mm256_adds_epi8(_mm256_set1_epi32(w[k]),
+                                                _mm256_load_si256((const __m256i *)(be + 64 * k + 32 * h))));
+    /* the largest of each lane's 4 bytes into its low byte, sign-extended */
+    m = _mm256_max_epi8(m, _mm256_srli_epi32(m, 16));
+    m = _mm256_max_epi8(m, _mm256_srli_epi32(m, 8));
+    return _mm256_srai_epi32(_mm256_slli_epi32(m, 24), 24);
+}
+
+/* 4x4 transpose of 32-bit elements: rows r[i] -> columns. */
+static inline void transpose4(__m128i r[4])
+{
+    __m128i t0 = _mm_unpacklo_epi32(r[0], r[1]), t1 = _mm_unpackhi_epi32(r[0], r[1]);
+    __m128i t2 = _mm_unpacklo_epi32(r[2], r[3]), t3 = _mm_unpackhi_epi32(r[2], r[3]);
+    r[0] = _mm_unpacklo_epi64(t0, t2);
+    r[1] = _mm_unpackhi_epi64(t0, t2);
+    r[2] = _mm_unpacklo_epi64(t1, t3);
+    r[3] = _mm_unpackhi_epi64(t1, t3);
+}
+
+/* Each 32-bit lane's 4 bytes reduced (max or min) into all its bytes, then
+ * the low byte sign-extended to 32 bits. */
+static inline __m128i lane_max8(__m128i x)
+{
+    x = _mm_max_epi8(x, _mm_shuffle_epi8(x, _mm_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13)));
+    x = _mm_max_epi8(x, _mm_shuffle_epi8(x, _mm_setr_epi8(1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14)));
+    return _mm_srai_epi32(_mm_slli_epi32(x, 24), 24);
+}
+
+static inline __m128i lane_min8(__m128i x)
+{
+    x = _mm_min_epi8(x, _mm_shuffle_epi8(x, _mm_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13)));
+    x = _mm_min_epi8(x, _mm_shuffle_epi8(x, _mm_setr_epi8(1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14)));
+    return _mm_srai_epi32(_mm_slli_epi32(x, 24), 24);
+}
+
+void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4_tensor *b,
+                               int64_t n0)
+{
+    static const uint8_t zero_codes[8] = {0};
+    const nvfp4_cpu_tables *tab = &nvfp4_cpu_tab;
+    const int64_t nb = t->nblocks, row_bytes = b->cols / 2;
+    const int hi_first = b->nibble_order == NVFP4_HI_FIRST;
+    const __m128i qtab = _mm_load_si128((const __m128i *)tab->q);
+    const __m128i low4 = _mm_set1_epi8(0x0f);
+    const __m128i ones8 = _mm_set1_epi8(1), ones16 = _mm_set1_epi16(1);
+    for (int col0 = 0; col0 < NVFP4_CPU_TILE; col0 += 4) {
+        const uint8_t *rows[4];
+        int64_t n[4];
+        int nan[4] = {0, 0, 0, 0};
+        for (int c = 0; c < 4; c++) {
+            n[c] = n0 + col0 + c;
+            rows[c] = n[c] < b->rows ? b->codes + (size_t)(n[c] * row_bytes) : NULL;
+        }
+        const int g = col0 / NVFP4_CPU_LANES, l0 = col0 % NVFP4_CPU_LANES;
+        for (int64_t j = 0; j < nb; j++) {
+            __m128i q[4], e[4], lsb[4];
+            int32_t is[4];
+            float scale4[4];
+            for (int c = 0; c < 4; c++) {
+                unsigned s = 0;
+                const uint8_t *src = zero_codes;
+                if (rows[c]) {
+                    s = b->scales[nvfp4_cpu_scale_offset(b, n[c], j)] & 0x7fu; /* sign ignored */
+                    if (s == 0x7f) { /* NaN: packed as zeros, the output is NaN */
+                        nan[c] = 1;
+                        s = 0;
+                    }
+                    src = rows[c] + j * 8;
+                }
+                is[c] = tab->is[s];
+                scale4[c] = tab->scale4[s];
+                __m128i x = _mm_loadl_epi64((const __m128i *)src);
+                __m128i hi = _mm_and_si128(_mm_srli_epi16(x, 4), low4), lo = _mm_and_si128(x, low4);
+                __m128i codes = hi_first ? _mm_unpacklo_epi8(hi, lo) : _mm_unpacklo_epi8(lo, hi);
+                q[c] = _mm_shuffle_epi8(qtab, codes);
+                e[c] = _mm_shuffle_epi8(_mm_load_si128((const __m128i *)tab->exp[s]), codes);
+                lsb[c] = _mm_shuffle_epi8(_mm_load_si128((const __m128i *)tab->lsb[s]), codes);
+            }
+            /* rows of 4 columns -> [kq][lane][4] */
+            transpose4(q);
+            transpose4(e);
+            transpose4(lsb);
+            const size_t blk = (size_t)(j * NVFP4_CPU_GROUPS + g);
+            int8_t *codes_out = t->codes + blk * 256 + (size_t)l0 * 4;
+            int8_t *exps_out = t->exps + blk * 256 + (size_t)l0 * 4;
+            __m128i sum = _mm_setzero_si128();
+            for (int kq = 0; kq < 4; kq++) {
+                _mm_storeu_si128((__m128i *)(codes_out + kq * 64), q[kq]);
+                _mm_storeu_si128((__m128i *)(exps_out + kq * 64), e[kq]);
+                sum = _mm_add_epi32(sum, _mm_madd_epi16(_mm_maddubs_epi16(ones8, q[kq]), ones16));
+            }
+            __m128i top = lane_max8(_mm_max_epi8(_mm_max_epi8(e[0], e[1]), _mm_max_epi8(e[2], e[3])));
+            __m128i low = lane_min8(_mm_min_epi8(_mm_min_epi8(lsb[0], lsb[1]), _mm_min_epi8(lsb[2], lsb[3])));
+            const size_t lane = blk * NVFP4_CPU_LANES + (size_t)l0;
+            _mm_storeu_si128((__m128i *)(t->corr + lane), _mm_mullo_epi32(sum, _mm_set1_epi32(NVFP4_CPU_Q_BIAS)));
+            _mm_storeu_si128((__m128i *)(t->lim_top + lane), _mm_add_epi32(top, _mm_set1_epi32(NVFP4_CPU_LIM_TOP)));
+            _mm_storeu_si128((__m128i *)(t->lim_low + lane), _mm_add_epi32(low, _mm_set1_epi32(NVFP4_CPU_LIM_LOW)));
+            _mm_storeu_ps(t->scale4 + lane, _mm_loadu_ps(scale4));
+            for (int c = 0; c < 4; c++) t->iscale[(size_t)((col0 + c) * nb + j)] = is[c];
+        }
+        for (int c = 0; c < 4; c++) has_nan[col0 + c] = (uint8_t)nan[c];
     }
-    __m128i x = _mm_max_epi8(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
-    if (h) x = _mm_srli_si128(x, 8);
-    return _mm256_cvtepi8_epi32(x);
 }
 
 void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
@@ -53,9 +148,6 @@ void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile 
     const __m256i all_ones = _mm256_set1_epi32(-1);
     const __m256i bias_minus_2 = _mm256_set1_epi32(127 - 2);
     const __m256i c23 = _mm256_set1_epi32(23), c32 = _mm256_set1_epi32(32);
-    __m256i ctl[8];
-    for (int p = 0; p < 8; p++)
-        ctl[p] = _mm256_setr_m128i(_mm_set1_epi8((char)(2 * p)), _mm_set1_epi8((char)(2 * p + 1)));
     for (int g = 0; g < NVFP4_CPU_GROUPS; g++) {
         for (int h = 0; h < 2; h++) { /* the two 8-column halves of a group */
             for (int64_t r = row_begin; r < row_end; r += NVFP4_CPU_MR) {
@@ -100,7 +192,7 @@ void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile 
                             /* clear c's bits below 2^(max(e_c, P) - 25):
                              * shift = P - e_c - 2, none if <= 0, all if >= 24 */
                             __m256i pmax = largest_product_exp(
-                                a->exps + (size_t)(row * K + j * 16), b->exps + blk * 256, ctl, h);
+                                a->exps + (size_t)(row * K + j * 16), b->exps + blk * 256, h);
                             __m256i shift = _mm256_max_epi32(
                                 _mm256_sub_epi32(_mm256_add_epi32(pmax, bias_minus_2), f), zero);
                             shift = _mm256_blendv_epi8(shift, c32, _mm256_cmpgt_epi32(shift, c23));
@@ -135,6 +227,12 @@ void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile 
 
 #else
 /* Built without the flags: never chosen unless forced; same bits anyway. */
+void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4_tensor *b,
+                               int64_t n0)
+{
+    nvfp4_cpu_pack_btile_portable(t, has_nan, b, n0);
+}
+
 void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
                                 int64_t row_begin, int64_t row_end, float *acc)
 {

@@ -1,11 +1,12 @@
-/* gemm_cpu_avx512.c -- the sm90 kernel with AVX-512 (F, BW), 16 columns per
- * vector.  Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq and only
- * called when the CPU has them (gemm_cpu.c).  Same arithmetic as the
+/* gemm_cpu_avx512.c -- the sm90 kernel with AVX-512 (F, BW; VNNI where the
+ * CPU has it), 16 columns per vector.  Compiled with -mavx512f -mavx512bw
+ * -mavx512vl -mavx512dq and only called when the CPU has them (gemm_cpu.c).  Same arithmetic as the
  * portable kernel: D by byte dot products, s = D * S_a * S_b / 4 exact in
  * FP32, and the step as one FMA rounded toward zero (RZ of the exact
  * c + s).  Where the guard says c may be truncated, c's low bits are cleared
  * first (exact largest product exponent by byte SIMD); lanes whose products
  * may be truncated take nvfp4_cpu_sm90_slow(). */
+#ifndef SM90_KERNEL_NAME /* first pass: helpers, then the kernel twice */
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
@@ -15,36 +16,67 @@
 
 /* Per lane, the largest e_a,i + e_b,i over the nonzero products (at most
  * -89 when there is none: zeros carry -128 and the byte adds saturate).
- * ae: the row's 16 exponents; be: [i][16 lanes]; ctl[k]: chunk q of the
- * 64 bytes selects element 4k + q. */
-static inline __m512i largest_product_exp(const int8_t *ae, const int8_t *be, const __m512i ctl[4])
+ * ae: the row's 16 exponents; be: [kq][16 lanes][4] as the codes. */
+static inline __m512i largest_product_exp(const int8_t *ae, const int8_t *be)
 {
-    __m512i a = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)ae));
+    int32_t w[4];
+    memcpy(w, ae, sizeof w);
     __m512i m = _mm512_set1_epi8(-128);
-    for (int k = 0; k < 4; k++) {
-        __m512i sum = _mm512_adds_epi8(_mm512_shuffle_epi8(a, ctl[k]),
-                                       _mm512_load_si512((const void *)(be + 64 * k)));
-        m = _mm512_max_epi8(m, sum);
-    }
-    m = _mm512_max_epi8(m, _mm512_shuffle_i64x2(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
-    m = _mm512_max_epi8(m, _mm512_shuffle_i64x2(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
-    return _mm512_cvtepi8_epi32(_mm512_castsi512_si128(m));
+    for (int k = 0; k < 4; k++)
+        m = _mm512_max_epi8(m, _mm512_adds_epi8(_mm512_set1_epi32(w[k]),
+                                                _mm512_load_si512((const void *)(be + 64 * k))));
+    /* the largest of each lane's 4 bytes into its low byte, sign-extended */
+    m = _mm512_max_epi8(m, _mm512_srli_epi32(m, 16));
+    m = _mm512_max_epi8(m, _mm512_srli_epi32(m, 8));
+    return _mm512_srai_epi32(_mm512_slli_epi32(m, 24), 24);
 }
 
+/* The kernel body is written once, below, and compiled twice by including
+ * this file into itself: with AVX-512 BW byte dot products, and with VNNI
+ * (vpdpbusd: 4 instructions instead of 9) under a target pragma, since the
+ * Makefile gives this file no VNNI flag. */
+#define SM90_KERNEL_NAME nvfp4_cpu_sm90_kernel_avx512
+#include "cpu/gemm_cpu_avx512.c"
+#undef SM90_KERNEL_NAME
+
+#pragma GCC push_options
+#pragma GCC target("avx512vnni")
+#define SM90_KERNEL_NAME nvfp4_cpu_sm90_kernel_avx512vnni
+#define SM90_KERNEL_VNNI 1
+#include "cpu/gemm_cpu_avx512.c"
+#undef SM90_KERNEL_VNNI
+#undef SM90_KERNEL_NAME
+#pragma GCC pop_options
+
+#else
+/* Built without the flags (another compiler or a hand build): never chosen
+ * at run time unless forced, and then the portable kernel gives the same bits. */
 void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
                                   int64_t row_begin, int64_t row_end, float *acc)
 {
+    nvfp4_cpu_sm90_kernel_portable(a, b, row_begin, row_end, acc);
+}
+
+void nvfp4_cpu_sm90_kernel_avx512vnni(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
+                                      int64_t row_begin, int64_t row_end, float *acc)
+{
+    nvfp4_cpu_sm90_kernel_portable(a, b, row_begin, row_end, acc);
+}
+#endif
+
+#else /* second pass: one instance of the kernel, named SM90_KERNEL_NAME */
+
+void SM90_KERNEL_NAME(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b, int64_t row_begin,
+                      int64_t row_end, float *acc)
+{
     const int64_t K = a->k, nb = a->nblocks;
+#ifndef SM90_KERNEL_VNNI
     const __m512i ones = _mm512_set1_epi16(1);
+#endif
     const __m512i zero = _mm512_setzero_si512();
     const __m512i all_ones = _mm512_set1_epi32(-1);
     const __m512i bias_minus_2 = _mm512_set1_epi32(127 - 2);
     const __m512i c24 = _mm512_set1_epi32(24), c32 = _mm512_set1_epi32(32);
-    const int R = 0x01010101;
-    const __m512i chunk_index = _mm512_set_epi32(3 * R, 3 * R, 3 * R, 3 * R, 2 * R, 2 * R, 2 * R, 2 * R,
-                                                 R, R, R, R, 0, 0, 0, 0);
-    __m512i ctl[4];
-    for (int k = 0; k < 4; k++) ctl[k] = _mm512_add_epi8(chunk_index, _mm512_set1_epi8((char)(4 * k)));
     for (int g = 0; g < NVFP4_CPU_GROUPS; g++) {
         for (int64_t r = row_begin; r < row_end; r += NVFP4_CPU_MR) {
             __m512 c[NVFP4_CPU_MR];
@@ -65,12 +97,22 @@ void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btil
                     const int64_t row = r + rr;
                     int32_t w[4];
                     memcpy(w, a->codes + (size_t)(row * K + j * 16), sizeof w);
+                    /* D = sum (q_a + 12) q_b - 12 sum q_b, per lane */
+#ifdef SM90_KERNEL_VNNI
+                    __m512i d = _mm512_sub_epi32(zero, corr);
+                    d = _mm512_dpbusd_epi32(d, _mm512_set1_epi32(w[0]), b0);
+                    d = _mm512_dpbusd_epi32(d, _mm512_set1_epi32(w[1]), b1);
+                    d = _mm512_dpbusd_epi32(d, _mm512_set1_epi32(w[2]), b2);
+                    d = _mm512_dpbusd_epi32(d, _mm512_set1_epi32(w[3]), b3);
+#else
+                    /* pairs of products in 16 bits (|sum| <= 2304), then 32 */
                     __m512i p01 = _mm512_add_epi16(_mm512_maddubs_epi16(_mm512_set1_epi32(w[0]), b0),
                                                    _mm512_maddubs_epi16(_mm512_set1_epi32(w[1]), b1));
                     __m512i p23 = _mm512_add_epi16(_mm512_maddubs_epi16(_mm512_set1_epi32(w[2]), b2),
                                                    _mm512_maddubs_epi16(_mm512_set1_epi32(w[3]), b3));
                     __m512i d = _mm512_sub_epi32(
                         _mm512_madd_epi16(_mm512_add_epi16(p01, p23), ones), corr);
+#endif
                     const size_t ab = (size_t)(row * nb + j);
                     __m512 scale = _mm512_mul_ps(_mm512_set1_ps(a->scale[ab]), scale4);
                     /* guard (cpu_internal.h): f = c's exponent field */
@@ -84,7 +126,7 @@ void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btil
                         /* clear c's bits below 2^(max(e_c, P) - 25):
                          * shift = P - e_c - 2, none if <= 0, all if >= 24 */
                         __m512i pmax = largest_product_exp(a->exps + (size_t)(row * K + j * 16),
-                                                           b->exps + blk * 256, ctl);
+                                                           b->exps + blk * 256);
                         __m512i shift = _mm512_max_epi32(
                             _mm512_sub_epi32(_mm512_add_epi32(pmax, bias_minus_2), f), zero);
                         shift = _mm512_mask_mov_epi32(shift, _mm512_cmpge_epi32_mask(shift, c24), c32);
@@ -115,12 +157,4 @@ void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btil
     }
 }
 
-#else
-/* Built without the flags (another compiler or a hand build): never chosen
- * at run time unless forced, and then the portable kernel gives the same bits. */
-void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                  int64_t row_begin, int64_t row_end, float *acc)
-{
-    nvfp4_cpu_sm90_kernel_portable(a, b, row_begin, row_end, acc);
-}
 #endif

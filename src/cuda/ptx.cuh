@@ -52,6 +52,10 @@ NVFP4_DEV void ptx_mbar_wait(uint64_t *bar, uint32_t parity)
         : "memory");
 }
 
+/* Order this thread's generic-proxy shared-memory accesses before later
+ * async-proxy (TMA) accesses that another thread issues after a barrier. */
+NVFP4_DEV void ptx_fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
 /* ---- TMA --------------------------------------------------------------- */
 /* 2D tiled tensor copy global -> shared, completion counted on `bar`. */
 NVFP4_DEV void ptx_tma_load_2d(void *dst, const void *tmap, uint64_t *bar, int32_t x, int32_t y)
@@ -82,6 +86,7 @@ NVFP4_DEV void ptx_prefetch_tmap(const void *tmap)
 NVFP4_DEV void ptx_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 NVFP4_DEV void ptx_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 NVFP4_DEV void ptx_wgmma_wait0(void) { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+NVFP4_DEV void ptx_wgmma_wait1(void) { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
 
 /* Keep the compiler from moving accumulator reads/writes across a wgmma
  * boundary (the registers are in flight until wgmma.wait_group). */

@@ -22,6 +22,7 @@ extern "C" {
 #include "cuda/sm90_heuristics.cuh"
 #include "cuda/sm90_internal.cuh"
 #include "cuda/sm90_wgmma.cuh"
+#include "cuda/sm90_small_m.cuh"
 
 /* ------------------------------------------------------------------------ */
 /* Kernel variants (one per nvfp4_sm90_variants entry, same order).         */
@@ -77,7 +78,7 @@ typedef void (*sm90_kernel_fn)(nvfp4_sm90_params);
 static const sm90_kernel_fn sm90_kernels[NVFP4_SM90_NUM_VARIANTS] = {
     nvfp4_sm90_gemm_bn8_nc1,  nvfp4_sm90_gemm_bn16_nc1,  nvfp4_sm90_gemm_bn32_nc1,
     nvfp4_sm90_gemm_bn64_nc1, nvfp4_sm90_gemm_bn64_nc2,  nvfp4_sm90_gemm_bn128_nc1,
-    nvfp4_sm90_gemm_bn128_nc2, nvfp4_sm90_gemm_bn256_nc2,
+    nvfp4_sm90_gemm_bn128_nc2, nvfp4_sm90_gemm_bn256_nc2, NULL /* small M: sm90_small_m.cuh */,
 };
 
 /* ------------------------------------------------------------------------ */
@@ -142,6 +143,7 @@ typedef struct sm90_device_info {
     int ok;
     int num_sms;
     size_t smem_optin;
+    size_t smem_per_sm;
     size_t smem_set[NVFP4_SM90_NUM_VARIANTS];
 } sm90_device_info;
 
@@ -166,17 +168,19 @@ static nvfp4_status device_info(sm90_device_info **out)
                           SM90_MAX_DEVICES - 1);
     sm90_device_info *d = &sm90_devices[dev];
     if (!d->ok) {
-        int major = 0, minor = 0, sms = 0, optin = 0;
+        int major = 0, minor = 0, sms = 0, optin = 0, per_sm = 0;
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+        cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
         if (major != 9 || minor != 0)
             return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
                               "gemm (cuda): device %d is sm_%d%d; this kernel needs sm_90 (H100/H200)",
                               dev, major, minor);
         d->num_sms = sms;
         d->smem_optin = (size_t)optin;
+        d->smem_per_sm = (size_t)per_sm;
         d->ok = 1;
     }
     *out = d;
@@ -193,12 +197,23 @@ extern "C" size_t nvfp4_cuda_gemm_workspace(int64_t m, int64_t n, int64_t k)
 
 static int misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) != 0; }
 
-extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)
+static cudaError_t launch_dequant_act(const nvfp4_cuda_operand *a, void *workspace, int64_t m,
+                                      int64_t k, cudaStream_t stream)
+{
+    const int64_t blocks_a = m * (k / 16);
+    nvfp4_sm90_dequant_act<<<(unsigned)((blocks_a + 255) / 256), 256, 0, stream>>>(
+        a->codes, a->scales, (uint16_t *)workspace, (int)m, (int)k);
+    return cudaGetLastError();
+}
+
+/* act_ready: the caller (the fused linear's A producer) has already written
+ * the exact FP16 activations into args->workspace; skip the pre-pass. */
+static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready)
 {
     if (!args) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "gemm (cuda): args is NULL");
     const nvfp4_cuda_operand *a = &args->a, *b = &args->b;
     const int64_t m = a->rows, n = b->rows, k = a->cols;
-    if (!a->codes || !a->scales || !a->per_tensor_scale)
+    if ((!act_ready && (!a->codes || !a->scales)) || !a->per_tensor_scale)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
                           "gemm (cuda): A (activations) needs codes, scales and per_tensor_scale");
     if (!b->codes || !b->scales || !b->per_tensor_scale)
@@ -223,7 +238,7 @@ extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)
                           (long long)k);
     if (m > INT32_MAX / 2 || n > INT32_MAX / 2 || k > INT32_MAX / 2)
         return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "gemm (cuda): a dimension exceeds 2^30");
-    if (misaligned(a->codes, 16) || misaligned(b->codes, 16) || misaligned(a->scales, 16) ||
+    if ((!act_ready && (misaligned(a->codes, 16) || misaligned(a->scales, 16))) || misaligned(b->codes, 16) ||
         misaligned(b->scales, 16))
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
                           "gemm (cuda): codes and scales must be 16-byte aligned device pointers");
@@ -246,9 +261,44 @@ extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)
         return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): cuTensorMapEncodeTiled not found in the driver");
 
     nvfp4_sm90_plan plan;
-    if (nvfp4_sm90_plan_gemm(m, n, k, dev->num_sms, dev->smem_optin, sm90_forced_variant, &plan) != 0)
-        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "gemm (cuda): no kernel variant fits shared memory");
+    if (nvfp4_sm90_plan_gemm(m, n, k, dev->num_sms, dev->smem_optin, dev->smem_per_sm,
+                             sm90_forced_variant, &plan) != 0)
+        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
+                          "gemm (cuda): no kernel variant for M=%lld (forced variant %d)", (long long)m,
+                          sm90_forced_variant);
     const nvfp4_sm90_variant var = nvfp4_sm90_variants[plan.variant];
+
+    cudaStream_t stream = (cudaStream_t)args->stream;
+    if (var.nc == 0) { /* the small-M kernel */
+        if (misaligned(args->raw, 8) || misaligned(args->out, 4))
+            return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                              "gemm (cuda): raw must be 8-byte and out 4-byte aligned");
+        cudaError_t e = act_ready ? cudaSuccess : launch_dequant_act(a, args->workspace, m, k, stream);
+        if (e != cudaSuccess)
+            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): activation pre-pass launch: %s",
+                              cudaGetErrorString(e));
+        nvfp4_sm90_small_params sp;
+        memset(&sp, 0, sizeof sp);
+        sp.b_codes = b->codes;
+        sp.b_scales = b->scales;
+        sp.act = (const uint16_t *)args->workspace;
+        sp.a_scale2 = a->per_tensor_scale;
+        sp.b_scale2 = b->per_tensor_scale;
+        sp.bias = args->bias;
+        sp.raw = args->raw;
+        sp.out = args->out;
+        sp.m = (int)m;
+        sp.n = (int)n;
+        sp.k = (int)k;
+        sp.ncb = (int)((k / 16 + 3) / 4);
+        nvfp4_sm90_small_m<<<plan.grid, SMALLM_WARPS * 32, SMALLM_WARPS * SMALLM_SLOTS * SMALLM_SLOT,
+                             stream>>>(sp);
+        e = cudaGetLastError();
+        if (e != cudaSuccess)
+            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): small-M kernel launch: %s",
+                              cudaGetErrorString(e));
+        return NVFP4_OK;
+    }
 
     nvfp4_sm90_params p;
     memset(&p, 0, sizeof p);
@@ -268,7 +318,7 @@ extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)
     {
         cuuint64_t dims[2] = {(cuuint64_t)(k / 2), (cuuint64_t)n};
         cuuint64_t strides[1] = {(cuuint64_t)(k / 2)};
-        cuuint32_t box[2] = {32, (cuuint32_t)(64 * var.nc)};
+        cuuint32_t box[2] = {(cuuint32_t)(32 * NVFP4_SM90_KSUB(var.bn, var.nc)), (cuuint32_t)(64 * var.nc)};
         cuuint32_t estr[2] = {1, 1};
         CUresult r = encode(&p.tmap_codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)b->codes, dims,
                             strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -292,11 +342,7 @@ extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)
     p.stages = plan.stages;
     p.num_tiles = plan.tiles;
 
-    cudaStream_t stream = (cudaStream_t)args->stream;
-    const int64_t blocks_a = m * (k / 16);
-    nvfp4_sm90_dequant_act<<<(unsigned)((blocks_a + 255) / 256), 256, 0, stream>>>(
-        a->codes, a->scales, (uint16_t *)args->workspace, (int)m, (int)k);
-    cudaError_t e = cudaGetLastError();
+    cudaError_t e = act_ready ? cudaSuccess : launch_dequant_act(a, args->workspace, m, k, stream);
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): activation pre-pass launch: %s",
                           cudaGetErrorString(e));
@@ -316,4 +362,14 @@ extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)
         return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): kernel launch (bn=%d, nc=%d): %s", var.bn,
                           var.nc, cudaGetErrorString(e));
     return NVFP4_OK;
+}
+
+extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)
+{
+    return gemm_impl(args, 0);
+}
+
+extern "C" nvfp4_status nvfp4_sm90_gemm_from_f16(const nvfp4_cuda_gemm_args *args)
+{
+    return gemm_impl(args, 1);
 }

@@ -15,15 +15,77 @@
  * raw/out[m * N + n]. */
 
 #define SM90_THREADS (128 * (SM90_NC + 1))
-#define SM90_ACT_BYTES (SM90_BN * 128)
-#define SM90_CODE_BYTES (SM90_NC * 64 * 32)
-#define SM90_STAGE_BYTES (((SM90_ACT_BYTES + SM90_CODE_BYTES + 512) + 1023) / 1024 * 1024)
+/* A stage holds KSUB chunks of 64 K-elements (4 NVFP4 blocks each): wider
+ * code rows per TMA request where tiles are small (TMA cost is per row). */
+#define SM90_KSUB NVFP4_SM90_KSUB(SM90_BN, SM90_NC)
+#define SM90_ACT_BOX (SM90_BN * 128)             /* one 64-element activation box */
+#define SM90_ACT_BYTES (SM90_ACT_BOX * SM90_KSUB)
+#define SM90_CODE_ROW (32 * SM90_KSUB)            /* code bytes per weight row per stage */
+#define SM90_CODE_BYTES (SM90_NC * 64 * SM90_CODE_ROW)
+#define SM90_STAGE_BYTES \
+    (((SM90_ACT_BYTES + SM90_CODE_BYTES + 512 * SM90_KSUB) + 1023) / 1024 * 1024)
 
-extern "C" __global__ void __launch_bounds__(SM90_THREADS, 1)
+/* Consumer helpers.  Chunk kc (64 K-elements) lives in ring slot s at
+ * sub-chunk `sub` of its stage. */
+#define SM90_STAGE(S) (smem + (size_t)(S) * SM90_STAGE_BYTES)
+#define SM90_DEQUANT(DST)                                                                          \
+    nvfp4_sm90_dequant_chunk(SM90_STAGE(s) + SM90_ACT_BYTES + sub * 32, SM90_CODE_ROW,             \
+                             SM90_STAGE(s) + SM90_ACT_BYTES + SM90_CODE_BYTES + sub * 512, r0,     \
+                             sc_off0, sc_off1, sel_block, DST)
+#define SM90_NEXT_CHUNK()                                                                          \
+    {                                                                                              \
+        kc++;                                                                                      \
+        if (++sub == SM90_KSUB) {                                                                  \
+            sub = 0;                                                                               \
+            if (++s == stages) {                                                                   \
+                s = 0;                                                                             \
+                phase ^= 1;                                                                        \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+/* One step of the consumer's software pipeline: issue the 4 wgmmas of chunk
+ * kc from fragments CUR, retire chunk kc-1 (wait_group 1) and free its
+ * stage if it was the stage's last chunk, then dequantize chunk kc+1 into
+ * NXT (whose wgmmas just retired). */
+#define SM90_CHUNK(CUR, NXT)                                                                       \
+    {                                                                                              \
+        _Pragma("unroll") for (int kb = 0; kb < 4; kb++)                                           \
+            _Pragma("unroll") for (int j = 0; j < 4; j++) ptx_fence_reg_u32(CUR[kb][j]);            \
+        ptx_wgmma_fence();                                                                         \
+        const uint32_t act_addr = ptx_smem_addr(SM90_STAGE(s) + sub * SM90_ACT_BOX);               \
+        SM90_WGMMA(acc, CUR[0][0], CUR[0][1], CUR[0][2], CUR[0][3], ptx_desc_sw128(act_addr));     \
+        SM90_WGMMA(acc, CUR[1][0], CUR[1][1], CUR[1][2], CUR[1][3], ptx_desc_sw128(act_addr + 32)); \
+        SM90_WGMMA(acc, CUR[2][0], CUR[2][1], CUR[2][2], CUR[2][3], ptx_desc_sw128(act_addr + 64)); \
+        SM90_WGMMA(acc, CUR[3][0], CUR[3][1], CUR[3][2], CUR[3][3], ptx_desc_sw128(act_addr + 96)); \
+        ptx_wgmma_commit();                                                                        \
+        ptx_wgmma_wait1();                                                                         \
+        if (kc > 0) {                                                                              \
+            _Pragma("unroll") for (int kb = 0; kb < 4; kb++)                                       \
+                _Pragma("unroll") for (int j = 0; j < 4; j++) ptx_fence_reg_u32(NXT[kb][j]);        \
+            if (prev_last) {                                                                       \
+                ptx_fence_proxy_async();                                                           \
+                __syncwarp();                                                                      \
+                if (lane == 0) ptx_mbar_arrive(&empty[prev_slot]);                                 \
+            }                                                                                      \
+        }                                                                                          \
+        prev_slot = s;                                                                             \
+        prev_last = sub == SM90_KSUB - 1 || kc == num_kc - 1;                                      \
+        SM90_NEXT_CHUNK();                                                                         \
+        if (kc == num_full) break;                                                                 \
+        if (sub == 0) ptx_mbar_wait(&full[s], phase);                                              \
+        SM90_DEQUANT(NXT);                                                                         \
+    }
+
+/* Small single-consumer variants run two CTAs per SM: twice the
+ * independent load -> dequant -> wgmma chains where M is small. */
+#define SM90_MINB NVFP4_SM90_CTAS(SM90_BN, SM90_NC)
+
+extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
     SM90_NAME(const __grid_constant__ nvfp4_sm90_params p)
 {
     extern __shared__ uint8_t smem_dyn[];
-    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_dyn + 1023) & ~(uintptr_t)1023);
+    uint8_t *const smem = (uint8_t *)(((uintptr_t)smem_dyn + 1023) & ~(uintptr_t)1023);
     const int stages = p.stages;
     uint64_t *full = (uint64_t *)(smem + (size_t)stages * SM90_STAGE_BYTES);
     uint64_t *empty = full + stages;
@@ -58,14 +120,16 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, 1)
                 const int wt = (int)(tile / p.num_at), at = (int)(tile % p.num_at);
                 const int n0 = wt * 64 * SM90_NC, m0 = at * SM90_BN;
                 const uint8_t *sc = p.b_scales + (size_t)(n0 / 128) * p.ncb * 512;
-                for (int kc = 0; kc < num_kc; kc++) {
+                for (int kc0 = 0; kc0 < num_kc; kc0 += SM90_KSUB) {
+                    const int nsub = num_kc - kc0 < SM90_KSUB ? num_kc - kc0 : SM90_KSUB;
                     ptx_mbar_wait(&empty[s], phase ^ 1);
-                    uint8_t *st = smem + (size_t)s * SM90_STAGE_BYTES;
-                    ptx_mbar_arrive_expect_tx(&full[s], SM90_ACT_BYTES + SM90_CODE_BYTES + 512);
-                    ptx_tma_load_2d(st, &p.tmap_act, &full[s], kc * 64, m0);
-                    ptx_tma_load_2d(st + SM90_ACT_BYTES, &p.tmap_codes, &full[s], kc * 32, n0);
-                    ptx_bulk_load(st + SM90_ACT_BYTES + SM90_CODE_BYTES, sc + (size_t)kc * 512, 512,
-                                  &full[s]);
+                    uint8_t *st = SM90_STAGE(s);
+                    ptx_mbar_arrive_expect_tx(&full[s], nsub * SM90_ACT_BOX + SM90_CODE_BYTES + nsub * 512);
+                    for (int j = 0; j < nsub; j++)
+                        ptx_tma_load_2d(st + j * SM90_ACT_BOX, &p.tmap_act, &full[s], (kc0 + j) * 64, m0);
+                    ptx_tma_load_2d(st + SM90_ACT_BYTES, &p.tmap_codes, &full[s], kc0 * 32, n0);
+                    ptx_bulk_load(st + SM90_ACT_BYTES + SM90_CODE_BYTES, sc + (size_t)kc0 * 512,
+                                  (uint32_t)nsub * 512, &full[s]);
                     if (++s == stages) {
                         s = 0;
                         phase ^= 1;
@@ -85,7 +149,6 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, 1)
         /* prmt selector for bytes t and t+4 of an 8-byte block (two words). */
         const uint32_t sel_block = (uint32_t)t | ((uint32_t)(t + 4) << 4);
         const float alpha = __fmul_rn(*p.a_scale2, *p.b_scale2);
-        const uint32_t sixty_four = 0x54005400u; /* FP16 {64, 64} */
         float acc[SM90_BN / 2];
         int s = 0;
         uint32_t phase = 0;
@@ -100,129 +163,60 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, 1)
                 acc[i] = 0.0f;
                 ptx_fence_reg(acc[i]);
             }
-            for (int kc = 0; kc < num_full; kc++) {
+            /* Software pipeline, two chunks deep: while the wgmmas of chunk kc
+             * run, the next chunk is dequantized into the other fragment set;
+             * wait_group 1 then retires chunk kc-1 and frees its stage. */
+            uint32_t fa[4][4], fb[4][4];
+            int kc = 0, sub = 0, prev_slot = 0, prev_last = 0;
+            if (num_full > 0) {
                 ptx_mbar_wait(&full[s], phase);
-                const uint8_t *st = smem + (size_t)s * SM90_STAGE_BYTES;
-                const uint8_t *codes = st + SM90_ACT_BYTES;
-                const uint8_t *scales = codes + SM90_CODE_BYTES;
-                const uint4 c0a = *(const uint4 *)(codes + r0 * 32);
-                const uint4 c0b = *(const uint4 *)(codes + r0 * 32 + 16);
-                const uint4 c1a = *(const uint4 *)(codes + (r0 + 8) * 32);
-                const uint4 c1b = *(const uint4 *)(codes + (r0 + 8) * 32 + 16);
-                const uint32_t s0 = *(const uint32_t *)(scales + sc_off0);
-                const uint32_t s1 = *(const uint32_t *)(scales + sc_off1);
-                /* words of block kb: row0 {lo, hi}, row1 {lo, hi} */
-                const uint32_t w0lo[4] = {c0a.x, c0a.z, c0b.x, c0b.z};
-                const uint32_t w0hi[4] = {c0a.y, c0a.w, c0b.y, c0b.w};
-                const uint32_t w1lo[4] = {c1a.x, c1a.z, c1b.x, c1b.z};
-                const uint32_t w1hi[4] = {c1a.y, c1a.w, c1b.y, c1b.w};
-                /* FP16 pairs {scale0, scale1} * 64 for blocks 0..3 (sign bits cleared) */
-                const uint32_t s01_lo = ptx_prmt(s0, s1, 0x5140u) & 0x7F7F7F7Fu; /* s0b0 s1b0 s0b1 s1b1 */
-                const uint32_t s01_hi = ptx_prmt(s0, s1, 0x7362u) & 0x7F7F7F7Fu; /* s0b2 s1b2 s0b3 s1b3 */
-                uint32_t sf[4];
-                sf[0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s01_lo & 0xFFFFu)), sixty_four);
-                sf[1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s01_lo >> 16)), sixty_four);
-                sf[2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s01_hi & 0xFFFFu)), sixty_four);
-                sf[3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s01_hi >> 16)), sixty_four);
-                uint32_t afrag[4][4];
-#pragma unroll
-                for (int kb = 0; kb < 4; kb++) {
-                    /* X = {row0 byte t, row0 byte t+4, row1 byte t, row1 byte t+4} */
-                    const uint32_t x0 = ptx_prmt(w0lo[kb], w0hi[kb], sel_block);
-                    const uint32_t x1 = ptx_prmt(w1lo[kb], w1hi[kb], sel_block);
-                    const uint32_t x = ptx_prmt(x0, x1, 0x5410u);
-                    /* Each nibble s.e1e0.m as an E4M3 byte s.0e1e0.m00 = e2m1 * 2^-6:
-                     * high nibbles (elements 2i) and low nibbles (2i+1). */
-                    const uint32_t hi = (x & 0x80808080u) | ((x >> 2) & 0x1C1C1C1Cu);
-                    const uint32_t lo = ((x << 4) & 0x80808080u) | ((x << 2) & 0x1C1C1C1Cu);
-                    const uint32_t p01 = ptx_prmt(hi, lo, 0x5140u); /* row0: {2t,2t+1}, {2t+8,2t+9} */
-                    const uint32_t p23 = ptx_prmt(hi, lo, 0x7362u); /* row1: the same */
-                    const uint32_t sc0 = ptx_prmt(sf[kb], 0, 0x1010u); /* {s0, s0} */
-                    const uint32_t sc1 = ptx_prmt(sf[kb], 0, 0x3232u); /* {s1, s1} */
-                    afrag[kb][0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 & 0xFFFFu)), sc0);
-                    afrag[kb][1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 & 0xFFFFu)), sc1);
-                    afrag[kb][2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 >> 16)), sc0);
-                    afrag[kb][3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 >> 16)), sc1);
+                SM90_DEQUANT(fa);
+                for (;;) {
+                    SM90_CHUNK(fa, fb)
+                    SM90_CHUNK(fb, fa)
                 }
-#pragma unroll
-                for (int kb = 0; kb < 4; kb++)
-#pragma unroll
-                    for (int j = 0; j < 4; j++) ptx_fence_reg_u32(afrag[kb][j]);
-                ptx_wgmma_fence();
-                const uint32_t act_addr = ptx_smem_addr(st);
-#pragma unroll
-                for (int kb = 0; kb < 4; kb++)
-                    SM90_WGMMA(acc, afrag[kb][0], afrag[kb][1], afrag[kb][2], afrag[kb][3],
-                               ptx_desc_sw128(act_addr + kb * 32));
-                ptx_wgmma_commit();
                 ptx_wgmma_wait0();
 #pragma unroll
                 for (int i = 0; i < SM90_BN / 2; i++) ptx_fence_reg(acc[i]);
-                if (lane == 0) ptx_mbar_arrive(&empty[s]);
-                if (++s == stages) {
-                    s = 0;
-                    phase ^= 1;
+#pragma unroll
+                for (int kb = 0; kb < 4; kb++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        ptx_fence_reg_u32(fa[kb][j]);
+                        ptx_fence_reg_u32(fb[kb][j]);
+                    }
+                if (prev_last) {
+                    ptx_fence_proxy_async();
+                    __syncwarp();
+                    if (lane == 0) ptx_mbar_arrive(&empty[prev_slot]);
                 }
             }
-            for (int kc = num_full; kc < num_kc; kc++) { /* K % 64 != 0: the last chunk holds 2 blocks */
-                ptx_mbar_wait(&full[s], phase);
-                const uint8_t *st = smem + (size_t)s * SM90_STAGE_BYTES;
-                const uint8_t *codes = st + SM90_ACT_BYTES;
-                const uint8_t *scales = codes + SM90_CODE_BYTES;
-                const uint4 c0a = *(const uint4 *)(codes + r0 * 32);
-                const uint4 c0b = *(const uint4 *)(codes + r0 * 32 + 16);
-                const uint4 c1a = *(const uint4 *)(codes + (r0 + 8) * 32);
-                const uint4 c1b = *(const uint4 *)(codes + (r0 + 8) * 32 + 16);
-                const uint32_t s0 = *(const uint32_t *)(scales + sc_off0);
-                const uint32_t s1 = *(const uint32_t *)(scales + sc_off1);
-                /* words of block kb: row0 {lo, hi}, row1 {lo, hi} */
-                const uint32_t w0lo[4] = {c0a.x, c0a.z, c0b.x, c0b.z};
-                const uint32_t w0hi[4] = {c0a.y, c0a.w, c0b.y, c0b.w};
-                const uint32_t w1lo[4] = {c1a.x, c1a.z, c1b.x, c1b.z};
-                const uint32_t w1hi[4] = {c1a.y, c1a.w, c1b.y, c1b.w};
-                /* FP16 pairs {scale0, scale1} * 64 for blocks 0..3 (sign bits cleared) */
-                const uint32_t s01_lo = ptx_prmt(s0, s1, 0x5140u) & 0x7F7F7F7Fu; /* s0b0 s1b0 s0b1 s1b1 */
-                const uint32_t s01_hi = ptx_prmt(s0, s1, 0x7362u) & 0x7F7F7F7Fu; /* s0b2 s1b2 s0b3 s1b3 */
-                uint32_t sf[4];
-                sf[0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s01_lo & 0xFFFFu)), sixty_four);
-                sf[1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s01_lo >> 16)), sixty_four);
-                sf[2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s01_hi & 0xFFFFu)), sixty_four);
-                sf[3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s01_hi >> 16)), sixty_four);
-                uint32_t afrag[4][4];
-#pragma unroll
-                for (int kb = 0; kb < 4; kb++) {
-                    /* X = {row0 byte t, row0 byte t+4, row1 byte t, row1 byte t+4} */
-                    const uint32_t x0 = ptx_prmt(w0lo[kb], w0hi[kb], sel_block);
-                    const uint32_t x1 = ptx_prmt(w1lo[kb], w1hi[kb], sel_block);
-                    const uint32_t x = ptx_prmt(x0, x1, 0x5410u);
-                    /* Each nibble s.e1e0.m as an E4M3 byte s.0e1e0.m00 = e2m1 * 2^-6:
-                     * high nibbles (elements 2i) and low nibbles (2i+1). */
-                    const uint32_t hi = (x & 0x80808080u) | ((x >> 2) & 0x1C1C1C1Cu);
-                    const uint32_t lo = ((x << 4) & 0x80808080u) | ((x << 2) & 0x1C1C1C1Cu);
-                    const uint32_t p01 = ptx_prmt(hi, lo, 0x5140u); /* row0: {2t,2t+1}, {2t+8,2t+9} */
-                    const uint32_t p23 = ptx_prmt(hi, lo, 0x7362u); /* row1: the same */
-                    const uint32_t sc0 = ptx_prmt(sf[kb], 0, 0x1010u); /* {s0, s0} */
-                    const uint32_t sc1 = ptx_prmt(sf[kb], 0, 0x3232u); /* {s1, s1} */
-                    afrag[kb][0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 & 0xFFFFu)), sc0);
-                    afrag[kb][1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 & 0xFFFFu)), sc1);
-                    afrag[kb][2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 >> 16)), sc0);
-                    afrag[kb][3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 >> 16)), sc1);
-                }
-#pragma unroll
-                for (int kb = 0; kb < 4; kb++)
-#pragma unroll
-                    for (int j = 0; j < 4; j++) ptx_fence_reg_u32(afrag[kb][j]);
-                ptx_wgmma_fence();
-                const uint32_t act_addr = ptx_smem_addr(st);
+            if (num_kc > num_full) { /* K % 64 == 32: a last chunk of 2 blocks */
+                if (sub == 0) ptx_mbar_wait(&full[s], phase);
+                SM90_DEQUANT(fa);
 #pragma unroll
                 for (int kb = 0; kb < 2; kb++)
-                    SM90_WGMMA(acc, afrag[kb][0], afrag[kb][1], afrag[kb][2], afrag[kb][3],
-                               ptx_desc_sw128(act_addr + kb * 32));
+#pragma unroll
+                    for (int j = 0; j < 4; j++) ptx_fence_reg_u32(fa[kb][j]);
+                ptx_wgmma_fence();
+                const uint32_t act_addr = ptx_smem_addr(SM90_STAGE(s) + sub * SM90_ACT_BOX);
+                SM90_WGMMA(acc, fa[0][0], fa[0][1], fa[0][2], fa[0][3], ptx_desc_sw128(act_addr));
+                SM90_WGMMA(acc, fa[1][0], fa[1][1], fa[1][2], fa[1][3], ptx_desc_sw128(act_addr + 32));
                 ptx_wgmma_commit();
                 ptx_wgmma_wait0();
 #pragma unroll
                 for (int i = 0; i < SM90_BN / 2; i++) ptx_fence_reg(acc[i]);
+#pragma unroll
+                for (int kb = 0; kb < 2; kb++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) ptx_fence_reg_u32(fa[kb][j]);
+                ptx_fence_proxy_async();
+                __syncwarp();
                 if (lane == 0) ptx_mbar_arrive(&empty[s]);
+                SM90_NEXT_CHUNK();
+            }
+            if (sub != 0) { /* the tile's last stage held fewer than KSUB chunks */
+                sub = 0;
                 if (++s == stages) {
                     s = 0;
                     phase ^= 1;
@@ -252,7 +246,15 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, 1)
     }
 }
 
+#undef SM90_CHUNK
+#undef SM90_NEXT_CHUNK
+#undef SM90_DEQUANT
+#undef SM90_STAGE
+#undef SM90_KSUB
+#undef SM90_ACT_BOX
+#undef SM90_CODE_ROW
 #undef SM90_THREADS
+#undef SM90_MINB
 #undef SM90_ACT_BYTES
 #undef SM90_CODE_BYTES
 #undef SM90_STAGE_BYTES

@@ -1,15 +1,11 @@
-/* sm90_heuristics.c -- tile choice for the sm_90a NVFP4 GEMM.
- *
- * A small cost model: the weights stream from DRAM once (the activation
- * tiles of one weight tile are neighbours in the tile order, so re-reads hit
- * L2), activations (FP16) come from L2 once per weight tile, and the FP16
- * tensor-core work of a tile is 2*rows*bn*K.  A CTA's time is its number of
- * tiles times the slowest of those per-tile terms; the whole GEMM also
- * cannot beat the DRAM floor.  It only ranks the variants. */
+/* sm90_heuristics.c -- tile choice for the sm_90a NVFP4 GEMM: which
+ * compiled variant, how deep the pipeline, how many persistent CTAs.  The
+ * choice moves work between CTAs only; the arithmetic of every output is
+ * the same chain of k16 steps whatever is chosen. */
 #include "cuda/sm90_heuristics.cuh"
 
 const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS] = {
-    {8, 1}, {16, 1}, {32, 1}, {64, 1}, {64, 2}, {128, 1}, {128, 2}, {256, 2},
+    {8, 1}, {16, 1}, {32, 1}, {64, 1}, {64, 2}, {128, 1}, {128, 2}, {256, 2}, {16, 0},
 };
 
 #define SM90_STAGE_ALIGN 1024
@@ -17,60 +13,76 @@ const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS] = {
 
 size_t nvfp4_sm90_stage_bytes(int bn, int nc)
 {
-    size_t act = (size_t)bn * SM90_BK * 2;  /* FP16 activations */
-    size_t codes = (size_t)64 * nc * SM90_BK / 2;
-    size_t scales = 512;
+    size_t ksub = (size_t)NVFP4_SM90_KSUB(bn, nc);
+    size_t act = (size_t)bn * SM90_BK * 2 * ksub; /* FP16 activations */
+    size_t codes = (size_t)64 * nc * SM90_BK / 2 * ksub;
+    size_t scales = 512 * ksub;
     size_t b = act + codes + scales;
     return (b + SM90_STAGE_ALIGN - 1) / SM90_STAGE_ALIGN * SM90_STAGE_ALIGN;
 }
 
+int nvfp4_sm90_ctas_per_sm(int bn, int nc) { return NVFP4_SM90_CTAS(bn, nc); }
+
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int num_sms, size_t smem_optin,
-                         int force_variant, nvfp4_sm90_plan *out)
+                         size_t smem_per_sm, int force_variant, nvfp4_sm90_plan *out)
 {
-    /* Rates (per SM) that only need to be right relative to each other. */
-    const double dram_bw = 4.0e12, sm_dram_bw = 60e9, sm_l2_bw = 150e9;
-    const double sm_flops = 600e12 / 132.0;
-    double best = 0;
+    /* Rules read off `nvfp4 bench --all-tiles` on the H200 (docs/KERNEL.md):
+     *  - one activation tile whenever M <= 128 (activations are re-read from
+     *    L2 once per weight tile, and a second tile doubles the dequant);
+     *  - M <= 32: the smallest wgmma N that covers M, one consumer, two
+     *    CTAs per SM (measured best or within noise of best at M = 1, 16);
+     *  - the mma.sync small-M kernel is correct but measured 1.2-2x slower
+     *    than these (2026-12-01), so it is only used when forced;
+     *  - 32 < M <= 128: two consumers sharing the activation tile when there
+     *    are at least as many 128-row weight tiles as SMs, else one;
+     *  - M > 128: 128 x 256 tiles (compute bound: the largest wgmma). */
+    int want_bn, want_nc;
+    (void)k; /* the rules do not depend on K (all four linears agree) */
+    if (m <= 32) {
+        want_bn = m <= 8 ? 8 : m <= 16 ? 16 : 32;
+        want_nc = 1;
+    } else if (m <= 128) {
+        want_bn = m <= 64 ? 64 : 128;
+        want_nc = ceil_div(n, 128) >= num_sms ? 2 : 1;
+    } else {
+        want_bn = 256;
+        want_nc = 2;
+    }
     int best_v = -1;
     if (num_sms < 1) num_sms = 1;
     for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
-        if (force_variant >= 0 && v != force_variant) continue;
-        int bn = nvfp4_sm90_variants[v].bn, nc = nvfp4_sm90_variants[v].nc;
-        int64_t wt = ceil_div(n, 64 * nc), at = ceil_div(m, bn);
-        int64_t tiles = wt * at;
-        int64_t per_cta = ceil_div(tiles, num_sms);
-        double wbytes = 64.0 * nc * (double)k * (0.5 + 1.0 / 16);
-        double abytes = (double)bn * (double)k * 2;
-        double flops = 2.0 * 64 * nc * bn * (double)k;
-        /* One consumer warpgroup cannot hide its own dequantization behind
-         * its tensor-core work as well as two can. */
-        double tensor = flops / sm_flops * (nc == 1 ? 1.35 : 1.0);
-        double mem = wbytes / sm_dram_bw + abytes / sm_l2_bw;
-        double tile_t = tensor > mem ? tensor : mem;
-        double t = (double)per_cta * tile_t;
-        double floor_t = (double)n * (double)k * 0.5625 / dram_bw;
-        if (t < floor_t) t = floor_t;
-        if (best_v < 0 || t < best * 0.98) {
-            best = t;
+        if (force_variant >= 0 ? v == force_variant
+                               : nvfp4_sm90_variants[v].bn == want_bn && nvfp4_sm90_variants[v].nc == want_nc)
             best_v = v;
-        }
     }
     if (best_v < 0) return -1;
     int bn = nvfp4_sm90_variants[best_v].bn, nc = nvfp4_sm90_variants[best_v].nc;
+    if (nc == 0) { /* small-M kernel: 16 weight rows per warp, 2 warps per CTA */
+        if (m > NVFP4_SM90_SMALL_M_MAX) return -1;
+        int64_t groups = n / 16, ctas = ceil_div(groups, 2), cap = (int64_t)num_sms * 6;
+        out->variant = best_v;
+        out->stages = 32;
+        out->tiles = groups;
+        out->grid = (int)(ctas < cap ? ctas : cap);
+        out->smem = 0; /* static per kernel (sm90_small_m.cuh) */
+        return 0;
+    }
+    int ctas = nvfp4_sm90_ctas_per_sm(bn, nc);
     size_t stage = nvfp4_sm90_stage_bytes(bn, nc);
     size_t fixed = 1024 + 512; /* alignment slack, up to 32 x 2 barriers */
-    if (smem_optin <= fixed + 2 * stage) return -1;
-    int64_t stages = (int64_t)((smem_optin - fixed) / stage);
+    size_t budget = smem_optin;
+    if (ctas > 1 && smem_per_sm / ctas < budget + 1024) budget = smem_per_sm / ctas - 1024;
+    if (budget <= fixed + 2 * stage) return -1;
+    int64_t stages = (int64_t)((budget - fixed) / stage);
     if (stages > 32) stages = 32;
-    int64_t kc = ceil_div(k, SM90_BK);
-    (void)kc;
     int64_t tiles = ceil_div(n, 64 * nc) * ceil_div(m, bn);
+    int64_t slots = (int64_t)num_sms * ctas;
     out->variant = best_v;
     out->stages = (int)stages;
     out->tiles = tiles;
-    out->grid = (int)(tiles < num_sms ? tiles : num_sms);
+    out->grid = (int)(tiles < slots ? tiles : slots);
     out->smem = fixed + (size_t)stages * stage;
     return 0;
 }

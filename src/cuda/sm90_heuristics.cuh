@@ -18,15 +18,27 @@ extern "C" {
 /* The compiled kernel variants: activation tile rows (wgmma N) and
  * consumer warpgroups (64 weight rows each).  Order matches the kernel
  * table in sm90_gemm.cu. */
-#define NVFP4_SM90_NUM_VARIANTS 8
+#define NVFP4_SM90_NUM_VARIANTS 9
 typedef struct nvfp4_sm90_variant {
     int bn; /* activation rows per tile: 8..256 */
-    int nc; /* consumer warpgroups: 1 or 2 */
+    int nc; /* consumer warpgroups: 1 or 2; 0 = the small-M mma.sync kernel (M <= 16) */
 } nvfp4_sm90_variant;
+#define NVFP4_SM90_SMALL_M_VARIANT 8
+#define NVFP4_SM90_SMALL_M_MAX 16
 extern const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS];
 
-/* Bytes of shared memory per pipeline stage (64 K-elements). */
+/* K chunks of 64 elements per pipeline stage, and CTAs per SM, of a
+ * variant (used by the kernels' preprocessor and by the host).  Small tiles
+ * take longer code rows per TMA request and run two CTAs per SM. */
+#define NVFP4_SM90_KSUB(bn, nc) ((nc) == 1 && (bn) <= 32 ? 4 : (bn) * (nc) <= 128 ? 2 : 1)
+#define NVFP4_SM90_CTAS(bn, nc) ((nc) == 1 && (bn) <= 16 ? 3 : (nc) == 1 && (bn) <= 64 ? 2 : 1)
+
+/* Bytes of shared memory per pipeline stage. */
 size_t nvfp4_sm90_stage_bytes(int bn, int nc);
+
+/* CTAs per SM a variant is built for (__launch_bounds__ in the kernel):
+ * 2 for the small single-consumer tiles, else 1. */
+int nvfp4_sm90_ctas_per_sm(int bn, int nc);
 
 typedef struct nvfp4_sm90_plan {
     int variant;   /* index into nvfp4_sm90_variants */
@@ -37,11 +49,12 @@ typedef struct nvfp4_sm90_plan {
 } nvfp4_sm90_plan;
 
 /* Pick a variant, depth and grid for M x N x K on a device with num_sms
- * multiprocessors and smem_optin bytes of opt-in shared memory per block.
+ * multiprocessors, smem_optin bytes of opt-in shared memory per block and
+ * smem_per_sm per multiprocessor.
  * force_variant >= 0 overrides the choice (benchmarks, tests).
  * Returns 0 on success, -1 if nothing fits. */
 int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int num_sms, size_t smem_optin,
-                         int force_variant, nvfp4_sm90_plan *out);
+                         size_t smem_per_sm, int force_variant, nvfp4_sm90_plan *out);
 
 /* Testing hook (sm90_gemm.cu): make nvfp4_gemm_cuda use variant v
  * (0..NVFP4_SM90_NUM_VARIANTS-1), or the heuristic again for v < 0.

@@ -1,4 +1,5 @@
 /* sm90_linear.cu -- nvfp4_linear_cuda(): ComfyUI's NVFP4 linear on the H200,
+
  * bit for bit nvfp4_linear_cpu() (model SM90).
  *
  * Queue on the caller's stream, no host synchronisation:
@@ -13,6 +14,9 @@
 #include <string.h>
 
 #include "cuda/quantize_internal.h"
+
+/* sm90_gemm.cu: the GEMM from FP16 activations already in its workspace. */
+extern "C" nvfp4_status nvfp4_sm90_gemm_from_f16(const nvfp4_cuda_gemm_args *args);
 
 /* Workspace layout (every part 256-byte aligned):
  *   [0, 256)          uint32 amax bits at 0, the per-tensor scale (float) at 4
@@ -91,8 +95,9 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
     uint8_t *ws = (uint8_t *)args->workspace;
     uint32_t *amax_slot = (uint32_t *)ws;
     float *pts_slot = (float *)(ws + 4);
-    uint8_t *codes = args->x_codes ? args->x_codes : ws + lay.codes;
-    uint8_t *scales = args->x_scales ? args->x_scales : ws + lay.scales;
+    /* Fused: the NVFP4 activations reach memory only when the caller asks. */
+    uint8_t *codes = args->x_codes;
+    uint8_t *scales = args->x_scales;
     const int64_t prows = (m + 15) / 16 * 16;
     nvfp4_status st;
 
@@ -117,6 +122,10 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
     q.cuda_variant = args->variant == NVFP4_VARIANT_CUDA;
     q.codes = codes;
     q.scales = scales;
+    /* The producer writes the exact FP16 operands straight into the GEMM's
+     * activation workspace: quantize and dequantize in one pass. */
+    q.act = (uint16_t *)(ws + lay.act);
+    q.act_ld = kp;
     q.pts_out = pts_slot;
     q.pts_out2 = args->x_scale;
     q.stream = stream;
@@ -124,14 +133,9 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
     if (st != NVFP4_OK) return st;
     if (!args->raw && !args->out) return NVFP4_OK;
 
-    /* The GEMM's public entry: its pre-pass turns these codes and scales
-     * into the FP16 operands in `act`.  (The fused producer writes `act`
-     * itself -- q.act -- once the GEMM exposes a launch from that buffer;
-     * docs/STREAMING_A.md.) */
+    /* The GEMM from the FP16 operands already in `act` (no pre-pass). */
     nvfp4_cuda_gemm_args g;
     memset(&g, 0, sizeof g);
-    g.a.codes = codes;
-    g.a.scales = scales;
     g.a.per_tensor_scale = pts_slot;
     g.a.rows = m;
     g.a.cols = kp;
@@ -142,5 +146,5 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
     g.stream = args->stream;
     g.workspace = ws + lay.act;
     g.workspace_bytes = lay.act_bytes;
-    return nvfp4_gemm_cuda(&g);
+    return nvfp4_sm90_gemm_from_f16(&g);
 }

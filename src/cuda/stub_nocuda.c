@@ -21,3 +21,21 @@ nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)
     (void)args;
     return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "this nvfp4 was built without CUDA (nvcc not found)");
 }
+
+nvfp4_status nvfp4_quantize_cuda(const nvfp4_cuda_quantize_args *args)
+{
+    (void)args;
+    return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "this nvfp4 was built without CUDA (nvcc not found)");
+}
+
+size_t nvfp4_linear_cuda_workspace(int64_t m, int64_t n, int64_t k)
+{
+    (void)m, (void)n, (void)k;
+    return 0;
+}
+
+nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
+{
+    (void)args;
+    return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "this nvfp4 was built without CUDA (nvcc not found)");
+}

@@ -12,13 +12,17 @@ GPU_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -ffp-contract=
 GPU_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt \
              -lstdc++ $(JANSSON) -lpthread -lm
 
-GPU_TESTS := $(BUILD)/gpu/test_gemm_cuda
+GPU_TESTS := $(patsubst tests/gpu/%.c,$(BUILD)/gpu/%,$(wildcard tests/gpu/test_*.c))
 
-.PHONY: all lib
-all: $(GPU_TESTS)
+.PHONY: all lib cli
+all: $(GPU_TESTS) cli
 
 lib:
 	@$(MAKE) --no-print-directory -f Makefile BUILD=$(BUILD) NVFP4_CUDA=1 lib
+
+# the nvfp4 command (for `nvfp4 bench` in run.sh); see GPU_LIBS for -lstdc++
+cli: lib
+	@$(MAKE) --no-print-directory -f Makefile BUILD=$(BUILD) NVFP4_CUDA=1 LDFLAGS=-lstdc++ cli
 
 $(BUILD)/gpu/%: tests/gpu/%.c tests/unit/testlib.h lib
 	@mkdir -p $(@D)

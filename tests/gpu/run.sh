@@ -17,7 +17,9 @@ step() { # name, command...
     tail -n 5 "$LOG/$name.log"
 }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$LOG/gpu.txt" 2>&1
-step test_gemm_cuda "$B/gpu/test_gemm_cuda"
+for t in "$B"/gpu/test_*; do
+    [ -x "$t" ] && step "$(basename "$t")" "$t"
+done
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ -x "$SAN" ]; then
     step memcheck "$SAN" --tool memcheck --error-exitcode 1 "$B/gpu/test_gemm_cuda" --quick

@@ -196,6 +196,34 @@ static void run_gpu_linear(gpu_linear *g, const uint16_t *d_x, int64_t m, int64_
     stat_runs++;
     g->raw = malloc((size_t)(m * n) * 4);
     g->out = malloc((size_t)(m * n) * 2);
+    /* Without the debug outputs (the quantized activations stay in the
+     * workspace), into fresh poisoned outputs: the same bits. */
+    {
+        float *d_raw2;
+        uint16_t *d_out2;
+        CUDA_OK(cudaMalloc((void **)&d_raw2, (size_t)(m * n) * 4));
+        CUDA_OK(cudaMalloc((void **)&d_out2, (size_t)(m * n) * 2));
+        CUDA_OK(cudaMemset(d_raw2, 0x5A, (size_t)(m * n) * 4));
+        CUDA_OK(cudaMemset(d_out2, 0x5A, (size_t)(m * n) * 2));
+        CUDA_OK(cudaMemset(d_ws, 0x5A, ws));
+        nvfp4_cuda_linear_args b = a;
+        b.x_codes = NULL, b.x_scales = NULL, b.x_scale = NULL, b.raw = d_raw2, b.out = d_out2;
+        st = nvfp4_linear_cuda(&b);
+        CHECKF(st == NVFP4_OK, "nvfp4_linear_cuda (no debug outputs): %s", nvfp4_last_error());
+        CUDA_OK(cudaDeviceSynchronize());
+        float *raw2 = malloc((size_t)(m * n) * 4);
+        uint16_t *out2 = malloc((size_t)(m * n) * 2);
+        CUDA_OK(cudaMemcpy(g->raw, d_raw, (size_t)(m * n) * 4, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(g->out, d_out, (size_t)(m * n) * 2, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(raw2, d_raw2, (size_t)(m * n) * 4, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(out2, d_out2, (size_t)(m * n) * 2, cudaMemcpyDeviceToHost));
+        test_equal_bits("raw without debug outputs", raw2, g->raw, 4, m, n);
+        test_equal_bits("out without debug outputs", out2, g->out, 2, m, n);
+        free(raw2);
+        free(out2);
+        cudaFree(d_raw2);
+        cudaFree(d_out2);
+    }
     g->codes = malloc(cb);
     g->scales = malloc(sb);
     CUDA_OK(cudaMemcpy(g->raw, d_raw, (size_t)(m * n) * 4, cudaMemcpyDeviceToHost));
@@ -383,6 +411,99 @@ static void check_workspace_format(const char *label, const uint16_t *x, int64_t
     cudaFree(d_gws);
 }
 
+/* Device time per call (CUDA events around `reps` back-to-back calls). */
+typedef enum timed_op { OP_GEMM, OP_QUANT_STATIC, OP_QUANT_DYNAMIC, OP_LINEAR_STATIC, OP_LINEAR_DYNAMIC } timed_op;
+
+static float time_op(timed_op op, const nvfp4_cuda_linear_args *la, const nvfp4_cuda_quantize_args *qa,
+                     const nvfp4_cuda_gemm_args *ga, int reps)
+{
+    cudaEvent_t e0, e1;
+    CUDA_OK(cudaEventCreate(&e0));
+    CUDA_OK(cudaEventCreate(&e1));
+    float ms = 0;
+    for (int pass = 0; pass < 2; pass++) { /* warm-up, then measured */
+        int n = pass ? reps : 3;
+        CUDA_OK(cudaEventRecord(e0, NULL));
+        for (int i = 0; i < n; i++) {
+            nvfp4_status st = NVFP4_OK;
+            nvfp4_cuda_linear_args l = *la;
+            nvfp4_cuda_quantize_args q = *qa;
+            switch (op) {
+            case OP_GEMM: st = nvfp4_gemm_cuda(ga); break;
+            case OP_QUANT_DYNAMIC: q.input_scale = NULL; /* fall through */
+            case OP_QUANT_STATIC: st = nvfp4_quantize_cuda(&q); break;
+            case OP_LINEAR_DYNAMIC: l.input_scale = NULL; /* fall through */
+            case OP_LINEAR_STATIC: st = nvfp4_linear_cuda(&l); break;
+            }
+            if (st != NVFP4_OK) {
+                CHECKF(st == NVFP4_OK, "timed call %d: %s", (int)op, nvfp4_last_error());
+                break;
+            }
+        }
+        CUDA_OK(cudaEventRecord(e1, NULL));
+        CUDA_OK(cudaEventSynchronize(e1));
+        CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+        ms /= (float)n;
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return ms * 1000.0f; /* microseconds */
+}
+
+static void time_linear(const char *name, int64_t n, int64_t k, int64_t m)
+{
+    nvfp4_tensor w;
+    random_weight(&w, n, k, 77);
+    dev_weight dw;
+    upload_weight(&dw, &w);
+    uint16_t *x = random_bf16(m, k, 5);
+    int64_t prows = (m + 15) / 16 * 16;
+    size_t cb = (size_t)(prows * k / 2), sb = nvfp4_scales_bytes(prows, k, NVFP4_SCALES_TILED);
+    size_t lws = nvfp4_linear_cuda_workspace(m, n, k), gws = nvfp4_cuda_gemm_workspace(m, n, k);
+    uint16_t *d_x, *d_out;
+    uint8_t *d_codes, *d_scales;
+    float *d_f;
+    void *d_lws, *d_gws;
+    CUDA_OK(cudaMalloc((void **)&d_x, (size_t)(m * k) * 2));
+    CUDA_OK(cudaMalloc((void **)&d_out, (size_t)(m * n) * 2));
+    CUDA_OK(cudaMalloc((void **)&d_codes, cb));
+    CUDA_OK(cudaMalloc((void **)&d_scales, sb));
+    CUDA_OK(cudaMalloc((void **)&d_f, 2 * sizeof(float)));
+    CUDA_OK(cudaMalloc(&d_lws, lws));
+    CUDA_OK(cudaMalloc(&d_gws, gws));
+    CUDA_OK(cudaMemcpy(d_x, x, (size_t)(m * k) * 2, cudaMemcpyHostToDevice));
+    const float in_scale = 0.0157f;
+    CUDA_OK(cudaMemcpy(d_f, &in_scale, 4, cudaMemcpyHostToDevice));
+    nvfp4_cuda_quantize_args qa = {.x = d_x, .m = m, .k = k, .input_scale = d_f,
+                                   .variant = NVFP4_VARIANT_EAGER, .codes = d_codes,
+                                   .scales = d_scales, .per_tensor_scale = d_f + 1};
+    CHECK(nvfp4_quantize_cuda(&qa) == NVFP4_OK);
+    nvfp4_cuda_gemm_args ga = {.a = {d_codes, d_scales, d_f + 1, m, k}, .b = dw.op, .out = d_out,
+                               .workspace = d_gws, .workspace_bytes = gws};
+    nvfp4_cuda_linear_args la = {.x = d_x, .m = m, .k = k, .weight = &dw.op, .input_scale = d_f,
+                                 .variant = NVFP4_VARIANT_EAGER, .out = d_out,
+                                 .workspace = d_lws, .workspace_bytes = lws};
+    float t_gemm = time_op(OP_GEMM, &la, &qa, &ga, 20);
+    float t_qs = time_op(OP_QUANT_STATIC, &la, &qa, &ga, 20);
+    float t_qd = time_op(OP_QUANT_DYNAMIC, &la, &qa, &ga, 20);
+    float t_ls = time_op(OP_LINEAR_STATIC, &la, &qa, &ga, 20);
+    float t_ld = time_op(OP_LINEAR_DYNAMIC, &la, &qa, &ga, 20);
+    printf("  timing %-9s M=%-5lld N=%-6lld K=%-6lld gemm(NVFP4 A) %7.1f us | quantize static %6.1f "
+           "dynamic %6.1f us | linear static %7.1f dynamic %7.1f us\n",
+           name, (long long)m, (long long)n, (long long)k, t_gemm, t_qs, t_qd, t_ls, t_ld);
+    fflush(stdout);
+    free(x);
+    cudaFree(d_x);
+    cudaFree(d_out);
+    cudaFree(d_codes);
+    cudaFree(d_scales);
+    cudaFree(d_f);
+    cudaFree(d_lws);
+    cudaFree(d_gws);
+    free_weight(&dw);
+    nvfp4_tensor_free(&w);
+}
+
 typedef struct linear_shape {
     const char *name;
     int64_t n, k;
@@ -477,6 +598,15 @@ int main(int argc, char **argv)
             free_weight(&dw);
             nvfp4_tensor_free(&w);
         }
+    }
+
+    if (!quick) TEST("timing (device time per call, 20 calls after 3 warm-ups)")
+    {
+        static const struct { const char *name; int64_t n, k, m; } T[] = {
+            {"qkv", 21504, 5376, 128}, {"attn_out", 5376, 7168, 128}, {"fc1", 28672, 5376, 128},
+            {"fc2", 5376, 14336, 128}, {"qkv", 21504, 5376, 1}, {"qkv", 21504, 5376, 2048},
+            {"fc2", 5376, 14336, 2048}};
+        for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) time_linear(T[i].name, T[i].n, T[i].k, T[i].m);
     }
 
     TEST("argument errors")

@@ -261,6 +261,44 @@ static void all_modes(const char *label, const uint16_t *x, int64_t m, int64_t k
     cudaFree(d);
 }
 
+/* comfy-kitchen's own outputs (eager, dynamic scale) for 256 x 1024 BF16
+ * inputs: shared/golden/comfy-quantize (NVFP4_SHARED names the shared dir). */
+static void check_golden(const char *name)
+{
+    char path[512], what[200];
+    const char *sfx[4] = {"x.bf16", "gs.f32", "eager.q.u8", "eager.s.u8"};
+    const size_t want[4] = {256 * 1024 * 2, 4, 256 * 512, 16384};
+    void *buf[4] = {0};
+    size_t got[4] = {0};
+    int ok = 1;
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/golden/comfy-quantize/%s.%s", test_shared_dir(), name, sfx[i]);
+        buf[i] = test_read_file(path, &got[i]);
+        ok &= buf[i] != NULL && got[i] == want[i];
+    }
+    if (!ok) {
+        printf("SKIP golden %s: files not found under %s (set NVFP4_SHARED)\n", name, test_shared_dir());
+    } else {
+        gpu_result g;
+        uint16_t *d;
+        CUDA_OK(cudaMalloc((void **)&d, want[0]));
+        CUDA_OK(cudaMemcpy(d, buf[0], want[0], cudaMemcpyHostToDevice));
+        run_gpu(&g, d, 256, 1024, NULL, NVFP4_VARIANT_EAGER);
+        snprintf(what, sizeof what, "golden %s: per-tensor scale", name);
+        test_equal_bits(what, &g.pts, buf[1], 4, 1, 1);
+        snprintf(what, sizeof what, "golden %s: codes", name);
+        test_equal_bits(what, g.codes, buf[2], 1, 256, 512);
+        snprintf(what, sizeof what, "golden %s: tiled scales", name);
+        test_equal_bits(what, g.scales, buf[3], 1, 1, 16384);
+        printf("golden %s: compared with comfy-kitchen's output\n", name);
+        free(g.codes);
+        free(g.scales);
+        free(g.act);
+        cudaFree(d);
+    }
+    for (int i = 0; i < 4; i++) free(buf[i]);
+}
+
 int main(int argc, char **argv)
 {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
@@ -269,6 +307,13 @@ int main(int argc, char **argv)
         return 1;
     }
     init_static_scales();
+
+    TEST("comfy-kitchen golden vectors")
+    {
+        check_golden("gauss");
+        check_golden("outliers");
+        check_golden("ties");
+    }
 
     TEST("shapes: random activations")
     {

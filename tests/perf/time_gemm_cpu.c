@@ -1,7 +1,7 @@
 /* time_gemm_cpu.c -- wall time of nvfp4_gemm_cpu() on a real layer shape.
  * Built by hand (not part of `make test`):
  *   make BUILD=build NVFP4_CUDA=0 lib
- *   cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude tests/perf/time_gemm_cpu.c \
+ *   cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc -Isrc/core tests/perf/time_gemm_cpu.c \
  *      build/libnvfp4.a -ljansson -lpthread -lm -o build/time_gemm_cpu
  *   build/time_gemm_cpu [M N K [threads [model [reps [check_rows [path]]]]]]
  * Defaults: FC1 (M=128, N=28672, K=5376), 2 threads, sm90, 3 reps.  The
@@ -9,7 +9,8 @@
  * N(0,0.02)), so the fast path sees what it sees in practice.  Prints the
  * best and median time for every SIMD path the CPU has, checks that all paths
  * agree bit for bit, and (check_rows > 0) compares that many rows against
- * nvfp4_gemm_ref().  path (portable, avx2, avx512) times that path only. */
+ * nvfp4_gemm_ref().  path (portable, avx2, avx512, avx512-novnni) times that
+ * path only (avx512-novnni: the AVX-512 kernel without VNNI). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <math.h>
 
 #include "nvfp4.h"
+#include "cpu/cpu_internal.h" /* nvfp4_cpu_allow_vnni() */
 
 static uint64_t rng_state = 88172645463325252ULL;
 static double normal(void)
@@ -93,12 +95,13 @@ int main(int argc, char **argv)
     uint16_t *out = malloc((size_t)(M * N) * 2);
     printf("M=%lld N=%lld K=%lld threads=%d model=%s (auto path: %s)\n", (long long)M, (long long)N,
            (long long)K, threads, nvfp4_model_name(model), nvfp4_cpu_simd_name());
-    static const char *const paths[] = {"avx512", "avx2", "portable"};
+    static const char *const paths[] = {"avx512", "avx512-novnni", "avx2", "portable"};
     int have_first = 0, agree = 1;
-    for (int p = 0; p < 3; p++) {
+    for (int p = 0; p < 4; p++) {
         if (only && strcmp(only, paths[p]) != 0) continue;
-        if (nvfp4_cpu_force_simd(paths[p]) != NVFP4_OK) continue;
-        int preps = p == 2 ? 1 : reps;
+        if (nvfp4_cpu_force_simd(p == 1 ? "avx512" : paths[p]) != NVFP4_OK) continue;
+        nvfp4_cpu_allow_vnni(p != 1);
+        int preps = p == 3 ? 1 : reps;
         double times[50];
         for (int i = 0; i < preps; i++) {
             nvfp4_gemm_args args = {&a, &b, NULL, raw, out, model, threads};
@@ -111,7 +114,7 @@ int main(int argc, char **argv)
             }
         }
         qsort(times, (size_t)preps, sizeof(double), cmp_double);
-        printf("  %-8s best %.3f s  median %.3f s  (%d runs)\n", paths[p], times[0],
+        printf("  %-13s best %.3f s  median %.3f s  (%d runs)\n", paths[p], times[0],
                times[preps / 2], preps);
         if (!have_first) {
             memcpy(first, raw, (size_t)(M * N) * sizeof(float));
@@ -122,6 +125,7 @@ int main(int argc, char **argv)
         }
     }
     nvfp4_cpu_force_simd(NULL);
+    nvfp4_cpu_allow_vnni(1);
     if (check_rows > 0) {
         if (check_rows > M) check_rows = M;
         nvfp4_tensor a_sub = a;

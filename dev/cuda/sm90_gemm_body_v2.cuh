@@ -1,0 +1,225 @@
+/* sm90_gemm_body.cuh -- the main GEMM kernel, included once per variant by
+ * sm90_gemm.cu with these macros defined (C has no templates):
+ *   SM90_BN     activation rows per tile = wgmma N (8..256)
+ *   SM90_NC     consumer warpgroups (1 or 2), 64 weight rows each
+ *   SM90_NAME   the kernel's name
+ *   SM90_WGMMA  the wgmma wrapper for N = SM90_BN
+ *
+ * Roles: warpgroup 0 is the producer (one thread issues TMA into a ring of
+ * stages); warpgroups 1..NC are consumers.  Consumer c owns weight rows
+ * [64c, 64c+64) of the tile: it dequantizes them from the 4-bit codes in
+ * shared memory straight into wgmma A fragments (FP16, exact) and runs one
+ * wgmma k16 step per NVFP4 block, in increasing k, into zeroed FP32
+ * accumulators.  The FP16 activations are the wgmma B operand (K-major,
+ * 128-byte swizzle, written by TMA).  Output element (n, m) of the tile is
+ * raw/out[m * N + n]. */
+
+#define SM90_THREADS (128 * (SM90_NC + 1))
+#define SM90_ACT_BYTES (SM90_BN * 128)
+#define SM90_CODE_BYTES (SM90_NC * 64 * 32)
+#define SM90_STAGE_BYTES (((SM90_ACT_BYTES + SM90_CODE_BYTES + 512) + 1023) / 1024 * 1024)
+
+/* One step of the consumer's software pipeline: issue the 4 wgmmas of chunk
+ * kc from fragments CUR, retire chunk kc-1 (wait_group 1) and free its
+ * stage, then dequantize chunk kc+1 into NXT (whose wgmmas just retired). */
+#define SM90_CHUNK(CUR, NXT)                                                                       \
+    {                                                                                              \
+        _Pragma("unroll") for (int kb = 0; kb < 4; kb++)                                           \
+            _Pragma("unroll") for (int j = 0; j < 4; j++) ptx_fence_reg_u32(CUR[kb][j]);            \
+        ptx_wgmma_fence();                                                                         \
+        const uint32_t act_addr = ptx_smem_addr(smem + (size_t)s * SM90_STAGE_BYTES);              \
+        SM90_WGMMA(acc, CUR[0][0], CUR[0][1], CUR[0][2], CUR[0][3], ptx_desc_sw128(act_addr));     \
+        SM90_WGMMA(acc, CUR[1][0], CUR[1][1], CUR[1][2], CUR[1][3], ptx_desc_sw128(act_addr + 32)); \
+        SM90_WGMMA(acc, CUR[2][0], CUR[2][1], CUR[2][2], CUR[2][3], ptx_desc_sw128(act_addr + 64)); \
+        SM90_WGMMA(acc, CUR[3][0], CUR[3][1], CUR[3][2], CUR[3][3], ptx_desc_sw128(act_addr + 96)); \
+        ptx_wgmma_commit();                                                                        \
+        ptx_wgmma_wait1();                                                                         \
+        if (kc > 0) {                                                                              \
+            _Pragma("unroll") for (int kb = 0; kb < 4; kb++)                                       \
+                _Pragma("unroll") for (int j = 0; j < 4; j++) ptx_fence_reg_u32(NXT[kb][j]);        \
+            if (lane == 0) ptx_mbar_arrive(&empty[s_prev]);                                        \
+        }                                                                                          \
+        s_prev = s;                                                                                \
+        if (++s == stages) {                                                                       \
+            s = 0;                                                                                 \
+            phase ^= 1;                                                                            \
+        }                                                                                          \
+        if (++kc == num_full) break;                                                               \
+        ptx_mbar_wait(&full[s], phase);                                                            \
+        nvfp4_sm90_dequant_chunk(smem + (size_t)s * SM90_STAGE_BYTES + SM90_ACT_BYTES,             \
+                                 SM90_CODE_BYTES, r0, sc_off0, sc_off1, sel_block, NXT);           \
+    }
+
+/* Small single-consumer variants run two CTAs per SM: twice the
+ * independent load -> dequant -> wgmma chains where M is small. */
+#if SM90_NC == 1 && SM90_BN <= 64
+#define SM90_MINB 2
+#else
+#define SM90_MINB 1
+#endif
+
+extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
+    SM90_NAME(const __grid_constant__ nvfp4_sm90_params p)
+{
+    extern __shared__ uint8_t smem_dyn[];
+    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_dyn + 1023) & ~(uintptr_t)1023);
+    const int stages = p.stages;
+    uint64_t *full = (uint64_t *)(smem + (size_t)stages * SM90_STAGE_BYTES);
+    uint64_t *empty = full + stages;
+
+    const int tid = threadIdx.x;
+    const int wg = tid / 128;
+    const int num_kc = (p.k + 63) / 64;
+    /* Chunks of 64 K-elements; K % 32 == 0, so a partial last chunk holds
+     * exactly 2 blocks (the host rejects other K). */
+    const int num_full = p.k / 64;
+
+    if (tid == 0) {
+        for (int s = 0; s < stages; s++) {
+            ptx_mbar_init(&full[s], 1);
+            ptx_mbar_init(&empty[s], 4 * SM90_NC);
+        }
+        ptx_fence_mbar_init();
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        /* ---------------- producer ---------------- */
+#if SM90_NC == 2
+        ptx_setmaxnreg_dec_40();
+#endif
+        if (tid == 0) {
+            ptx_prefetch_tmap(&p.tmap_act);
+            ptx_prefetch_tmap(&p.tmap_codes);
+            int s = 0;
+            uint32_t phase = 0;
+            for (int64_t tile = blockIdx.x; tile < p.num_tiles; tile += gridDim.x) {
+                const int wt = (int)(tile / p.num_at), at = (int)(tile % p.num_at);
+                const int n0 = wt * 64 * SM90_NC, m0 = at * SM90_BN;
+                const uint8_t *sc = p.b_scales + (size_t)(n0 / 128) * p.ncb * 512;
+                for (int kc = 0; kc < num_kc; kc++) {
+                    ptx_mbar_wait(&empty[s], phase ^ 1);
+                    uint8_t *st = smem + (size_t)s * SM90_STAGE_BYTES;
+                    ptx_mbar_arrive_expect_tx(&full[s], SM90_ACT_BYTES + SM90_CODE_BYTES + 512);
+                    ptx_tma_load_2d(st, &p.tmap_act, &full[s], kc * 64, m0);
+                    ptx_tma_load_2d(st + SM90_ACT_BYTES, &p.tmap_codes, &full[s], kc * 32, n0);
+                    ptx_bulk_load(st + SM90_ACT_BYTES + SM90_CODE_BYTES, sc + (size_t)kc * 512, 512,
+                                  &full[s]);
+                    if (++s == stages) {
+                        s = 0;
+                        phase ^= 1;
+                    }
+                }
+            }
+        }
+    } else {
+        /* ---------------- consumers ---------------- */
+#if SM90_NC == 2
+        ptx_setmaxnreg_inc_232();
+#endif
+        const int c = wg - 1;
+        const int warp = (tid / 32) % 4, lane = tid % 32;
+        const int g = lane >> 2, t = lane & 3;
+        const int r0 = c * 64 + warp * 16 + g; /* tile-local weight row; r0 + 8 is the other */
+        /* prmt selector for bytes t and t+4 of an 8-byte block (two words). */
+        const uint32_t sel_block = (uint32_t)t | ((uint32_t)(t + 4) << 4);
+        const float alpha = __fmul_rn(*p.a_scale2, *p.b_scale2);
+        float acc[SM90_BN / 2];
+        int s = 0;
+        uint32_t phase = 0;
+        for (int64_t tile = blockIdx.x; tile < p.num_tiles; tile += gridDim.x) {
+            const int wt = (int)(tile / p.num_at), at = (int)(tile % p.num_at);
+            const int n0 = wt * 64 * SM90_NC, m0 = at * SM90_BN;
+            const int rr0 = (n0 + r0) % 128, rr1 = (n0 + r0 + 8) % 128;
+            const int sc_off0 = (rr0 % 32) * 16 + (rr0 / 32) * 4;
+            const int sc_off1 = (rr1 % 32) * 16 + (rr1 / 32) * 4;
+#pragma unroll
+            for (int i = 0; i < SM90_BN / 2; i++) {
+                acc[i] = 0.0f;
+                ptx_fence_reg(acc[i]);
+            }
+            /* Software pipeline, two chunks deep: while the wgmmas of chunk kc
+             * run, the next chunk is dequantized into the other fragment set;
+             * wait_group 1 then retires chunk kc-1 and frees its stage. */
+            uint32_t fa[4][4], fb[4][4];
+            int s_prev = 0, kc = 0;
+            if (num_full > 0) {
+                ptx_mbar_wait(&full[s], phase);
+                nvfp4_sm90_dequant_chunk(smem + (size_t)s * SM90_STAGE_BYTES + SM90_ACT_BYTES,
+                                         SM90_CODE_BYTES, r0, sc_off0, sc_off1, sel_block, fa);
+                for (;;) {
+                    SM90_CHUNK(fa, fb)
+                    SM90_CHUNK(fb, fa)
+                }
+                ptx_wgmma_wait0();
+#pragma unroll
+                for (int i = 0; i < SM90_BN / 2; i++) ptx_fence_reg(acc[i]);
+#pragma unroll
+                for (int kb = 0; kb < 4; kb++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        ptx_fence_reg_u32(fa[kb][j]);
+                        ptx_fence_reg_u32(fb[kb][j]);
+                    }
+                if (lane == 0) ptx_mbar_arrive(&empty[s_prev]);
+            }
+            if (num_kc > num_full) { /* K % 64 == 32: a last chunk of 2 blocks */
+                ptx_mbar_wait(&full[s], phase);
+                nvfp4_sm90_dequant_chunk(smem + (size_t)s * SM90_STAGE_BYTES + SM90_ACT_BYTES,
+                                         SM90_CODE_BYTES, r0, sc_off0, sc_off1, sel_block, fa);
+#pragma unroll
+                for (int kb = 0; kb < 2; kb++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) ptx_fence_reg_u32(fa[kb][j]);
+                ptx_wgmma_fence();
+                const uint32_t act_addr = ptx_smem_addr(smem + (size_t)s * SM90_STAGE_BYTES);
+                SM90_WGMMA(acc, fa[0][0], fa[0][1], fa[0][2], fa[0][3], ptx_desc_sw128(act_addr));
+                SM90_WGMMA(acc, fa[1][0], fa[1][1], fa[1][2], fa[1][3], ptx_desc_sw128(act_addr + 32));
+                ptx_wgmma_commit();
+                ptx_wgmma_wait0();
+#pragma unroll
+                for (int i = 0; i < SM90_BN / 2; i++) ptx_fence_reg(acc[i]);
+#pragma unroll
+                for (int kb = 0; kb < 2; kb++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) ptx_fence_reg_u32(fa[kb][j]);
+                if (lane == 0) ptx_mbar_arrive(&empty[s]);
+                if (++s == stages) {
+                    s = 0;
+                    phase ^= 1;
+                }
+            }
+            /* ---- epilogue: acc[i] is (row n, column m) of the tile ---- */
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                const int n = n0 + r0 + 8 * half;
+                if (n >= p.n) continue;
+                const float bias = p.bias ? p.bias[n] : 0.0f;
+#pragma unroll
+                for (int i = 0; i < SM90_BN / 2; i++) {
+                    if (((i >> 1) & 1) != half) continue;
+                    const int m = m0 + 8 * (i >> 2) + 2 * t + (i & 1);
+                    if (m >= p.m) continue;
+                    const size_t o = (size_t)m * (size_t)p.n + (size_t)n;
+                    if (p.raw) p.raw[o] = acc[i];
+                    if (p.out) {
+                        float y = __fmul_rn(alpha, acc[i]);
+                        if (p.bias) y = __fadd_rn(y, bias);
+                        p.out[o] = nvfp4_dev_bf16_rne(y);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#undef SM90_CHUNK
+#undef SM90_THREADS
+#undef SM90_MINB
+#undef SM90_ACT_BYTES
+#undef SM90_CODE_BYTES
+#undef SM90_STAGE_BYTES
+#undef SM90_BN
+#undef SM90_NC
+#undef SM90_NAME
+#undef SM90_WGMMA
