@@ -187,7 +187,9 @@ int cmd_linear(int argc, char **argv)
     if (dump) {
         nvfp4_st_writer *w = NULL;
         st = nvfp4_st_writer_new(&w);
-        if (st == NVFP4_OK) st = nvfp4_st_add_nvfp4(w, "x", &XQ);
+        nvfp4_tensor xview = XQ; /* the m real rows; the quantizer's padding rows are zero */
+        xview.rows = m;
+        if (st == NVFP4_OK) st = nvfp4_st_add_nvfp4(w, "x", &xview);
         if (st == NVFP4_OK) st = nvfp4_st_writer_write(w, dump, NULL, NULL);
         nvfp4_st_writer_free(w);
         if (st != NVFP4_OK) {
