@@ -31,6 +31,9 @@ nvfp4_status cli_tensor_to_f32(const nvfp4_st_tensor *t, float **out);
 
 double cli_now(void); /* monotonic seconds */
 
+/* 1 if s ends with suffix. */
+int cli_ends_with(const char *s, const char *suffix);
+
 /* Monotone FP32 ordering: the distance in ULPs between two finite floats. */
 uint64_t cli_ulp_distance(float a, float b);
 

@@ -19,12 +19,6 @@ static const char help[] =
 
 #define MAX_ONLY 4096
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && !strcmp(s + n - m, suffix);
-}
-
 int cmd_dequantize(int argc, char **argv)
 {
     const char *C = "dequantize";
@@ -96,7 +90,7 @@ int cmd_dequantize(int argc, char **argv)
             if (!strncmp(o, t->name, L) && (!strcmp(o + L, "_scale") || !strcmp(o + L, "_scale_2")))
                 role[k] = 2;
         }
-        if (ends_with(t->name, ".weight")) {
+        if (cli_ends_with(t->name, ".weight")) {
             snprintf(nm, sizeof nm, "%.*s.comfy_quant", (int)(strlen(t->name) - 7), t->name);
             for (size_t k = 0; k < count; k++)
                 if (!strcmp(nvfp4_st_get(f, k)->name, nm)) role[k] = 2;

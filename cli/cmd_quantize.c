@@ -27,12 +27,6 @@ static const char help[] =
 
 #define MAX_ONLY 4096
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && !strcmp(s + n - m, suffix);
-}
-
 static int is_float(nvfp4_dtype d)
 {
     return d == NVFP4_DTYPE_BF16 || d == NVFP4_DTYPE_F16 || d == NVFP4_DTYPE_F32;
@@ -115,7 +109,7 @@ int cmd_quantize(int argc, char **argv)
         if (n_only) {
             for (int j = 0; j < n_only; j++) sel |= !strcmp(only[j], t->name);
         } else {
-            sel = t->ndim == 2 && is_float(t->dtype) && ends_with(t->name, ".weight");
+            sel = t->ndim == 2 && is_float(t->dtype) && cli_ends_with(t->name, ".weight");
         }
         if (sel && t->shape[0] * t->shape[1] == 0) {
             cli_error(C, "'%s' is empty (%lld x %lld); nothing to quantize", t->name,
@@ -176,7 +170,7 @@ int cmd_quantize(int argc, char **argv)
         const nvfp4_st_tensor *t = nvfp4_st_get(f, i);
         if (selected[i]) {
             st = nvfp4_st_add_nvfp4(w, t->name, &q[i]);
-            if (st == NVFP4_OK && ends_with(t->name, ".weight")) {
+            if (st == NVFP4_OK && cli_ends_with(t->name, ".weight")) {
                 char marker[4096];
                 snprintf(marker, sizeof marker, "%.*s.comfy_quant",
                          (int)(strlen(t->name) - strlen(".weight")), t->name);

@@ -144,3 +144,9 @@ uint64_t cli_ulp_distance(float a, float b)
     int64_t d = ordered(a) - ordered(b);
     return (uint64_t)(d < 0 ? -d : d);
 }
+
+int cli_ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
