@@ -22,6 +22,10 @@ typedef void (*nvfp4_range_fn)(void *ctx, int64_t begin, int64_t end);
 nvfp4_status nvfp4_parallel_for(int64_t n, int64_t grain, int nthreads, nvfp4_range_fn fn,
                                 void *ctx);
 
+/* Validate a GEMM operand (shape, cols % 16, pointers, enums); the message
+ * starts with `fn` and names the operand `which`.  Shared by every backend. */
+nvfp4_status nvfp4_check_gemm_operand(const nvfp4_tensor *t, const char *fn, const char *which);
+
 /* Overflow-checked size arithmetic: return 0 on overflow, else 1. */
 int nvfp4_mul_size(size_t a, size_t b, size_t *out);
 

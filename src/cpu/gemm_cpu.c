@@ -651,27 +651,7 @@ static nvfp4_status gemm_sm120(const nvfp4_gemm_args *args, float alpha, int nth
  *-------------------------------------------------------------------------*/
 static nvfp4_status check_operand(const nvfp4_tensor *t, const char *which)
 {
-    if (!t) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_gemm_cpu: operand %s is NULL", which);
-    if (t->rows < 0 || t->cols < 0)
-        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
-                          "nvfp4_gemm_cpu: operand %s has negative shape %lld x %lld", which,
-                          (long long)t->rows, (long long)t->cols);
-    if (t->cols % NVFP4_BLOCK != 0)
-        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
-                          "nvfp4_gemm_cpu: operand %s has %lld columns, not a multiple of 16",
-                          which, (long long)t->cols);
-    if (t->rows > 0 && t->cols > 0 && (!t->codes || !t->scales))
-        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
-                          "nvfp4_gemm_cpu: operand %s has NULL codes or scales", which);
-    if (t->nibble_order != NVFP4_HI_FIRST && t->nibble_order != NVFP4_LO_FIRST)
-        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
-                          "nvfp4_gemm_cpu: operand %s has an unknown nibble order %d", which,
-                          (int)t->nibble_order);
-    if (t->scale_layout != NVFP4_SCALES_TILED && t->scale_layout != NVFP4_SCALES_ROW_MAJOR)
-        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
-                          "nvfp4_gemm_cpu: operand %s has an unknown scale layout %d", which,
-                          (int)t->scale_layout);
-    return NVFP4_OK;
+    return nvfp4_check_gemm_operand(t, "nvfp4_gemm_cpu", which);
 }
 
 /* EXACT with more blocks than an int64 count holds: the model function over

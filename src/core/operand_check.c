@@ -1,0 +1,24 @@
+/* operand_check.c -- argument checks shared by the GEMM backends. */
+#include "internal.h"
+
+nvfp4_status nvfp4_check_gemm_operand(const nvfp4_tensor *t, const char *fn, const char *which)
+{
+    if (!t) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "%s: operand %s is NULL", fn, which);
+    if (t->rows < 0 || t->cols < 0)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "%s: operand %s has negative shape %lld x %lld",
+                          fn, which, (long long)t->rows, (long long)t->cols);
+    if (t->cols % NVFP4_BLOCK != 0)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "%s: operand %s has %lld columns, not a multiple of 16", fn, which,
+                          (long long)t->cols);
+    if (t->rows > 0 && t->cols > 0 && (!t->codes || !t->scales))
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "%s: operand %s has NULL codes or scales", fn,
+                          which);
+    if (t->nibble_order != NVFP4_HI_FIRST && t->nibble_order != NVFP4_LO_FIRST)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "%s: operand %s has an unknown nibble order %d",
+                          fn, which, (int)t->nibble_order);
+    if (t->scale_layout != NVFP4_SCALES_TILED && t->scale_layout != NVFP4_SCALES_ROW_MAJOR)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "%s: operand %s has an unknown scale layout %d",
+                          fn, which, (int)t->scale_layout);
+    return NVFP4_OK;
+}
