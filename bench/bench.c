@@ -159,6 +159,35 @@ static int launch_nvfp4(void *vctx, int rot)
     return 0;
 }
 
+/* The streaming A contenders: BF16 activations in, BF16 out.  Fused: one
+ * nvfp4_linear_cuda() (the GEMM's A producer quantizes); unfused: the
+ * quantize kernel writes NVFP4 activations, then the GEMM reads them. */
+typedef struct linear_ctx {
+    nvfp4_cuda_linear_args fused[MAX_ROT];
+    nvfp4_cuda_quantize_args quant[MAX_ROT];
+    nvfp4_cuda_gemm_args gemm[MAX_ROT];
+} linear_ctx;
+
+static int launch_fused(void *vctx, int rot)
+{
+    linear_ctx *c = vctx;
+    if (nvfp4_linear_cuda(&c->fused[rot]) != NVFP4_OK) {
+        fprintf(stderr, "nvfp4 bench: nvfp4_linear_cuda: %s\n", nvfp4_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+static int launch_unfused(void *vctx, int rot)
+{
+    linear_ctx *c = vctx;
+    if (nvfp4_quantize_cuda(&c->quant[rot]) != NVFP4_OK || nvfp4_gemm_cuda(&c->gemm[rot]) != NVFP4_OK) {
+        fprintf(stderr, "nvfp4 bench: quantize + gemm: %s\n", nvfp4_last_error());
+        return 1;
+    }
+    return 0;
+}
+
 typedef struct bf16_ctx {
     cublasHandle_t h;
     int64_t m, n, k;
@@ -214,6 +243,7 @@ typedef struct result {
     const char *linear;
     int64_t m, n, k;
     double us_nvfp4, us_bf16, us_fp8;
+    double us_fused, us_unfused; /* BF16 activations in (static input scale) */
     int variant;
     double bytes_nvfp4;
     double us_variant[NVFP4_SM90_NUM_VARIANTS]; /* --all-tiles */
@@ -238,15 +268,19 @@ static int nrot_for(size_t set_bytes, size_t l2)
 
 static void usage(FILE *f)
 {
-    fputs("usage: nvfp4 bench [--json FILE] [--m LIST] [--quick]\n"
+    fputs("usage: nvfp4 bench [--json FILE] [--m LIST] [--quick] [--all-tiles]\n"
           "\n"
           "Times the H200 NVFP4 GEMM (nvfp4_gemm_cuda), cuBLAS BF16 (BF16 in, FP32\n"
           "accumulate, BF16 out) and cuBLASLt FP8 (E4M3, per-tensor scales, BF16 out) on\n"
           "the four linears qkv 21504x5376, attn_out 5376x7168, fc1 28672x5376 and\n"
           "fc2 5376x14336, side by side in one run: CUDA events, median of many\n"
-          "launches, inputs rotated over more than L2.  Also measures the device copy\n"
+          "launches, inputs rotated over more than L2, every contender timed twice in\n"
+          "mirrored order (the lower median kept).  Also measures the device copy\n"
           "bandwidth and an 8192^3 FP16 GEMM rate, and reports each NVFP4 time as a\n"
           "ratio to cuBLAS BF16, % of its byte floor and % of the FP16 tensor floor.\n"
+          "Streaming A (BF16 activations in, static input scale): the fused linear\n"
+          "(nvfp4_linear_cuda; x_pre = its time over the prequantized GEMM's) and the\n"
+          "unfused pair (nvfp4_quantize_cuda, then nvfp4_gemm_cuda).\n"
           "\n"
           "  --m LIST     comma-separated activation rows (default 1,16,128,512,2048,8192)\n"
           "  --json FILE  also write every number as JSON\n"
@@ -426,7 +460,6 @@ int nvfp4_cli_bench(int argc, char **argv)
                 g->workspace = ws;
                 g->workspace_bytes = wsb;
             }
-            if (time_median(launch_nvfp4, &qc, rq, warmup, iters, &R->us_nvfp4)) goto fail;
             {
                 nvfp4_sm90_plan plan;
                 int sms = 0;
@@ -472,7 +505,6 @@ int nvfp4_cli_bench(int argc, char **argv)
                 bc.w[r] = wb[r];
                 bc.x[r] = xb[r];
             }
-            if (time_median(launch_cublas, &bc, r16, warmup, iters, &R->us_bf16)) goto fail;
             /* cuBLASLt FP8, per-tensor scales, BF16 out */
             fp8_ctx fc;
             memset(&fc, 0, sizeof fc);
@@ -484,6 +516,7 @@ int nvfp4_cli_bench(int argc, char **argv)
                 fc.w[r] = wf8[r];
                 fc.x[r] = xf8[r];
             }
+            int fp8_ok = 0;
             {
                 cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
                 CB(cublasLtMatmulDescCreate(&fc.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "fp8 desc");
@@ -507,7 +540,6 @@ int nvfp4_cli_bench(int argc, char **argv)
                 cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(hl, fc.op, fc.lw, fc.lx, fc.ly, fc.ly, pref,
                                                                    8, hr, &found);
                 cublasLtMatmulPreferenceDestroy(pref);
-                R->us_fp8 = -1; /* no FP8 algorithm for this shape */
                 cublasStatus_t ts = hs;
                 /* The first candidate is not always runnable: take the first that is. */
                 for (int ai = 0; hs == CUBLAS_STATUS_SUCCESS && ai < found; ai++) {
@@ -521,23 +553,75 @@ int nvfp4_cli_bench(int argc, char **argv)
                                         fc.ly, &fc.algo, lt_ws, lt_ws_bytes, 0);
                     if (ts == CUBLAS_STATUS_SUCCESS) break;
                 }
-                if (ts == CUBLAS_STATUS_SUCCESS && found > 0) {
-                    if (time_median(launch_fp8, &fc, r8, warmup, iters, &R->us_fp8)) goto fail;
-                } else {
+                fp8_ok = ts == CUBLAS_STATUS_SUCCESS && found > 0;
+                if (!fp8_ok)
                     fprintf(stderr, "nvfp4 bench: cuBLASLt FP8 refuses %s M=%lld (status %d, %d candidates)\n",
                             L->name, (long long)m, (int)ts, found);
-                }
-                cublasLtMatrixLayoutDestroy(fc.lw);
-                cublasLtMatrixLayoutDestroy(fc.lx);
-                cublasLtMatrixLayoutDestroy(fc.ly);
-                cublasLtMatmulDescDestroy(fc.op);
             }
+            /* streaming A: fused linear and quantize kernel + GEMM, static
+             * input scale, BF16 activations rotated with the weights */
+            int64_t mp = (m + 15) / 16 * 16;
+            size_t lws = nvfp4_linear_cuda_workspace(m, n, k);
+            size_t xc_b = (size_t)(mp * k / 2), xs_b = nvfp4_scales_bytes(mp, k, NVFP4_SCALES_TILED);
+            void *d_lws = NULL, *d_qc = NULL, *d_qs = NULL;
+            linear_ctx *lc = calloc(1, sizeof *lc);
+            if (!lc) goto fail;
+            CK(cudaMalloc(&d_lws, lws), "cudaMalloc");
+            CK(cudaMalloc(&d_qc, xc_b), "cudaMalloc");
+            CK(cudaMalloc(&d_qs, xs_b), "cudaMalloc");
+            for (int r = 0; r < rq; r++) {
+                const uint16_t *x = xb[r % r16];
+                lc->fused[r] = (nvfp4_cuda_linear_args){
+                    .x = x, .m = m, .k = k, .weight = &qc.args[r].b, .input_scale = d_scales,
+                    .variant = NVFP4_VARIANT_EAGER, .out = y, .workspace = d_lws,
+                    .workspace_bytes = lws};
+                lc->quant[r] = (nvfp4_cuda_quantize_args){
+                    .x = x, .m = m, .k = k, .input_scale = d_scales, .variant = NVFP4_VARIANT_EAGER,
+                    .codes = d_qc, .scales = d_qs, .per_tensor_scale = d_scales + 8};
+                lc->gemm[r] = qc.args[r];
+                lc->gemm[r].a.codes = d_qc;
+                lc->gemm[r].a.scales = d_qs;
+                lc->gemm[r].a.per_tensor_scale = d_scales + 8;
+            }
+            /* Every contender twice, in mirrored order (A B C D E, then E D C
+             * B A), keeping the lower median: a series that follows a heavy
+             * one can run at lower clocks (seen: +100 us at M = 2048 on the
+             * series right after cuBLASLt FP8), and the mirror gives each
+             * contender one early and one late turn. */
+            struct {
+                launch_fn fn;
+                void *ctx;
+                int nrot;
+                double *us;
+            } who[5] = {{launch_nvfp4, &qc, rq, &R->us_nvfp4},
+                        {launch_cublas, &bc, r16, &R->us_bf16},
+                        {launch_fp8, &fc, r8, &R->us_fp8},
+                        {launch_fused, lc, rq, &R->us_fused},
+                        {launch_unfused, lc, rq, &R->us_unfused}};
+            R->us_fp8 = -1; /* no FP8 algorithm for this shape */
+            for (int pass = 0; pass < 2; pass++)
+                for (int j = 0; j < 5; j++) {
+                    int c = pass ? 4 - j : j;
+                    if (c == 2 && !fp8_ok) continue;
+                    double us = 0;
+                    if (time_median(who[c].fn, who[c].ctx, who[c].nrot, warmup, iters, &us)) goto fail;
+                    if (pass == 0 || us < *who[c].us) *who[c].us = us;
+                }
+            cublasLtMatrixLayoutDestroy(fc.lw);
+            cublasLtMatrixLayoutDestroy(fc.lx);
+            cublasLtMatrixLayoutDestroy(fc.ly);
+            cublasLtMatmulDescDestroy(fc.op);
+            cudaFree(d_lws);
+            cudaFree(d_qc);
+            cudaFree(d_qs);
+            free(lc);
             double floor_us = R->bytes_nvfp4 / copy_bw * 1e6;
             double tc_us = 2.0 * (double)m * n * k / (fp16_tflops * 1e12) * 1e6;
             printf("  %-8s M=%-5lld nvfp4 %9.1f us  bf16 %9.1f us  fp8 %9.1f us  ratio %.2f  "
-                   "bytes %3.0f%%  fp16 %3.0f%%\n",
+                   "bytes %3.0f%%  fp16 %3.0f%%  fused %9.1f us (x%.2f)  unfused %9.1f us\n",
                    L->name, (long long)m, R->us_nvfp4, R->us_bf16, R->us_fp8, R->us_nvfp4 / R->us_bf16,
-                   100 * floor_us / R->us_nvfp4, 100 * tc_us / R->us_nvfp4);
+                   100 * floor_us / R->us_nvfp4, 100 * tc_us / R->us_nvfp4, R->us_fused,
+                   R->us_fused / R->us_nvfp4, R->us_unfused);
             fflush(stdout);
             cudaFree(y);
             cudaFree(ws);
@@ -558,18 +642,20 @@ int nvfp4_cli_bench(int argc, char **argv)
     }
 
     /* the table */
-    printf("\n%-9s %6s %11s %11s %11s %8s %7s %8s %8s %s\n", "linear", "M", "nvfp4_us", "bf16_us",
-           "fp8_us", "x_bf16", "x_fp8", "%bytes", "%fp16", "tile");
+    printf("\n%-9s %6s %11s %11s %11s %8s %7s %8s %8s %-9s %11s %7s %11s\n", "linear", "M",
+           "nvfp4_us", "bf16_us", "fp8_us", "x_bf16", "x_fp8", "%bytes", "%fp16", "tile", "fused_us",
+           "x_pre", "unfused_us");
     for (int i = 0; i < nres; i++) {
         const result *R = &res[i];
         double floor_us = R->bytes_nvfp4 / copy_bw * 1e6;
         double tc_us = 2.0 * (double)R->m * R->n * R->k / (fp16_tflops * 1e12) * 1e6;
         char tile[32] = "?";
         if (R->variant >= 0) tile_label(tile, sizeof tile, R->variant);
-        printf("%-9s %6lld %11.1f %11.1f %11.1f %8.2f %7.2f %7.0f%% %7.0f%% %s\n", R->linear,
-               (long long)R->m, R->us_nvfp4, R->us_bf16, R->us_fp8, R->us_nvfp4 / R->us_bf16,
-               R->us_fp8 > 0 ? R->us_nvfp4 / R->us_fp8 : 0.0, 100 * floor_us / R->us_nvfp4,
-               100 * tc_us / R->us_nvfp4, tile);
+        printf("%-9s %6lld %11.1f %11.1f %11.1f %8.2f %7.2f %7.0f%% %7.0f%% %-9s %11.1f %7.2f %11.1f\n",
+               R->linear, (long long)R->m, R->us_nvfp4, R->us_bf16, R->us_fp8,
+               R->us_nvfp4 / R->us_bf16, R->us_fp8 > 0 ? R->us_nvfp4 / R->us_fp8 : 0.0,
+               100 * floor_us / R->us_nvfp4, 100 * tc_us / R->us_nvfp4, tile, R->us_fused,
+               R->us_fused / R->us_nvfp4, R->us_unfused);
     }
     if (json_path) {
         json_t *root = json_object(), *rows = json_array();
@@ -592,6 +678,9 @@ int nvfp4_cli_bench(int argc, char **argv)
             json_object_set_new(o, "ratio_vs_bf16", json_real(R->us_nvfp4 / R->us_bf16));
             json_object_set_new(o, "ratio_vs_fp8",
                                 R->us_fp8 > 0 ? json_real(R->us_nvfp4 / R->us_fp8) : json_null());
+            json_object_set_new(o, "fused_linear_us", json_real(R->us_fused));
+            json_object_set_new(o, "unfused_quantize_gemm_us", json_real(R->us_unfused));
+            json_object_set_new(o, "fused_vs_prequantized", json_real(R->us_fused / R->us_nvfp4));
             json_object_set_new(o, "nvfp4_bytes", json_real(R->bytes_nvfp4));
             json_object_set_new(o, "pct_byte_floor", json_real(100 * floor_us / R->us_nvfp4));
             json_object_set_new(o, "pct_fp16_floor", json_real(100 * tc_us / R->us_nvfp4));
@@ -612,8 +701,13 @@ int nvfp4_cli_bench(int argc, char **argv)
             json_array_append_new(rows, o);
         }
         json_object_set_new(root, "results", rows);
-        if (json_dump_file(root, json_path, JSON_INDENT(1)) != 0) {
+        /* whole or not at all: a temporary file renamed into place */
+        char tmp[4200];
+        snprintf(tmp, sizeof tmp, "%s.tmp", json_path);
+        if (strlen(json_path) > 4000 || json_dump_file(root, tmp, JSON_INDENT(1)) != 0 ||
+            rename(tmp, json_path) != 0) {
             fprintf(stderr, "nvfp4 bench: cannot write %s\n", json_path);
+            remove(tmp);
             json_decref(root);
             goto fail;
         }

@@ -17,8 +17,9 @@ static const char help[] =
     "  --input-scale static|dynamic  static: LAYER.input_scale; dynamic: amax|X|/2688\n"
     "                                (default: static when the layer has one)\n"
     "  --variant eager|cuda          ComfyUI quantizer variant (default eager)\n"
-    "  --backend cpu|cuda|auto       where the GEMM runs (default auto; with cuda the\n"
-    "                                activations are quantized on the CPU first)\n"
+    "  --backend cpu|cuda|auto       where it runs (default auto).  cuda: BF16 activations\n"
+    "                                are quantized inside the GEMM (the fused A producer);\n"
+    "                                F16/F32 ones on the CPU first\n"
     "  --model sm90|exact|sm120      accumulation model (cpu backend; default sm90)\n"
     "  --dump-quantized FILE         also write the quantized activations (NVFP4, as\n"
     "                                x, x_scale, x_scale_2) to FILE\n"
@@ -160,6 +161,8 @@ int cmd_linear(int argc, char **argv)
     double t0 = cli_now();
     if (!use_cuda) {
         st = nvfp4_linear_cpu(&la);
+    } else if (X->dtype == NVFP4_DTYPE_BF16) {
+        st = nvfp4_linear_cuda_host(&la, NULL);
     } else {
         st = nvfp4_quantize(&XQ, X->data, X->dtype, m, X->shape[1], la.input_scale, variant,
                             (int)threads);

@@ -9,7 +9,9 @@
  *
  * Conventions
  *  - Every function that can fail returns an nvfp4_status.  On failure a
- *    one-line message is kept per thread: nvfp4_last_error().
+ *    one-line message is kept per thread: nvfp4_last_error().  Control
+ *    bytes quoted from a file (a tensor name, a JSON excerpt) appear as \xNN,
+ *    so the message is always one printable line.
  *  - Library code never prints, exits or aborts.
  *  - Sizes and indices are int64_t; byte counts are size_t.
  *  - "nthreads" arguments: 0 means one thread per online core.
@@ -431,6 +433,17 @@ size_t nvfp4_linear_cuda_workspace(int64_t m, int64_t n, int64_t k);
  *  NVFP4 activations go to memory only when x_codes / x_scales ask for them.
  *  @return NVFP4_OK or an error. */
 nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args);
+
+/*! nvfp4_linear_cuda_host() :
+ *  Convenience for host data, taking the same arguments as
+ *  nvfp4_linear_cpu() (x_dtype must be BF16, model NVFP4_MODEL_SM90): copies
+ *  x, the weight (converted to hi-first + tiled if needed), scales and bias
+ *  to the device, runs nvfp4_linear_cuda(), copies raw/out (and, when
+ *  args->x_quantized is set, the quantized activations exactly as
+ *  nvfp4_quantize() returns them) back and frees everything.  *kernel_ms
+ *  (optional): the fused call's device time (one launch after a warm-up).
+ *  Synchronous.  @return NVFP4_OK, NVFP4_ERR_NO_DEVICE, or an error. */
+nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel_ms);
 
 /*-**************************************************************************
  *  CUDA backend (src/cuda; sm_90a).  Device pointers, caller's stream.

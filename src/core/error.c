@@ -27,12 +27,34 @@ const char *nvfp4_last_error(void) { return last_error; }
 
 void nvfp4_clear_error(void) { last_error[0] = '\0'; }
 
+/* Messages quote file contents (tensor names, JSON parser excerpts), which may
+ * hold any byte.  Control bytes are written as \xNN, as tensor names are
+ * (nvfp4_io_printable), so that a message is always one printable line;
+ * UTF-8 stays as it is. */
+static void copy_one_line(char *dst, size_t cap, const char *src)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)src; *p; p++) {
+        char esc[5];
+        size_t n = 0;
+        if (*p < 0x20 || *p == 0x7f) {
+            esc[0] = '\\'; esc[1] = 'x'; esc[2] = hex[*p >> 4]; esc[3] = hex[*p & 15]; n = 4;
+        } else { esc[0] = (char)*p; n = 1; }
+        if (o + n >= cap) break;
+        for (size_t i = 0; i < n; i++) dst[o++] = esc[i];
+    }
+    dst[o] = '\0';
+}
+
 nvfp4_status nvfp4_fail(nvfp4_status status, const char *fmt, ...)
 {
+    char raw[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    copy_one_line(last_error, sizeof last_error, raw);
     return status;
 }
 

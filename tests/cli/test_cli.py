@@ -186,6 +186,22 @@ def main():
         check(r.get("raw_blockscaled_equal") is True and r.get("fused_alpha_equal") is True,
               f"{r.get('linear')} bit-exact")
 
+    # --streaming-a: BF16 activations through the backend's linear, compared with
+    # quantize-then-GEMM and the C quantizer's bytes
+    rc, out, err = run("check", "--backend", "cpu", "--rows", "2", "--oracle-rows", "1", "--streaming-a",
+                       "--json", p("stream.json"))
+    check(rc == 0 and "streaming A" in out, "check --streaming-a: rc=%d %s" % (rc, err))
+    try:
+        rep = json.load(open(p("stream.json")))
+    except Exception as e:  # noqa: BLE001
+        rep = {}
+        check(False, f"stream.json parses: {e}")
+    check(rep.get("streaming_a") is True, "report says streaming_a")
+    for r in rep.get("results", []):
+        check(r.get("streaming_quantized_equal") is True and r.get("raw_blockscaled_equal") is True
+              and r.get("fused_alpha_equal") is True and r.get("rows_compared_with_cpu_oracle") == 2,
+              f"{r.get('linear')} streaming bit-exact, every row compared")
+
     print(f"cli: {passed} passed, {failed} failed")
     return 1 if failed else 0
 

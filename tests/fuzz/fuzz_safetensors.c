@@ -19,8 +19,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nvfp4_status s = nvfp4_st_open_memory(&f, data, size, "fuzz-input");
     if (s != NVFP4_OK) {
         const char *msg = nvfp4_last_error();
-        if (f != NULL || !msg[0] || strchr(msg, '\n') || strncmp(msg, "fuzz-input", 10) != 0)
-            abort(); /* a failure must be reported, on one line, naming the input */
+        if (f != NULL || !msg[0] || strncmp(msg, "fuzz-input", 10) != 0)
+            abort(); /* a failure must be reported, naming the input, */
+        for (const unsigned char *c = (const unsigned char *)msg; *c; c++)
+            if (*c < 0x20 || *c == 0x7f) abort(); /* on one printable line */
         return 0;
     }
     volatile uint8_t sink = 0;

@@ -412,7 +412,10 @@ static void check_workspace_format(const char *label, const uint16_t *x, int64_t
 }
 
 /* Device time per call (CUDA events around `reps` back-to-back calls). */
-typedef enum timed_op { OP_GEMM, OP_QUANT_STATIC, OP_QUANT_DYNAMIC, OP_LINEAR_STATIC, OP_LINEAR_DYNAMIC } timed_op;
+typedef enum timed_op {
+    OP_GEMM, OP_QUANT_STATIC, OP_QUANT_DYNAMIC, OP_LINEAR_STATIC, OP_LINEAR_DYNAMIC,
+    OP_PRODUCER /* the fused linear's A producer alone (no raw/out: the GEMM is skipped) */
+} timed_op;
 
 static float time_op(timed_op op, const nvfp4_cuda_linear_args *la, const nvfp4_cuda_quantize_args *qa,
                      const nvfp4_cuda_gemm_args *ga, int reps)
@@ -434,6 +437,7 @@ static float time_op(timed_op op, const nvfp4_cuda_linear_args *la, const nvfp4_
             case OP_QUANT_STATIC: st = nvfp4_quantize_cuda(&q); break;
             case OP_LINEAR_DYNAMIC: l.input_scale = NULL; /* fall through */
             case OP_LINEAR_STATIC: st = nvfp4_linear_cuda(&l); break;
+            case OP_PRODUCER: l.raw = NULL, l.out = NULL; st = nvfp4_linear_cuda(&l); break;
             }
             if (st != NVFP4_OK) {
                 CHECKF(st == NVFP4_OK, "timed call %d: %s", (int)op, nvfp4_last_error());
@@ -488,9 +492,10 @@ static void time_linear(const char *name, int64_t n, int64_t k, int64_t m)
     float t_qd = time_op(OP_QUANT_DYNAMIC, &la, &qa, &ga, 20);
     float t_ls = time_op(OP_LINEAR_STATIC, &la, &qa, &ga, 20);
     float t_ld = time_op(OP_LINEAR_DYNAMIC, &la, &qa, &ga, 20);
+    float t_p = time_op(OP_PRODUCER, &la, &qa, &ga, 20);
     printf("  timing %-9s M=%-5lld N=%-6lld K=%-6lld gemm(NVFP4 A) %7.1f us | quantize static %6.1f "
-           "dynamic %6.1f us | linear static %7.1f dynamic %7.1f us\n",
-           name, (long long)m, (long long)n, (long long)k, t_gemm, t_qs, t_qd, t_ls, t_ld);
+           "dynamic %6.1f us | linear static %7.1f dynamic %7.1f us | producer alone %6.1f us\n",
+           name, (long long)m, (long long)n, (long long)k, t_gemm, t_qs, t_qd, t_ls, t_ld, t_p);
     fflush(stdout);
     free(x);
     cudaFree(d_x);
@@ -605,8 +610,74 @@ int main(int argc, char **argv)
         static const struct { const char *name; int64_t n, k, m; } T[] = {
             {"qkv", 21504, 5376, 128}, {"attn_out", 5376, 7168, 128}, {"fc1", 28672, 5376, 128},
             {"fc2", 5376, 14336, 128}, {"qkv", 21504, 5376, 1}, {"qkv", 21504, 5376, 2048},
-            {"fc2", 5376, 14336, 2048}};
+            {"fc2", 5376, 14336, 2048}, {"fc1", 28672, 5376, 2048}, {"fc2", 5376, 14336, 8192}};
         for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) time_linear(T[i].name, T[i].n, T[i].k, T[i].m);
+    }
+
+    TEST("host convenience: nvfp4_linear_cuda_host == nvfp4_linear_cpu, every bit")
+    {
+        nvfp4_tensor w, wlo;
+        random_weight(&w, 272, 512, 5);
+        /* the host glue converts a lo-first, row-major weight itself */
+        CHECK(nvfp4_tensor_convert(&wlo, &w, NVFP4_LO_FIRST, NVFP4_SCALES_ROW_MAJOR) == NVFP4_OK);
+        float bias[272];
+        uint64_t s = 7;
+        for (int i = 0; i < 272; i++) bias[i] = (float)test_normal(&s);
+        const int64_t ms[3] = {1, 33, 130};
+        for (int mi = 0; mi < 3; mi++)
+            for (int vi = 0; vi < 2; vi++)
+                for (int si = 0; si < 2; si++) {
+                    int64_t m = ms[mi], k = 500, n = 272;
+                    uint16_t *x = mi == 1 ? adversarial_bf16(m, k, 20 + (uint64_t)vi, 1)
+                                          : random_bf16(m, k, 30 + (uint64_t)(mi * 4 + vi * 2 + si));
+                    float *r0 = malloc((size_t)(m * n) * 4), *r1 = malloc((size_t)(m * n) * 4);
+                    uint16_t *o0 = malloc((size_t)(m * n) * 2), *o1 = malloc((size_t)(m * n) * 2);
+                    nvfp4_tensor q0 = {0}, q1 = {0};
+                    nvfp4_linear_args la = {
+                        .x = x, .x_dtype = NVFP4_DTYPE_BF16, .m = m, .k = k,
+                        .weight = si ? &wlo : &w, .input_scale = si ? &static_scale : NULL,
+                        .variant = vi ? NVFP4_VARIANT_CUDA : NVFP4_VARIANT_EAGER,
+                        .bias = (vi + si) % 2 ? bias : NULL, .raw = r0, .out = o0,
+                        .model = NVFP4_MODEL_SM90, .x_quantized = &q0};
+                    CHECK(nvfp4_linear_cpu(&la) == NVFP4_OK);
+                    la.raw = r1, la.out = o1, la.x_quantized = &q1;
+                    float ms_dev = -1;
+                    nvfp4_status st = nvfp4_linear_cuda_host(&la, &ms_dev);
+                    CHECKF(st == NVFP4_OK, "nvfp4_linear_cuda_host: %s", nvfp4_last_error());
+                    if (st == NVFP4_OK) {
+                        char what[96];
+                        snprintf(what, sizeof what, "host M=%lld variant %d %s: raw", (long long)m,
+                                 vi, si ? "static" : "dynamic");
+                        test_equal_bits(what, r1, r0, 4, m, n);
+                        snprintf(what, sizeof what, "host M=%lld variant %d %s: out", (long long)m,
+                                 vi, si ? "static" : "dynamic");
+                        test_equal_bits(what, o1, o0, 2, m, n);
+                        CHECK(ms_dev >= 0);
+                        CHECK(q1.rows == q0.rows && q1.cols == q0.cols &&
+                              q1.nibble_order == q0.nibble_order && q1.scale_layout == q0.scale_layout);
+                        CHECK(nvfp4_f32_bits(q1.per_tensor_scale) == nvfp4_f32_bits(q0.per_tensor_scale));
+                        CHECK(memcmp(q1.codes, q0.codes, (size_t)(q0.rows * q0.cols / 2)) == 0);
+                        CHECK(memcmp(q1.scales, q0.scales,
+                                     nvfp4_scales_bytes(q0.rows, q0.cols, q0.scale_layout)) == 0);
+                    }
+                    nvfp4_tensor_free(&q0);
+                    nvfp4_tensor_free(&q1);
+                    free(x), free(r0), free(r1), free(o0), free(o1);
+                }
+        /* what the GPU path does not take, it refuses with a message */
+        uint16_t xh[32] = {0};
+        float rr[272 * 2];
+        nvfp4_linear_args bad = {.x = xh, .x_dtype = NVFP4_DTYPE_F16, .m = 1, .k = 16, .weight = &w,
+                                 .raw = rr, .model = NVFP4_MODEL_SM90};
+        CHECK(nvfp4_linear_cuda_host(&bad, NULL) == NVFP4_ERR_UNSUPPORTED);
+        CHECK(strstr(nvfp4_last_error(), "BF16") != NULL);
+        bad.x_dtype = NVFP4_DTYPE_BF16, bad.model = NVFP4_MODEL_EXACT;
+        CHECK(nvfp4_linear_cuda_host(&bad, NULL) == NVFP4_ERR_UNSUPPORTED);
+        bad.model = NVFP4_MODEL_SM90; /* k = 16 against K = 512 */
+        CHECK(nvfp4_linear_cuda_host(&bad, NULL) == NVFP4_ERR_INVALID_ARGUMENT);
+        CHECK(strstr(nvfp4_last_error(), "columns") != NULL);
+        nvfp4_tensor_free(&wlo);
+        nvfp4_tensor_free(&w);
     }
 
     TEST("argument errors")

@@ -44,7 +44,13 @@ static int count_entries(const char *dir)
 
 static int msg_has(const char *needle) { return strstr(nvfp4_last_error(), needle) != NULL; }
 
-static int one_line(void) { return strchr(nvfp4_last_error(), '\n') == NULL; }
+/* one printable line: no control byte at all (messages quote file contents) */
+static int one_line(void)
+{
+    for (const unsigned char *p = (const unsigned char *)nvfp4_last_error(); *p; p++)
+        if (*p < 0x20 || *p == 0x7f) return 0;
+    return 1;
+}
 
 /* A file in memory: 8-byte little-endian length, header (padded with
  * `pad` spaces), data. */
@@ -517,6 +523,10 @@ int main(void)
         expect_bad("duplicate metadata key", "{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"}}", 0, "k");
         /* a name full of control bytes is still reported on one line */
         expect_bad("control bytes in the name", "{\"x\\ny\\u0001\":3}", 0, "x\\x0ay\\x01");
+        /* the JSON parser's own message quotes raw header bytes (found by the
+         * fuzzer: a bad escape followed by raw newlines and a tab) */
+        expect_bad("raw newlines after a bad escape", "{\"__metad\\\n\n\t\x01\x7f", 0, NULL);
+        expect_bad("raw newline inside a string", "{\"a\nb\":{}}", 0, NULL);
     }
 
     TEST("open: files on disk") {

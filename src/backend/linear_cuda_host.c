@@ -1,0 +1,140 @@
+/* linear_cuda_host.c -- host-memory convenience around nvfp4_linear_cuda(). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#if defined(NVFP4_WITH_CUDA)
+#include <cuda_runtime_api.h>
+
+#define CU(call, what)                                                                  \
+    do {                                                                                \
+        cudaError_t e_ = (call);                                                        \
+        if (e_ != cudaSuccess) {                                                        \
+            st = nvfp4_fail(NVFP4_ERR_CUDA, "%s: %s", what, cudaGetErrorString(e_));    \
+            goto done;                                                                  \
+        }                                                                               \
+    } while (0)
+
+nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel_ms)
+{
+    if (!args || !args->x || !args->weight)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "linear (cuda): x and weight are required");
+    if (args->x_dtype != NVFP4_DTYPE_BF16)
+        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
+                          "linear (cuda): the GPU quantizer reads BF16 activations (got %s)",
+                          nvfp4_dtype_name(args->x_dtype));
+    if (args->model != NVFP4_MODEL_SM90)
+        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
+                          "linear (cuda): the H200 kernel computes the sm90 model only (asked: %s)",
+                          nvfp4_model_name(args->model));
+    if (args->m < 1 || args->k < 1)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "linear (cuda): empty activations (%lld x %lld)",
+                          (long long)args->m, (long long)args->k);
+    if (!nvfp4_cuda_available())
+        return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "linear (cuda): no usable sm_90 CUDA device");
+    int64_t m = args->m, k = args->k, kp = (k + 15) / 16 * 16, mp = (m + 15) / 16 * 16;
+    if (args->weight->cols != kp)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "linear (cuda): activations have %lld columns (%lld padded) but the "
+                          "weight has K = %lld",
+                          (long long)k, (long long)kp, (long long)args->weight->cols);
+    /* The device reads the weight as ComfyUI stores it. */
+    const nvfp4_tensor *w = args->weight;
+    nvfp4_tensor tw = {0}, xq = {0};
+    nvfp4_status st = NVFP4_OK;
+    if (w->nibble_order != NVFP4_HI_FIRST || w->scale_layout != NVFP4_SCALES_TILED) {
+        st = nvfp4_tensor_convert(&tw, w, NVFP4_HI_FIRST, NVFP4_SCALES_TILED);
+        if (st != NVFP4_OK) return st;
+        w = &tw;
+    }
+    int64_t n = w->rows;
+    size_t x_bytes = (size_t)(m * k) * 2, w_codes = (size_t)(n * kp / 2);
+    size_t w_sc = nvfp4_scales_bytes(n, kp, NVFP4_SCALES_TILED);
+    size_t xq_codes = (size_t)(mp * kp / 2), xq_sc = nvfp4_scales_bytes(mp, kp, NVFP4_SCALES_TILED);
+    size_t mn = (size_t)(m * n);
+    size_t ws = nvfp4_linear_cuda_workspace(m, n, k);
+    void *d_x = NULL, *d_wc = NULL, *d_ws_sc = NULL, *d_f = NULL, *d_bias = NULL;
+    void *d_raw = NULL, *d_out = NULL, *d_ws = NULL, *d_xc = NULL, *d_xs = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    /* d_f: [0] the weight's per-tensor scale, [1] the static input scale,
+     * [2] the activation scale the call used */
+    float f[3] = {w->per_tensor_scale, args->input_scale ? *args->input_scale : 0.0f, 0.0f};
+    CU(cudaMalloc(&d_x, x_bytes), "cudaMalloc x");
+    CU(cudaMalloc(&d_wc, w_codes), "cudaMalloc weight");
+    CU(cudaMalloc(&d_ws_sc, w_sc), "cudaMalloc weight scales");
+    CU(cudaMalloc(&d_f, sizeof f), "cudaMalloc scales");
+    CU(cudaMalloc(&d_raw, mn * 4), "cudaMalloc raw");
+    CU(cudaMalloc(&d_out, mn * 2), "cudaMalloc out");
+    if (ws) CU(cudaMalloc(&d_ws, ws), "cudaMalloc workspace");
+    if (args->x_quantized) {
+        CU(cudaMalloc(&d_xc, xq_codes), "cudaMalloc x codes");
+        CU(cudaMalloc(&d_xs, xq_sc), "cudaMalloc x scales");
+    }
+    if (args->bias) {
+        CU(cudaMalloc(&d_bias, (size_t)n * 4), "cudaMalloc bias");
+        CU(cudaMemcpy(d_bias, args->bias, (size_t)n * 4, cudaMemcpyHostToDevice), "copy bias");
+    }
+    CU(cudaMemcpy(d_x, args->x, x_bytes, cudaMemcpyHostToDevice), "copy x");
+    CU(cudaMemcpy(d_wc, w->codes, w_codes, cudaMemcpyHostToDevice), "copy weight");
+    CU(cudaMemcpy(d_ws_sc, w->scales, w_sc, cudaMemcpyHostToDevice), "copy weight scales");
+    CU(cudaMemcpy(d_f, f, sizeof f, cudaMemcpyHostToDevice), "copy scales");
+    /* Poison the outputs so an element the kernel never writes cannot pass. */
+    CU(cudaMemset(d_raw, 0xFF, mn * 4), "memset raw");
+    CU(cudaMemset(d_out, 0xFF, mn * 2), "memset out");
+    nvfp4_cuda_operand wop = {.codes = d_wc, .scales = d_ws_sc, .per_tensor_scale = (const float *)d_f,
+                              .rows = n, .cols = kp};
+    nvfp4_cuda_linear_args la = {
+        .x = d_x, .m = m, .k = k, .weight = &wop,
+        .input_scale = args->input_scale ? (const float *)d_f + 1 : NULL, .variant = args->variant,
+        .bias = d_bias, .raw = d_raw, .out = d_out, .x_codes = d_xc, .x_scales = d_xs,
+        .x_scale = (float *)d_f + 2, .stream = NULL, .workspace = d_ws, .workspace_bytes = ws,
+    };
+    CU(cudaEventCreate(&e0), "event");
+    CU(cudaEventCreate(&e1), "event");
+    if ((st = nvfp4_linear_cuda(&la)) != NVFP4_OK) goto done; /* warm-up */
+    CU(cudaEventRecord(e0, NULL), "event record");
+    if ((st = nvfp4_linear_cuda(&la)) != NVFP4_OK) goto done;
+    CU(cudaEventRecord(e1, NULL), "event record");
+    CU(cudaDeviceSynchronize(), "linear kernels");
+    if (kernel_ms) CU(cudaEventElapsedTime(kernel_ms, e0, e1), "event time");
+    if (args->raw) CU(cudaMemcpy(args->raw, d_raw, mn * 4, cudaMemcpyDeviceToHost), "copy raw back");
+    if (args->out) CU(cudaMemcpy(args->out, d_out, mn * 2, cudaMemcpyDeviceToHost), "copy out back");
+    if (args->x_quantized) {
+        /* the same tensor nvfp4_quantize() returns: padded shape, hi-first, tiled */
+        if ((st = nvfp4_tensor_alloc(&xq, mp, kp, NVFP4_HI_FIRST, NVFP4_SCALES_TILED)) != NVFP4_OK)
+            goto done;
+        CU(cudaMemcpy(xq.codes, d_xc, xq_codes, cudaMemcpyDeviceToHost), "copy x codes back");
+        CU(cudaMemcpy(xq.scales, d_xs, xq_sc, cudaMemcpyDeviceToHost), "copy x scales back");
+        CU(cudaMemcpy(&xq.per_tensor_scale, (float *)d_f + 2, 4, cudaMemcpyDeviceToHost),
+           "copy x scale back");
+        *args->x_quantized = xq;
+        xq = (nvfp4_tensor){0};
+    }
+done:
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaFree(d_x);
+    cudaFree(d_wc);
+    cudaFree(d_ws_sc);
+    cudaFree(d_f);
+    cudaFree(d_bias);
+    cudaFree(d_raw);
+    cudaFree(d_out);
+    cudaFree(d_ws);
+    cudaFree(d_xc);
+    cudaFree(d_xs);
+    nvfp4_tensor_free(&tw);
+    nvfp4_tensor_free(&xq);
+    return st;
+}
+
+#else
+
+nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel_ms)
+{
+    (void)args, (void)kernel_ms;
+    return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "this nvfp4 was built without CUDA (nvcc not found)");
+}
+
+#endif
