@@ -223,7 +223,8 @@ typedef enum nvfp4_variant {
 
 /*! nvfp4_per_tensor_scale() :
  *  ComfyUI's per-tensor scale of rows x cols elements of dtype (BF16, F16
- *  or F32): FP32(amax|x| / (448 * 6)); NaNs are skipped by the amax.
+ *  or F32): FP32(amax|x| / (448 * 6)).  A NaN anywhere makes it the NaN
+ *  torch.amax gives: 0x7FC00000 (BF16, F32 input) or 0x7FFFFFFF (F16).
  *  @return NVFP4_OK with *out set, or an error. */
 nvfp4_status nvfp4_per_tensor_scale(float *out, const void *x, nvfp4_dtype dtype,
                                     int64_t rows, int64_t cols);
@@ -397,7 +398,8 @@ typedef struct nvfp4_cuda_quantize_args {
  *  nvfp4_quantize() of a device BF16 matrix, on the device: the same codes
  *  (padded shape, hi-first), tiled scales and per-tensor scale, bit for bit,
  *  both variants.  Dynamic scale: an amax pass (atomicMax on |x|'s bits,
- *  NaNs skipped) then FP32(amax / 2688), all on the device.
+ *  a NaN giving 0x7FC00000 as on the CPU) then FP32(amax / 2688), all on
+ *  the device.
  *  @return NVFP4_OK or an error (launch errors are reported). */
 nvfp4_status nvfp4_quantize_cuda(const nvfp4_cuda_quantize_args *args);
 

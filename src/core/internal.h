@@ -29,4 +29,14 @@ nvfp4_status nvfp4_check_gemm_operand(const nvfp4_tensor *t, const char *fn, con
 /* Overflow-checked size arithmetic: return 0 on overflow, else 1. */
 int nvfp4_mul_size(size_t a, size_t b, size_t *out);
 
+/* The per-tensor scale of an input holding a NaN: ComfyUI computes
+ * torch.amax(torch.abs(x)).float() / 2688, and torch (2.15, x86 CPU) returns
+ * the canonical NaN 0x7FC00000 from that amax for BF16 and F32 inputs (abs
+ * already canonicalizes BF16 NaNs) and 0x7FFFFFFF for F16 ones, whatever the
+ * NaNs' signs and payloads; dividing it by 2688 leaves it as it is. */
+static inline uint32_t nvfp4_amax_nan_bits(nvfp4_dtype dtype)
+{
+    return dtype == NVFP4_DTYPE_F16 ? 0x7FFFFFFFu : 0x7FC00000u;
+}
+
 #endif

@@ -211,7 +211,8 @@ NVFP4_Q_DEV uint32_t q_f16_operand(uint32_t code, uint32_t s8)
  *                  written: the caller zeroes it first);
  *   act          : the GEMM workspace, FP16 [m][act_ld] (rows < m only);
  *   pts_out      : the per-tensor scale used, written by one thread.
- * The per-tensor scale is *static_pts, or else FP32(*amax_bits / 2688). */
+ * The per-tensor scale is *static_pts, or else FP32(*amax_bits / 2688)
+ * (a NaN amax: that NaN). */
 typedef struct nvfp4_q_launch {
     const uint16_t *x;
     int64_t m, k;
@@ -230,7 +231,7 @@ typedef struct nvfp4_q_launch {
 nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn);
 
 /* Zero *amax_bits, then atomicMax |x|'s FP32 bit patterns of the m x k BF16
- * elements into it (NaNs skipped), on `stream`. */
+ * elements into it (any NaN as 0x7FC00000, above Inf), on `stream`. */
 nvfp4_status nvfp4_q_amax_launch(const uint16_t *x, int64_t m, int64_t k, uint32_t *amax_bits,
                                  cudaStream_t stream, const char *fn);
 

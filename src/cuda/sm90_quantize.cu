@@ -16,13 +16,22 @@ static int q_misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a 
 
 /*------------------------------ amax pass ------------------------------*/
 
-/* Largest BF16 magnitude pattern of a 32-bit word's two halves, NaNs
- * (patterns above 0x7F80) counted as zero. */
+/* FP32(amax / 2688); a NaN amax (0x7FC00000) is the scale as it is, as on
+ * the CPU (the device's division would return 0x7FFFFFFF). */
+static __device__ __forceinline__ float q_dynamic_pts(uint32_t amax_bits)
+{
+    return amax_bits > 0x7F800000u ? __uint_as_float(amax_bits)
+                                   : __fdiv_rn(__uint_as_float(amax_bits), 2688.0f);
+}
+
+/* Largest BF16 magnitude pattern of a 32-bit word's two halves; any NaN
+ * (a pattern above 0x7F80) counts as 0x7FC0, above Inf, as torch.amax
+ * returns the canonical NaN (nvfp4_amax_nan_bits). */
 static __device__ __forceinline__ uint32_t amax_word(uint32_t w, uint32_t best)
 {
     uint32_t lo = w & 0x7FFFu, hi = (w >> 16) & 0x7FFFu;
-    lo = lo > 0x7F80u ? 0u : lo;
-    hi = hi > 0x7F80u ? 0u : hi;
+    lo = lo > 0x7F80u ? 0x7FC0u : lo; /* any NaN: the canonical one, above Inf */
+    hi = hi > 0x7F80u ? 0x7FC0u : hi;
     best = lo > best ? lo : best;
     return hi > best ? hi : best;
 }
@@ -73,8 +82,7 @@ nvfp4_status nvfp4_q_amax_launch(const uint16_t *x, int64_t m, int64_t k, uint32
  * and the per-tensor scale on exit (nvfp4_quantize_cuda's dynamic mode). */
 extern "C" __global__ void nvfp4_q_finalize_kernel(float *slot)
 {
-    const uint32_t bits = *(const uint32_t *)slot;
-    *slot = __fdiv_rn(__uint_as_float(bits), 2688.0f);
+    *slot = q_dynamic_pts(*(const uint32_t *)slot);
 }
 
 /*----------------------------- block kernel -----------------------------*/
@@ -90,7 +98,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
                           float *pts_out, float *pts_out2)
 {
     const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const float pts = static_pts ? *static_pts : __fdiv_rn(__uint_as_float(*amax_bits), 2688.0f);
+    const float pts = static_pts ? *static_pts : q_dynamic_pts(*amax_bits);
     if (idx == 0) {
         if (pts_out) *pts_out = pts;
         if (pts_out2) *pts_out2 = pts;

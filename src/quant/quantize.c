@@ -132,14 +132,15 @@ static void amax_range(void *ctx, int64_t begin, int64_t end)
     for (int64_t k = begin; k < end; k++) {
         size_t lo = (size_t)k * j->chunk, hi = lo + j->chunk < j->n ? lo + j->chunk : j->n;
         uint32_t best = 0;
+        int nan = 0;
         if (j->dtype == NVFP4_DTYPE_BF16 || j->dtype == NVFP4_DTYPE_F16) {
-            /* Magnitude bit patterns order like the values; NaNs (above the
-             * Inf pattern) are skipped. */
+            /* Magnitude bit patterns order like the values; a NaN (above the
+             * Inf pattern) is noted and stands above everything. */
             const uint16_t *p = j->x;
             uint16_t inf = j->dtype == NVFP4_DTYPE_BF16 ? 0x7F80u : 0x7C00u, b16 = 0;
             for (size_t i = lo; i < hi; i++) {
                 uint16_t m = (uint16_t)(p[i] & 0x7FFFu);
-                m = m > inf ? 0 : m;
+                nan |= m > inf;
                 b16 = m > b16 ? m : b16;
             }
             best = j->dtype == NVFP4_DTYPE_BF16 ? (uint32_t)b16 << 16
@@ -148,11 +149,11 @@ static void amax_range(void *ctx, int64_t begin, int64_t end)
             const float *p = j->x;
             for (size_t i = lo; i < hi; i++) {
                 uint32_t m = bits_of(p[i]) & 0x7FFFFFFFu;
-                m = m > 0x7F800000u ? 0 : m;
+                nan |= m > 0x7F800000u;
                 best = m > best ? m : best;
             }
         }
-        j->partial[k] = best;
+        j->partial[k] = nan ? nvfp4_amax_nan_bits(j->dtype) : best;
     }
 }
 
@@ -185,7 +186,9 @@ static nvfp4_status tensor_scale(float *out, const void *x, nvfp4_dtype dtype, i
     if (st != NVFP4_OK) return st;
     uint32_t best = 0;
     for (int64_t k = 0; k < nchunks; k++) best = partial[k] > best ? partial[k] : best;
-    *out = float_of(best) / 2688.0f; /* 448 * 6, in FP32 */
+    /* 448 * 6, in FP32; a NaN amax is the scale as it is (x86 division
+     * returns a quiet NaN operand unchanged) */
+    *out = best > 0x7F800000u ? float_of(best) : float_of(best) / 2688.0f;
     return NVFP4_OK;
 }
 

@@ -69,18 +69,26 @@ nvfp4_status nvfp4_quantize_ref(nvfp4_tensor *out, const void *x, nvfp4_dtype dt
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_quantize_ref: unknown variant %d",
                           (int)variant);
 
-    /* Per-tensor scale: the largest |x| (NaNs skipped) / 2688 in FP32. */
+    /* Per-tensor scale: the largest |x| / 2688 in FP32; any NaN makes it the
+     * NaN torch.amax returns (nvfp4_amax_nan_bits). */
     float pts;
     if (per_tensor_scale) {
         pts = *per_tensor_scale;
     } else {
         float amax = 0.0f;
+        int nan = 0;
         for (int64_t r = 0; r < rows; r++)
             for (int64_t c = 0; c < cols; c++) {
                 float a = fabsf(ref_element(x, dtype, rows, cols, r, c));
-                if (!ref_isnan(a) && a > amax) amax = a;
+                if (ref_isnan(a)) nan = 1;
+                else if (a > amax) amax = a;
             }
-        pts = amax / 2688.0f;
+        if (nan) {
+            uint32_t b = nvfp4_amax_nan_bits(dtype);
+            memcpy(&pts, &b, 4);
+        } else {
+            pts = amax / 2688.0f;
+        }
     }
 
     /* comfy-kitchen pads both dimensions to multiples of 16 with zeros. */

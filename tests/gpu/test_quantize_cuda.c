@@ -353,7 +353,7 @@ int main(int argc, char **argv)
         for (int64_t i = 0; i < m * k; i++) x[i] = (uint16_t)(0x8000 | (1 + i % 0x7F));
         all_modes("all subnormal", x, m, k, 0, 1, 1); /* dynamic scale subnormal/2688 */
         for (int64_t i = 0; i < m * k; i++) x[i] = NAN_PATTERNS[i % 7];
-        all_modes("all NaN", x, m, k, 0, 1, 1); /* dynamic: amax skips NaN -> 0 */
+        all_modes("all NaN", x, m, k, 0, 1, 1); /* dynamic: the scale is NaN 0x7FC00000 */
         for (int64_t i = 0; i < m * k; i++) x[i] = (i % 3) ? 0x7F80 : 0xFF80;
         all_modes("all Inf", x, m, k, 0, 1, 1);
         for (int64_t i = 0; i < m * k; i++) x[i] = 0x7F7F; /* BF16 max everywhere */

@@ -390,12 +390,32 @@ static void check_nan_rules(void)
     CHECK(isinf(t.per_tensor_scale) && t.scales[0] == 0xFF && t.codes[0] == 0xCC &&
           t.codes[7] == 0xCC);
     nvfp4_tensor_free(&t);
-    /* NaNs are skipped by the per-tensor amax; Inf is not. */
-    float y[4] = {from_bits(0x7FC00000u), -2688.0f, 1.0f, 0.0f};
+    /* Inf makes the per-tensor scale Inf; a NaN of any sign or payload makes
+     * it torch.amax's NaN (0x7FC00000; 0x7FFFFFFF for F16 input), Inf or not. */
+    float y[4] = {2.0f, -2688.0f, 1.0f, 0.0f};
     float pts = 0;
     CHECK(nvfp4_per_tensor_scale(&pts, y, NVFP4_DTYPE_F32, 1, 4) == NVFP4_OK && pts == 1.0f);
     y[3] = -INFINITY;
     CHECK(nvfp4_per_tensor_scale(&pts, y, NVFP4_DTYPE_F32, 1, 4) == NVFP4_OK && isinf(pts));
+    static const uint32_t nans[3] = {0x7FC00000u, 0xFFC00001u, 0x7F800001u};
+    for (int i = 0; i < 3; i++) {
+        y[0] = from_bits(nans[i]);
+        for (int with_inf = 0; with_inf < 2; with_inf++) {
+            y[3] = with_inf ? -INFINITY : 0.0f;
+            CHECK(nvfp4_per_tensor_scale(&pts, y, NVFP4_DTYPE_F32, 1, 4) == NVFP4_OK &&
+                  nvfp4_f32_bits(pts) == 0x7FC00000u);
+        }
+    }
+    uint16_t yb[4] = {0x3F80, 0xFF81, 0x4000, 0x7F80}, yh[4] = {0x3C00, 0xFE01, 0x4000, 0x7C00};
+    CHECK(nvfp4_per_tensor_scale(&pts, yb, NVFP4_DTYPE_BF16, 1, 4) == NVFP4_OK &&
+          nvfp4_f32_bits(pts) == 0x7FC00000u);
+    CHECK(nvfp4_per_tensor_scale(&pts, yh, NVFP4_DTYPE_F16, 1, 4) == NVFP4_OK &&
+          nvfp4_f32_bits(pts) == 0x7FFFFFFFu);
+    /* the reference quantizer computes the same scale */
+    nvfp4_tensor tr = {0};
+    CHECK(nvfp4_quantize_ref(&tr, yh, NVFP4_DTYPE_F16, 1, 4, NULL, NVFP4_VARIANT_EAGER) == NVFP4_OK &&
+          nvfp4_f32_bits(tr.per_tensor_scale) == 0x7FFFFFFFu);
+    nvfp4_tensor_free(&tr);
 }
 
 static void check_errors(void)
