@@ -808,6 +808,13 @@ int cmd_check(int argc, char **argv)
             json_array_append_new(findings, json_string(buf));
         }
     }
+    for (int i = 0; i < nlin; i++)
+        if (!res[i].error && !res[i].quantized_equal) {
+            snprintf(buf, sizeof buf,
+                     "%s: streaming A: the NVFP4 activations the backend produced differ from the "
+                     "C quantizer's bytes.", res[i].lin.name);
+            json_array_append_new(findings, json_string(buf));
+        }
     snprintf(buf, sizeof buf,
              "Batch invariance and repeatability: %d of %d linears give bit-identical rows whether "
              "a row is computed alone or inside M=%lld, and across two runs.", n_inv, nlin, rows);

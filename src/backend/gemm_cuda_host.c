@@ -5,16 +5,7 @@
 #include "internal.h"
 
 #if defined(NVFP4_WITH_CUDA)
-#include <cuda_runtime_api.h>
-
-#define CU(call, what)                                                                  \
-    do {                                                                                \
-        cudaError_t e_ = (call);                                                        \
-        if (e_ != cudaSuccess) {                                                        \
-            st = nvfp4_fail(NVFP4_ERR_CUDA, "%s: %s", what, cudaGetErrorString(e_));    \
-            goto done;                                                                  \
-        }                                                                               \
-    } while (0)
+#include "cuda_host.h"
 
 /* The device kernel reads operands as ComfyUI stores them. */
 static nvfp4_status as_stored(const nvfp4_tensor *t, nvfp4_tensor *tmp, const nvfp4_tensor **out)

@@ -5,16 +5,7 @@
 #include "internal.h"
 
 #if defined(NVFP4_WITH_CUDA)
-#include <cuda_runtime_api.h>
-
-#define CU(call, what)                                                                  \
-    do {                                                                                \
-        cudaError_t e_ = (call);                                                        \
-        if (e_ != cudaSuccess) {                                                        \
-            st = nvfp4_fail(NVFP4_ERR_CUDA, "%s: %s", what, cudaGetErrorString(e_));    \
-            goto done;                                                                  \
-        }                                                                               \
-    } while (0)
+#include "cuda_host.h"
 
 nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel_ms)
 {
