@@ -26,6 +26,10 @@ nvfp4_status nvfp4_parallel_for(int64_t n, int64_t grain, int nthreads, nvfp4_ra
  * starts with `fn` and names the operand `which`.  Shared by every backend. */
 nvfp4_status nvfp4_check_gemm_operand(const nvfp4_tensor *t, const char *fn, const char *which);
 
+/* Every argument check nvfp4_gemm_cpu and nvfp4_gemm_ref share: args, both
+ * operands, equal K, a known model, raw or out given.  fn names the caller. */
+nvfp4_status nvfp4_check_gemm_args(const nvfp4_gemm_args *args, const char *fn);
+
 /* Overflow-checked size arithmetic: return 0 on overflow, else 1. */
 int nvfp4_mul_size(size_t a, size_t b, size_t *out);
 

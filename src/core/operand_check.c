@@ -22,3 +22,26 @@ nvfp4_status nvfp4_check_gemm_operand(const nvfp4_tensor *t, const char *fn, con
                           fn, which, (int)t->scale_layout);
     return NVFP4_OK;
 }
+
+nvfp4_status nvfp4_check_gemm_args(const nvfp4_gemm_args *args, const char *fn)
+{
+    if (!args) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "%s: args is NULL", fn);
+    nvfp4_status st = nvfp4_check_gemm_operand(args->a, fn, "A");
+    if (st != NVFP4_OK) return st;
+    st = nvfp4_check_gemm_operand(args->b, fn, "B");
+    if (st != NVFP4_OK) return st;
+    const nvfp4_tensor *a = args->a, *b = args->b;
+    if (a->cols != b->cols)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "%s: K differs: A is %lld x %lld, B is %lld x %lld "
+                          "(both must have K columns)",
+                          fn, (long long)a->rows, (long long)a->cols, (long long)b->rows,
+                          (long long)b->cols);
+    if (args->model != NVFP4_MODEL_SM90 && args->model != NVFP4_MODEL_EXACT &&
+        args->model != NVFP4_MODEL_SM120)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "%s: unknown model %d", fn, (int)args->model);
+    if (!args->raw && !args->out)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "%s: neither raw nor out is given; nothing to compute", fn);
+    return NVFP4_OK;
+}

@@ -649,11 +649,6 @@ static nvfp4_status gemm_sm120(const nvfp4_gemm_args *args, float alpha, int nth
 /*-------------------------------------------------------------------------
  *  Entry point
  *-------------------------------------------------------------------------*/
-static nvfp4_status check_operand(const nvfp4_tensor *t, const char *which)
-{
-    return nvfp4_check_gemm_operand(t, "nvfp4_gemm_cpu", which);
-}
-
 /* EXACT with more blocks than an int64 count holds: the model function over
  * FP16 operands built here (a' = q * is * 2^-10, exact in FP16). */
 typedef struct exact_plain_ctx {
@@ -699,25 +694,9 @@ static void exact_plain_rows(void *p, int64_t begin, int64_t end)
 
 nvfp4_status nvfp4_gemm_cpu(const nvfp4_gemm_args *args)
 {
-    if (!args) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_gemm_cpu: args is NULL");
-    nvfp4_status st = check_operand(args->a, "A");
-    if (st != NVFP4_OK) return st;
-    st = check_operand(args->b, "B");
+    nvfp4_status st = nvfp4_check_gemm_args(args, "nvfp4_gemm_cpu");
     if (st != NVFP4_OK) return st;
     const nvfp4_tensor *a = args->a, *b = args->b;
-    if (a->cols != b->cols)
-        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
-                          "nvfp4_gemm_cpu: K differs: A is %lld x %lld, B is %lld x %lld "
-                          "(both must have K columns)",
-                          (long long)a->rows, (long long)a->cols, (long long)b->rows,
-                          (long long)b->cols);
-    if (args->model != NVFP4_MODEL_SM90 && args->model != NVFP4_MODEL_EXACT &&
-        args->model != NVFP4_MODEL_SM120)
-        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_gemm_cpu: unknown model %d",
-                          (int)args->model);
-    if (!args->raw && !args->out)
-        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
-                          "nvfp4_gemm_cpu: neither raw nor out is given; nothing to compute");
     if (args->nthreads < 0)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
                           "nvfp4_gemm_cpu: nthreads is %d (use 0 for all cores)", args->nthreads);

@@ -103,13 +103,6 @@ static value decode16(uint16_t bits, nvfp4_operand type)
     return type == NVFP4_OPERAND_BF16 ? decode(bits, 8, 7) : decode(bits, 5, 10);
 }
 
-static float f32_from_bits(uint32_t u)
-{
-    float v;
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
-
 /* Round the non-negative fixed-point magnitude to FP32 bits (RNE). */
 static uint32_t round_to_f32(const wide *mag)
 {
@@ -171,15 +164,15 @@ float nvfp4_exact_dot(float c, const uint16_t *a, const uint16_t *b, int64_t k, 
         if (mant || !neg) all_negative_zero = 0;
     }
 
-    if (nan || (pos_inf && neg_inf)) return f32_from_bits(0x7fc00000u);
-    if (pos_inf) return f32_from_bits(0x7f800000u);
-    if (neg_inf) return f32_from_bits(0xff800000u);
+    if (nan || (pos_inf && neg_inf)) return nvfp4_f32_from_bits(0x7fc00000u);
+    if (pos_inf) return nvfp4_f32_from_bits(0x7f800000u);
+    if (neg_inf) return nvfp4_f32_from_bits(0xff800000u);
 
     int negative = wide_is_negative(&acc);
     if (negative) wide_negate(&acc);
     if (wide_msb(&acc) < 0) {
         /* IEEE: an exact zero sum is +0 under RNE unless every addend is -0. */
-        return f32_from_bits(all_zero && all_negative_zero ? 0x80000000u : 0);
+        return nvfp4_f32_from_bits(all_zero && all_negative_zero ? 0x80000000u : 0);
     }
-    return f32_from_bits((negative ? 0x80000000u : 0) | round_to_f32(&acc));
+    return nvfp4_f32_from_bits((negative ? 0x80000000u : 0) | round_to_f32(&acc));
 }

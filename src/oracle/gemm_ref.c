@@ -37,11 +37,6 @@ uint16_t nvfp4_epilogue(float acc, float alpha, const float *bias)
     return nvfp4_bf16_from_f32(y);
 }
 
-static nvfp4_status check_operand(const nvfp4_tensor *t, const char *which)
-{
-    return nvfp4_check_gemm_operand(t, "nvfp4_gemm_ref", which);
-}
-
 /* One row of an operand as exact FP16 bit patterns a' = e2m1 * |e4m3|. */
 static void row_f16(uint16_t *dst, const nvfp4_tensor *t, int64_t r)
 {
@@ -75,25 +70,9 @@ static float dot_sm120(const nvfp4_tensor *a, int64_t m, const nvfp4_tensor *b, 
 
 nvfp4_status nvfp4_gemm_ref(const nvfp4_gemm_args *args)
 {
-    if (!args) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_gemm_ref: args is NULL");
-    nvfp4_status st = check_operand(args->a, "A");
-    if (st != NVFP4_OK) return st;
-    st = check_operand(args->b, "B");
+    nvfp4_status st = nvfp4_check_gemm_args(args, "nvfp4_gemm_ref");
     if (st != NVFP4_OK) return st;
     const nvfp4_tensor *a = args->a, *b = args->b;
-    if (a->cols != b->cols)
-        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
-                          "nvfp4_gemm_ref: K differs: A is %lld x %lld, B is %lld x %lld "
-                          "(both must have K columns)",
-                          (long long)a->rows, (long long)a->cols, (long long)b->rows,
-                          (long long)b->cols);
-    if (args->model != NVFP4_MODEL_SM90 && args->model != NVFP4_MODEL_EXACT &&
-        args->model != NVFP4_MODEL_SM120)
-        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_gemm_ref: unknown model %d",
-                          (int)args->model);
-    if (!args->raw && !args->out)
-        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
-                          "nvfp4_gemm_ref: neither raw nor out is given; nothing to compute");
 
     int64_t M = a->rows, N = b->rows, K = a->cols;
     size_t k_bytes;

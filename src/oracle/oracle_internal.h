@@ -15,6 +15,18 @@
 extern "C" {
 #endif
 
+/* Index of the highest set bit of x (x > 0), counted plainly: the models
+ * favour the obvious over the fast. */
+static inline int nvfp4_msb64(uint64_t x)
+{
+    int p = -1;
+    while (x) {
+        p++;
+        x >>= 1;
+    }
+    return p;
+}
+
 /* How a zero term (a product with a zero operand, or c == 0) enters the
  * choice of the alignment exponent E. */
 typedef enum nvfp4_zero_exp {

@@ -17,23 +17,6 @@
 
 #include "oracle/oracle_internal.h"
 
-static float f32_from_bits(uint32_t u)
-{
-    float v;
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
-
-static int msb64(uint64_t x)
-{
-    int p = -1;
-    while (x) {
-        p++;
-        x >>= 1;
-    }
-    return p;
-}
-
 /* Twice the magnitude of an E2M1 code: 0 1 2 3 4 6 8 12. */
 static int64_t e2m1_twice(uint8_t code)
 {
@@ -54,11 +37,11 @@ float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scale
     memcpy(&cbits, &c, sizeof cbits);
     uint32_t cfield = (cbits >> 23) & 0xff, cfrac = cbits & 0x7fffff;
     int c_negative = (int)(cbits >> 31);
-    if (cfield == 0xff && cfrac) return f32_from_bits(rules->nan_bits);
+    if (cfield == 0xff && cfrac) return nvfp4_f32_from_bits(rules->nan_bits);
 
     for (int j = 0; j < 4; j++) {
         uint8_t sa = a_scales[j] & 0x7f, sb = b_scales[j] & 0x7f; /* UE4M3: sign ignored */
-        if (sa == 0x7f || sb == 0x7f) return f32_from_bits(rules->nan_bits);
+        if (sa == 0x7f || sb == 0x7f) return nvfp4_f32_from_bits(rules->nan_bits);
         int64_t sum4 = 0; /* sum of (2a)(2b): four times the block sum */
         int negative_zeros = 1;
         for (int i = 0; i < 16; i++) {
@@ -77,7 +60,7 @@ float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scale
         block_all_negative_zero[j] = negative_zeros;
     }
 
-    if (cfield == 0xff) return f32_from_bits(c_negative ? 0xff800000u : 0x7f800000u);
+    if (cfield == 0xff) return nvfp4_f32_from_bits(c_negative ? 0xff800000u : 0x7f800000u);
 
     uint64_t c_sig = cfield ? ((1u << 23) | cfrac) : cfrac;
     int c_exp = cfield ? (int)cfield - 127 : -126;
@@ -120,12 +103,12 @@ float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scale
             if (block_mant[j] != 0) all_zero = 0;
             if (!block_all_negative_zero[j]) all_negative_zero = 0;
         }
-        return f32_from_bits(all_zero && all_negative_zero && rules->zero_sign_ieee ? 0x80000000u
+        return nvfp4_f32_from_bits(all_zero && all_negative_zero && rules->zero_sign_ieee ? 0x80000000u
                                                                                     : 0);
     }
     uint32_t sign = sum < 0 ? 0x80000000u : 0;
     uint64_t mag = sum < 0 ? (uint64_t)(-sum) : (uint64_t)sum;
-    int p = msb64(mag);
+    int p = nvfp4_msb64(mag);
     int x = p + unit_exp;
     uint32_t bits;
     if (x > 127) {
@@ -140,5 +123,5 @@ float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scale
         bits = (uint32_t)(shift >= 0 ? mag << shift : (-shift >= 64 ? 0 : mag >> -shift));
     }
     if (bits == 0 && rules->underflow_positive) sign = 0;
-    return f32_from_bits(sign | bits);
+    return nvfp4_f32_from_bits(sign | bits);
 }

@@ -86,35 +86,11 @@ static operand decode16(uint16_t bits, nvfp4_operand type, int flush_subnormal)
                                       : decode(bits, 5, 10, flush_subnormal);
 }
 
-static uint32_t f32_bits(float v)
-{
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    return u;
-}
-
-static float f32_from_bits(uint32_t u)
-{
-    float v;
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
-
-static int msb64(uint64_t x)
-{
-    int p = -1;
-    while (x) {
-        p++;
-        x >>= 1;
-    }
-    return p;
-}
-
 /* Convert |S| * 2^unit_exp (S != 0, sign apart) to FP32 bits: truncated
  * toward zero in the normal range; below it as rules->subnormal_rounding says. */
 static uint32_t truncate_to_f32(uint64_t mag, int negative, int unit_exp, const nvfp4_sm90_rules *rules)
 {
-    int p = msb64(mag);
+    int p = nvfp4_msb64(mag);
     int x = p + unit_exp; /* exponent of the leading bit */
     if (x > 127) return rules->overflow_to_inf ? 0x7f800000u : 0x7f7fffffu;
     if (x >= -126) {
@@ -179,13 +155,13 @@ float nvfp4_sm90_step_rules(float c, const uint16_t a[16], const uint16_t b[16],
         terms[nterms++] = t;
     }
 
-    operand oc = decode(f32_bits(c), 8, 23, rules->flush_c);
+    operand oc = decode(nvfp4_f32_bits(c), 8, 23, rules->flush_c);
     if (oc.kind == NOT_A_NUMBER) any_nan = 1;
     if (oc.kind == POS_INF) pos_inf = 1;
     if (oc.kind == NEG_INF) neg_inf = 1;
-    if (any_nan || (pos_inf && neg_inf)) return f32_from_bits(rules->nan_bits);
-    if (pos_inf) return f32_from_bits(0x7f800000u);
-    if (neg_inf) return f32_from_bits(0xff800000u);
+    if (any_nan || (pos_inf && neg_inf)) return nvfp4_f32_from_bits(rules->nan_bits);
+    if (pos_inf) return nvfp4_f32_from_bits(0x7f800000u);
+    if (neg_inf) return nvfp4_f32_from_bits(0xff800000u);
 
     term tc;
     tc.negative = oc.negative;
@@ -230,13 +206,13 @@ float nvfp4_sm90_step_rules(float c, const uint16_t a[16], const uint16_t b[16],
 
     if (sum == 0) {
         uint32_t sign = (all_zero && all_negative_zero && rules->zero_sign_ieee) ? 0x80000000u : 0;
-        return f32_from_bits(sign);
+        return nvfp4_f32_from_bits(sign);
     }
     uint32_t sign = sum < 0 ? 0x80000000u : 0;
     uint64_t mag = sum < 0 ? (uint64_t)(-sum) : (uint64_t)sum;
     uint32_t bits = truncate_to_f32(mag, sum < 0, unit_exp, rules);
     if (bits == 0 && rules->underflow_positive) sign = 0;
-    return f32_from_bits(sign | bits);
+    return nvfp4_f32_from_bits(sign | bits);
 }
 
 float nvfp4_sm90_step(float c, const uint16_t a[16], const uint16_t b[16], nvfp4_operand type)

@@ -10,13 +10,13 @@ B=build/probe
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 build() {
     mkdir -p $B
-    for f in src/core/error.c src/core/threads.c src/oracle/sm90.c; do
+    for f in src/core/error.c src/core/threads.c src/formats/scalars.c src/oracle/sm90.c; do
         gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -ffp-contract=off \
             -Iinclude -Isrc/core -Isrc -c $f -o $B/$(basename $f .c).o
     done
     "$NVCC" -O2 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall -Iinclude -Isrc/core -Isrc \
         -c tests/gpu/probe_mma.cu -o $B/probe_mma.o
-    "$NVCC" -o $B/probe_mma $B/probe_mma.o $B/error.o $B/threads.o $B/sm90.o -lpthread
+    "$NVCC" -o $B/probe_mma $B/probe_mma.o $B/error.o $B/threads.o $B/scalars.o $B/sm90.o -lpthread
 }
 if [ "$1" = "--build-only" ]; then build; exit 0; fi
 # A binary built elsewhere may not start here (other system libraries): rebuild then.
