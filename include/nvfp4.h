@@ -321,7 +321,23 @@ typedef struct nvfp4_gemm_args {
     uint16_t *out;          /* optional: M x N BF16 epilogue outputs */
     nvfp4_model model;
     int nthreads;           /* CPU backend: 0 = all cores */
+    int k_slices;           /* K slices S (nvfp4_k_slice_elems); 0 or 1 = one chain, the default */
 } nvfp4_gemm_args;
+
+/*! K slices (docs/CONTRACT.md).  With S = k_slices > 1, K is cut into
+ *  consecutive slices of whole 64-element groups: G = ceil(K/64) groups,
+ *  ceil(G/S) groups per slice, the last slice shorter (trailing slices may
+ *  be empty and are then absent).  Each slice is one chain of model steps
+ *  from +0 in increasing k; the slice partials are added in slice order
+ *  with FP32 RNE (p = p0; p = p + p1; ...); raw is that sum.  S never
+ *  depends on M, so batch invariance holds for every S. */
+#define NVFP4_MAX_K_SLICES 4096
+
+/*! nvfp4_k_slice_elems() :
+ *  @return the elements per K slice, 64 * ceil(ceil(K/64) / S), for K >= 0
+ *  and 1 <= S <= NVFP4_MAX_K_SLICES (S <= 1 gives K rounded up to 64:
+ *  one slice); slice s covers [s * len, min((s + 1) * len, K)). */
+int64_t nvfp4_k_slice_elems(int64_t k, int k_slices);
 
 /*! nvfp4_gemm_alpha() : @return FP32_RNE(scale_2_a * scale_2_b). */
 float nvfp4_gemm_alpha(float scale_2_a, float scale_2_b);
@@ -368,6 +384,7 @@ typedef struct nvfp4_linear_args {
     int nthreads;
     nvfp4_tensor *x_quantized; /* optional: receives the quantized activations
                                   (caller frees with nvfp4_tensor_free) */
+    int k_slices;              /* as in nvfp4_gemm_args; 0 or 1 = one chain */
 } nvfp4_linear_args;
 
 /*! nvfp4_linear_cpu() : quantize x, then nvfp4_gemm_cpu.  @return status. */
@@ -419,6 +436,7 @@ typedef struct nvfp4_cuda_linear_args {
     void *stream;
     void *workspace;                          /* nvfp4_linear_cuda_workspace() bytes, */
     size_t workspace_bytes;                   /*   256-byte aligned (cudaMalloc'ed) */
+    int k_slices;                             /* as in nvfp4_gemm_args; 0 or 1 = one chain */
 } nvfp4_cuda_linear_args;
 
 /*! nvfp4_linear_cuda_workspace() :
@@ -480,6 +498,7 @@ typedef struct nvfp4_cuda_gemm_args {
     void *stream;         /* cudaStream_t; NULL = default stream */
     void *workspace;      /* device scratch, nvfp4_cuda_gemm_workspace() bytes */
     size_t workspace_bytes;
+    int k_slices;         /* as in nvfp4_gemm_args; 0 or 1 = one chain */
 } nvfp4_cuda_gemm_args;
 
 /*! nvfp4_cuda_gemm_workspace() : @return device scratch bytes a GEMM of this

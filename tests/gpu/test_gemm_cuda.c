@@ -347,7 +347,7 @@ static void test_variants_small(int quick)
             nvfp4_tensor a3 = take_rows(&a, idx, mm);
             float *r3 = malloc((size_t)(mm * n) * 4);
             uint16_t *o3 = malloc((size_t)(mm * n) * 2);
-            nvfp4_gemm_args g = {&a3, &b, bias, r3, o3, NVFP4_MODEL_SM90, 1};
+            nvfp4_gemm_args g = {&a3, &b, bias, r3, o3, NVFP4_MODEL_SM90, 1, 1};
             TEST("oracle vs cpu backend") {
                 CHECK(nvfp4_gemm_ref(&g) == NVFP4_OK);
                 test_equal_bits("ref vs cpu raw", r3, rraw, 4, mm, n);

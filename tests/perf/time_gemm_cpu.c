@@ -104,7 +104,7 @@ int main(int argc, char **argv)
         int preps = p == 3 ? 1 : reps;
         double times[50];
         for (int i = 0; i < preps; i++) {
-            nvfp4_gemm_args args = {&a, &b, NULL, raw, out, model, threads};
+            nvfp4_gemm_args args = {&a, &b, NULL, raw, out, model, threads, 1};
             double t0 = now();
             nvfp4_status st = nvfp4_gemm_cpu(&args);
             times[i] = now() - t0;
@@ -132,7 +132,7 @@ int main(int argc, char **argv)
         a_sub.rows = check_rows;
         a_sub.scale_layout = NVFP4_SCALES_TILED; /* the first rows of a tiled layout read the same */
         float *ref = malloc((size_t)(check_rows * N) * sizeof(float));
-        nvfp4_gemm_args rargs = {&a_sub, &b, NULL, ref, NULL, model, 1};
+        nvfp4_gemm_args rargs = {&a_sub, &b, NULL, ref, NULL, model, 1, 1};
         double t0 = now();
         if (nvfp4_gemm_ref(&rargs) != NVFP4_OK) {
             fprintf(stderr, "nvfp4_gemm_ref: %s\n", nvfp4_last_error());

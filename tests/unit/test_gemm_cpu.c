@@ -130,7 +130,7 @@ static void compare_all(const char *label, const nvfp4_tensor *a, const nvfp4_te
     size_t n = M > 0 && N > 0 ? (size_t)(M * N) : 1;
     float *raw_ref = malloc(n * sizeof(float)), *raw = malloc(n * sizeof(float));
     uint16_t *out_ref = malloc(n * 2), *out = malloc(n * 2);
-    nvfp4_gemm_args args = {a, b, bias, raw_ref, out_ref, model, 1};
+    nvfp4_gemm_args args = {a, b, bias, raw_ref, out_ref, model, 1, 1};
     nvfp4_status st = nvfp4_gemm_ref(&args);
     CHECKF(st == NVFP4_OK, "%s: gemm_ref: %s", label, nvfp4_last_error());
     int simd_runs = 0;
@@ -145,7 +145,7 @@ static void compare_all(const char *label, const nvfp4_tensor *a, const nvfp4_te
         for (int threads = 0; threads <= 3; threads++) {
             memset(raw, 0xA5, n * sizeof(float));
             memset(out, 0xA5, n * 2);
-            nvfp4_gemm_args cargs = {a, b, bias, raw, out, model, threads};
+            nvfp4_gemm_args cargs = {a, b, bias, raw, out, model, threads, 1};
             st = nvfp4_gemm_cpu(&cargs);
             char what[200];
             snprintf(what, sizeof what, "%s %s %s threads=%d raw", label, nvfp4_model_name(model),
@@ -211,7 +211,7 @@ int main(void)
         make_tensor(&a, 3, 32, DATA_TYPICAL, 1, 0);
         make_tensor(&b, 5, 48, DATA_TYPICAL, 2, 1);
         float raw[15];
-        nvfp4_gemm_args args = {&a, &b, NULL, raw, NULL, NVFP4_MODEL_SM90, 1};
+        nvfp4_gemm_args args = {&a, &b, NULL, raw, NULL, NVFP4_MODEL_SM90, 1, 1};
         CHECK(nvfp4_gemm_cpu(&args) == NVFP4_ERR_INVALID_ARGUMENT); /* K differs */
         CHECK(strstr(nvfp4_last_error(), "K differs") != NULL);
         args.b = &a;
@@ -239,7 +239,7 @@ int main(void)
         nvfp4_tensor a0 = {0, 32, NULL, NULL, 1.0f, NVFP4_HI_FIRST, NVFP4_SCALES_TILED};
         nvfp4_tensor b0 = {0, 32, NULL, NULL, 1.0f, NVFP4_HI_FIRST, NVFP4_SCALES_TILED};
         float raw[1] = {42.0f};
-        nvfp4_gemm_args args = {&a0, &b0, NULL, raw, NULL, NVFP4_MODEL_SM90, 2};
+        nvfp4_gemm_args args = {&a0, &b0, NULL, raw, NULL, NVFP4_MODEL_SM90, 2, 1};
         CHECK(nvfp4_gemm_cpu(&args) == NVFP4_OK && raw[0] == 42.0f);
         free(bias);
     }

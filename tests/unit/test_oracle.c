@@ -671,7 +671,7 @@ static void test_gemm(void)
                 to_tensor(&tb, &B, (nvfp4_nibble_order)((lay >> 1) & 1), (nvfp4_scale_layout)(lay & 1), bcodes[0], bscales[0], 3.0f);
                 float raw[15];
                 uint16_t out[15];
-                nvfp4_gemm_args args = {&ta, &tb, bias, raw, out, (nvfp4_model)model, 1};
+                nvfp4_gemm_args args = {&ta, &tb, bias, raw, out, (nvfp4_model)model, 1, 1};
                 CHECK(nvfp4_gemm_ref(&args) == NVFP4_OK);
                 test_equal_bits("raw", raw, want_raw, 4, 3, 5);
                 test_equal_bits("out", out, want_out, 2, 3, 5);
@@ -696,7 +696,7 @@ static void test_gemm(void)
         for (int model = 0; model < 3; model++) {
             float raw[6], want[6];
             uint16_t out[6], want_out[6];
-            nvfp4_gemm_args args = {&ta, &tb, NULL, raw, out, (nvfp4_model)model, 1};
+            nvfp4_gemm_args args = {&ta, &tb, NULL, raw, out, (nvfp4_model)model, 1, 1};
             CHECK(nvfp4_gemm_ref(&args) == NVFP4_OK);
             for (int m = 0; m < 2; m++)
                 for (int n = 0; n < 3; n++) {
@@ -736,7 +736,7 @@ static void test_gemm(void)
         to_tensor(&ta, &A, NVFP4_HI_FIRST, NVFP4_SCALES_ROW_MAJOR, acodes[0], ascales[0], 1.0f);
         to_tensor(&tb, &B, NVFP4_HI_FIRST, NVFP4_SCALES_ROW_MAJOR, bcodes[0], bscales[0], 1.0f);
         float raw[4];
-        nvfp4_gemm_args args = {&ta, &tb, NULL, raw, NULL, NVFP4_MODEL_SM90, 1};
+        nvfp4_gemm_args args = {&ta, &tb, NULL, raw, NULL, NVFP4_MODEL_SM90, 1, 1};
         CHECK(nvfp4_gemm_ref(&args) == NVFP4_OK);
         CHECK(nvfp4_gemm_ref(NULL) == NVFP4_ERR_INVALID_ARGUMENT);
         tb.cols = 48;
