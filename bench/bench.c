@@ -254,7 +254,7 @@ static void tile_label(char *buf, size_t len, int v)
 {
     const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
     if (x->nc == 0)
-        snprintf(buf, len, "mma16x%d", x->bn);
+        snprintf(buf, len, "mma%d_r%d", x->bn, x->r);
     else
         snprintf(buf, len, "%dx%d", 64 * x->nc, x->bn);
 }
@@ -469,7 +469,7 @@ int nvfp4_cli_bench(int argc, char **argv)
                 cudaDeviceGetAttribute(&iv, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
                 cudaDeviceGetAttribute(&ps, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
                 optin = (size_t)iv;
-                R->variant = nvfp4_sm90_plan_gemm(m, n, k, sms, optin, (size_t)ps, -1, &plan) == 0
+                R->variant = nvfp4_sm90_plan_gemm(m, n, k, 1, sms, optin, (size_t)ps, -1, &plan) == 0
                                  ? plan.variant
                                  : -1;
             }
@@ -478,7 +478,7 @@ int nvfp4_cli_bench(int argc, char **argv)
                 printf("  %-8s M=%-5lld tiles:", L->name, (long long)m);
                 for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
                     R->us_variant[v] = -1;
-                    if (nvfp4_sm90_variants[v].nc == 0 && m > NVFP4_SM90_SMALL_M_MAX) continue;
+                    if (nvfp4_sm90_variants[v].nc == 0 && m > nvfp4_sm90_variants[v].bn) continue;
                     nvfp4_sm90_force_variant(v);
                     int bad = time_median(launch_nvfp4, &qc, rq, 2, 10, &R->us_variant[v]);
                     nvfp4_sm90_force_variant(-1);

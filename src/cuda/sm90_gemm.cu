@@ -74,11 +74,61 @@ extern "C" {
 #define SM90_WGMMA wgmma_m64n256k16_rs
 #include "cuda/sm90_gemm_body.cuh"
 
+/* The small-M kernel (sm90_small_m.cuh): MT activation rows x R n8 tiles. */
+#define SMALLM_MT 8
+#define SMALLM_R 1
+#define SMALLM_WS NVFP4_SM90_SMALL_WS(1)
+#define SMALLM_WMAX NVFP4_SM90_SMALL_WMAX(1)
+#define SMALLM_NAME nvfp4_sm90_small_mt8_r1
+#include "cuda/sm90_small_m_body.cuh"
+
+#define SMALLM_MT 8
+#define SMALLM_R 2
+#define SMALLM_WS NVFP4_SM90_SMALL_WS(2)
+#define SMALLM_WMAX NVFP4_SM90_SMALL_WMAX(2)
+#define SMALLM_NAME nvfp4_sm90_small_mt8_r2
+#include "cuda/sm90_small_m_body.cuh"
+
+#define SMALLM_MT 8
+#define SMALLM_R 4
+#define SMALLM_WS NVFP4_SM90_SMALL_WS(4)
+#define SMALLM_WMAX NVFP4_SM90_SMALL_WMAX(4)
+#define SMALLM_NAME nvfp4_sm90_small_mt8_r4
+#include "cuda/sm90_small_m_body.cuh"
+
+#define SMALLM_MT 16
+#define SMALLM_R 1
+#define SMALLM_WS NVFP4_SM90_SMALL_WS(1)
+#define SMALLM_WMAX NVFP4_SM90_SMALL_WMAX(1)
+#define SMALLM_NAME nvfp4_sm90_small_mt16_r1
+#include "cuda/sm90_small_m_body.cuh"
+
+#define SMALLM_MT 16
+#define SMALLM_R 2
+#define SMALLM_WS NVFP4_SM90_SMALL_WS(2)
+#define SMALLM_WMAX NVFP4_SM90_SMALL_WMAX(2)
+#define SMALLM_NAME nvfp4_sm90_small_mt16_r2
+#include "cuda/sm90_small_m_body.cuh"
+
+#define SMALLM_MT 16
+#define SMALLM_R 4
+#define SMALLM_WS NVFP4_SM90_SMALL_WS(4)
+#define SMALLM_WMAX NVFP4_SM90_SMALL_WMAX(4)
+#define SMALLM_NAME nvfp4_sm90_small_mt16_r4
+#include "cuda/sm90_small_m_body.cuh"
+
 typedef void (*sm90_kernel_fn)(nvfp4_sm90_params);
+typedef void (*sm90_small_fn)(nvfp4_sm90_small_params);
+/* Indexed like nvfp4_sm90_variants: wgmma kernels, then the small-M ones. */
 static const sm90_kernel_fn sm90_kernels[NVFP4_SM90_NUM_VARIANTS] = {
     nvfp4_sm90_gemm_bn8_nc1,  nvfp4_sm90_gemm_bn16_nc1,  nvfp4_sm90_gemm_bn32_nc1,
     nvfp4_sm90_gemm_bn64_nc1, nvfp4_sm90_gemm_bn64_nc2,  nvfp4_sm90_gemm_bn128_nc1,
-    nvfp4_sm90_gemm_bn128_nc2, nvfp4_sm90_gemm_bn256_nc2, NULL /* small M: sm90_small_m.cuh */,
+    nvfp4_sm90_gemm_bn128_nc2, nvfp4_sm90_gemm_bn256_nc2,
+};
+static const sm90_small_fn sm90_small_kernels[NVFP4_SM90_NUM_VARIANTS] = {
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    nvfp4_sm90_small_mt8_r1,  nvfp4_sm90_small_mt8_r2,  nvfp4_sm90_small_mt8_r4,
+    nvfp4_sm90_small_mt16_r1, nvfp4_sm90_small_mt16_r2, nvfp4_sm90_small_mt16_r4,
 };
 
 /* ------------------------------------------------------------------------ */
@@ -242,6 +292,10 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready)
         misaligned(b->scales, 16))
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
                           "gemm (cuda): codes and scales must be 16-byte aligned device pointers");
+    if (args->k_slices < 0 || args->k_slices > NVFP4_MAX_K_SLICES)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "gemm (cuda): k_slices = %d is outside 1..%d",
+                          args->k_slices, NVFP4_MAX_K_SLICES);
+    const int slices = args->k_slices < 1 ? 1 : args->k_slices;
     if (!args->raw && !args->out) return NVFP4_OK; /* nothing asked for */
     size_t need = nvfp4_cuda_gemm_workspace(m, n, k);
     if (!args->workspace || args->workspace_bytes < need)
@@ -261,7 +315,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready)
         return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): cuTensorMapEncodeTiled not found in the driver");
 
     nvfp4_sm90_plan plan;
-    if (nvfp4_sm90_plan_gemm(m, n, k, dev->num_sms, dev->smem_optin, dev->smem_per_sm,
+    if (nvfp4_sm90_plan_gemm(m, n, k, slices, dev->num_sms, dev->smem_optin, dev->smem_per_sm,
                              sm90_forced_variant, &plan) != 0)
         return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
                           "gemm (cuda): no kernel variant for M=%lld (forced variant %d)", (long long)m,
@@ -269,19 +323,19 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready)
     const nvfp4_sm90_variant var = nvfp4_sm90_variants[plan.variant];
 
     cudaStream_t stream = (cudaStream_t)args->stream;
-    if (var.nc == 0) { /* the small-M kernel */
+    if (var.nc == 0) { /* the small-M kernel: reads the NVFP4 activations itself */
         if (misaligned(args->raw, 8) || misaligned(args->out, 4))
             return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
                               "gemm (cuda): raw must be 8-byte and out 4-byte aligned");
-        cudaError_t e = act_ready ? cudaSuccess : launch_dequant_act(a, args->workspace, m, k, stream);
-        if (e != cudaSuccess)
-            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): activation pre-pass launch: %s",
-                              cudaGetErrorString(e));
+        if (act_ready)
+            return nvfp4_fail(NVFP4_ERR_INTERNAL,
+                              "gemm (cuda): the small-M kernel takes NVFP4 activations, not FP16");
         nvfp4_sm90_small_params sp;
         memset(&sp, 0, sizeof sp);
+        sp.a_codes = a->codes;
+        sp.a_scales = a->scales;
         sp.b_codes = b->codes;
         sp.b_scales = b->scales;
-        sp.act = (const uint16_t *)args->workspace;
         sp.a_scale2 = a->per_tensor_scale;
         sp.b_scale2 = b->per_tensor_scale;
         sp.bias = args->bias;
@@ -291,12 +345,23 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready)
         sp.n = (int)n;
         sp.k = (int)k;
         sp.ncb = (int)((k / 16 + 3) / 4);
-        nvfp4_sm90_small_m<<<plan.grid, SMALLM_WARPS * 32, SMALLM_WARPS * SMALLM_SLOTS * SMALLM_SLOT,
-                             stream>>>(sp);
+        sp.chunks_per_slice = (int)(nvfp4_k_slice_elems(k, slices) / 64);
+        sp.items = (int)plan.tiles;
+        sm90_small_fn kern = sm90_small_kernels[plan.variant];
+        cudaError_t e = cudaSuccess;
+        if (dev->smem_set[plan.variant] < plan.smem) {
+            e = cudaFuncSetAttribute((const void *)kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)plan.smem);
+            if (e != cudaSuccess)
+                return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): shared memory of %zu bytes: %s",
+                                  plan.smem, cudaGetErrorString(e));
+            dev->smem_set[plan.variant] = plan.smem;
+        }
+        kern<<<plan.grid, 32 * (plan.stages + 1), plan.smem, stream>>>(sp);
         e = cudaGetLastError();
         if (e != cudaSuccess)
-            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): small-M kernel launch: %s",
-                              cudaGetErrorString(e));
+            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): small-M kernel launch (mt=%d, r=%d): %s",
+                              var.bn, var.r, cudaGetErrorString(e));
         return NVFP4_OK;
     }
 
@@ -340,6 +405,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready)
     p.ncb = (int)((k / 16 + 3) / 4);
     p.num_at = (int)((m + var.bn - 1) / var.bn);
     p.stages = plan.stages;
+    p.chunks_per_slice = (int)(nvfp4_k_slice_elems(k, slices) / 64);
     p.num_tiles = plan.tiles;
 
     cudaError_t e = act_ready ? cudaSuccess : launch_dequant_act(a, args->workspace, m, k, stream);
@@ -362,6 +428,17 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready)
         return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): kernel launch (bn=%d, nc=%d): %s", var.bn,
                           var.nc, cudaGetErrorString(e));
     return NVFP4_OK;
+}
+
+extern "C" int nvfp4_sm90_gemm_takes_nvfp4_act(int64_t m, int64_t n, int64_t k, int k_slices)
+{
+    sm90_device_info *dev = NULL;
+    nvfp4_sm90_plan plan;
+    if (device_info(&dev) != NVFP4_OK) return 0;
+    if (nvfp4_sm90_plan_gemm(m, n, k, k_slices, dev->num_sms, dev->smem_optin, dev->smem_per_sm,
+                             sm90_forced_variant, &plan) != 0)
+        return 0;
+    return nvfp4_sm90_variants[plan.variant].nc == 0;
 }
 
 extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)

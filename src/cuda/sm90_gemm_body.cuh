@@ -15,6 +15,9 @@
  * raw/out[m * N + n]. */
 
 #define SM90_THREADS (128 * (SM90_NC + 1))
+/* K slices (docs/CONTRACT.md) need a second accumulator set: only the
+ * variants with bn <= 64 carry it (the planner picks those when k_slices > 1). */
+#define SM90_SLICES (SM90_BN <= 64)
 /* A stage holds KSUB chunks of 64 K-elements (4 NVFP4 blocks each): wider
  * code rows per TMA request where tiles are small (TMA cost is per row). */
 #define SM90_KSUB NVFP4_SM90_KSUB(SM90_BN, SM90_NC)
@@ -44,6 +47,20 @@
         }                                                                                          \
     }
 
+/* End of a K slice: retire every wgmma, add the slice's accumulators to the
+ * running FP32 sums in slice order (RNE), restart the chain from +0. */
+#define SM90_FOLD()                                                                                \
+    {                                                                                              \
+        ptx_wgmma_wait0();                                                                         \
+        _Pragma("unroll") for (int i_ = 0; i_ < SM90_BN / 2; i_++) {                               \
+            ptx_fence_reg(acc[i_]);                                                                \
+            tot[i_] = first_slice ? acc[i_] : __fadd_rn(tot[i_], acc[i_]);                         \
+            acc[i_] = 0.0f;                                                                        \
+            ptx_fence_reg(acc[i_]);                                                                \
+        }                                                                                          \
+        first_slice = 0;                                                                           \
+    }
+
 /* One step of the consumer's software pipeline: issue the 4 wgmmas of chunk
  * kc from fragments CUR, retire chunk kc-1 (wait_group 1) and free its
  * stage if it was the stage's last chunk, then dequantize chunk kc+1 into
@@ -59,6 +76,10 @@
         SM90_WGMMA(acc, CUR[2][0], CUR[2][1], CUR[2][2], CUR[2][3], ptx_desc_sw128(act_addr + 64)); \
         SM90_WGMMA(acc, CUR[3][0], CUR[3][1], CUR[3][2], CUR[3][3], ptx_desc_sw128(act_addr + 96)); \
         ptx_wgmma_commit();                                                                        \
+        if (SM90_SLICES && sliced && kc + 1 == slice_end) {                                        \
+            SM90_FOLD();                                                                           \
+            slice_end += p.chunks_per_slice;                                                       \
+        }                                                                                          \
         ptx_wgmma_wait1();                                                                         \
         if (kc > 0) {                                                                              \
             _Pragma("unroll") for (int kb = 0; kb < 4; kb++)                                       \
@@ -150,6 +171,9 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
         const uint32_t sel_block = (uint32_t)t | ((uint32_t)(t + 4) << 4);
         const float alpha = __fmul_rn(*p.a_scale2, *p.b_scale2);
         float acc[SM90_BN / 2];
+        /* K slices: running sums (only where SM90_SLICES; else unused) */
+        float tot[SM90_BN / 2];
+        const int sliced = SM90_SLICES && p.chunks_per_slice < num_kc;
         int s = 0;
         uint32_t phase = 0;
         for (int64_t tile = blockIdx.x; tile < p.num_tiles; tile += gridDim.x) {
@@ -163,6 +187,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                 acc[i] = 0.0f;
                 ptx_fence_reg(acc[i]);
             }
+            int slice_end = p.chunks_per_slice, first_slice = 1;
             /* Software pipeline, two chunks deep: while the wgmmas of chunk kc
              * run, the next chunk is dequantized into the other fragment set;
              * wait_group 1 then retires chunk kc-1 and frees its stage. */
@@ -222,6 +247,13 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                     phase ^= 1;
                 }
             }
+            if (SM90_SLICES && sliced) SM90_FOLD(); /* the last slice */
+#if SM90_SLICES
+            if (sliced) {
+#pragma unroll
+                for (int i = 0; i < SM90_BN / 2; i++) acc[i] = tot[i];
+            }
+#endif
             /* ---- epilogue: acc[i] is (row n, column m) of the tile ---- */
 #pragma unroll
             for (int half = 0; half < 2; half++) {
@@ -247,6 +279,8 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
 }
 
 #undef SM90_CHUNK
+#undef SM90_FOLD
+#undef SM90_SLICES
 #undef SM90_NEXT_CHUNK
 #undef SM90_DEQUANT
 #undef SM90_STAGE

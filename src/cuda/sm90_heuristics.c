@@ -5,7 +5,8 @@
 #include "cuda/sm90_heuristics.cuh"
 
 const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS] = {
-    {8, 1}, {16, 1}, {32, 1}, {64, 1}, {64, 2}, {128, 1}, {128, 2}, {256, 2}, {16, 0},
+    {8, 1, 0},  {16, 1, 0}, {32, 1, 0}, {64, 1, 0}, {64, 2, 0}, {128, 1, 0}, {128, 2, 0},
+    {256, 2, 0}, {8, 0, 1},  {8, 0, 2},  {8, 0, 4},  {16, 0, 1}, {16, 0, 2},  {16, 0, 4},
 };
 
 #define SM90_STAGE_ALIGN 1024
@@ -25,23 +26,29 @@ int nvfp4_sm90_ctas_per_sm(int bn, int nc) { return NVFP4_SM90_CTAS(bn, nc); }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int num_sms, size_t smem_optin,
+int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_sms, size_t smem_optin,
                          size_t smem_per_sm, int force_variant, nvfp4_sm90_plan *out)
 {
     /* Rules read off `nvfp4 bench --all-tiles` on the H200 (docs/KERNEL.md):
+     *  - M <= 16: the small-M mma.sync kernel (N/8 chains instead of N/64);
      *  - one activation tile whenever M <= 128 (activations are re-read from
      *    L2 once per weight tile, and a second tile doubles the dequant);
-     *  - M <= 32: the smallest wgmma N that covers M, one consumer, two
-     *    CTAs per SM (measured best or within noise of best at M = 1, 16);
-     *  - the mma.sync small-M kernel is correct but measured 1.2-2x slower
-     *    than these (2026-12-01), so it is only used when forced;
+     *  - 16 < M <= 32: one consumer, bn = 32;
      *  - 32 < M <= 128: two consumers sharing the activation tile when there
      *    are at least as many 128-row weight tiles as SMs, else one;
      *  - M > 128: 128 x 256 tiles (compute bound: the largest wgmma). */
-    int want_bn, want_nc;
+    int want_bn, want_nc, want_r = 0;
     (void)k; /* the rules do not depend on K (all four linears agree) */
-    if (m <= 32) {
-        want_bn = m <= 8 ? 8 : m <= 16 ? 16 : 32;
+    if (num_sms < 1) num_sms = 1;
+    if (m <= NVFP4_SM90_SMALL_M_MAX) {
+        /* The small-M mma.sync kernel: fewest chains per warp that still
+         * keep the warps per SM moderate (latency-bound when few, issue-bound
+         * when many: docs/KERNEL.md). */
+        want_bn = m <= 8 ? 8 : 16;
+        want_nc = 0;
+        want_r = ceil_div(n, 8) <= 6 * (int64_t)num_sms ? 1 : ceil_div(n, 16) <= 8 * (int64_t)num_sms ? 2 : 4;
+    } else if (m <= 32) {
+        want_bn = 32;
         want_nc = 1;
     } else if (m <= 128) {
         want_bn = m <= 64 ? 64 : 128;
@@ -50,23 +57,33 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int num_sms, size_t sm
         want_bn = 256;
         want_nc = 2;
     }
+    if (k_slices > 1 && want_nc > 0 && want_bn > 64) { /* see the header */
+        want_bn = 64;
+        want_nc = 1;
+    }
     int best_v = -1;
-    if (num_sms < 1) num_sms = 1;
     for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
+        const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
         if (force_variant >= 0 ? v == force_variant
-                               : nvfp4_sm90_variants[v].bn == want_bn && nvfp4_sm90_variants[v].nc == want_nc)
+                               : x->bn == want_bn && x->nc == want_nc && x->r == want_r)
             best_v = v;
     }
     if (best_v < 0) return -1;
     int bn = nvfp4_sm90_variants[best_v].bn, nc = nvfp4_sm90_variants[best_v].nc;
-    if (nc == 0) { /* small-M kernel: 16 weight rows per warp, 2 warps per CTA */
-        if (m > NVFP4_SM90_SMALL_M_MAX) return -1;
-        int64_t groups = n / 16, ctas = ceil_div(groups, 2), cap = (int64_t)num_sms * 6;
+    if (k_slices > 1 && nc > 0 && bn > 64) return -1;
+    if (nc == 0) { /* small-M kernel: one item of 8r weight rows per consumer warp */
+        const int r = nvfp4_sm90_variants[best_v].r;
+        if (m > bn) return -1;
+        int64_t items = ceil_div(n, 8 * (int64_t)r);
+        int64_t w = ceil_div(items, num_sms);
+        if (w > NVFP4_SM90_SMALL_WMAX(r)) w = NVFP4_SM90_SMALL_WMAX(r);
+        size_t smem = NVFP4_SM90_SMALL_SMEM((size_t)bn, (size_t)r, (size_t)w);
+        if (smem > smem_optin) return -1;
         out->variant = best_v;
-        out->stages = 32;
-        out->tiles = groups;
-        out->grid = (int)(ctas < cap ? ctas : cap);
-        out->smem = 0; /* static per kernel (sm90_small_m.cuh) */
+        out->stages = (int)w;
+        out->tiles = items;
+        out->grid = (int)ceil_div(items, w);
+        out->smem = smem;
         return 0;
     }
     int ctas = nvfp4_sm90_ctas_per_sm(bn, nc);

@@ -18,13 +18,22 @@ extern "C" {
 /* The compiled kernel variants: activation tile rows (wgmma N) and
  * consumer warpgroups (64 weight rows each).  Order matches the kernel
  * table in sm90_gemm.cu. */
-#define NVFP4_SM90_NUM_VARIANTS 9
+#define NVFP4_SM90_NUM_VARIANTS 14
 typedef struct nvfp4_sm90_variant {
-    int bn; /* activation rows per tile: 8..256 */
-    int nc; /* consumer warpgroups: 1 or 2; 0 = the small-M mma.sync kernel (M <= 16) */
+    int bn; /* activation rows per tile: 8..256 (small-M kernel: 8 or 16, and M <= bn) */
+    int nc; /* consumer warpgroups: 1 or 2; 0 = the small-M mma.sync kernel */
+    int r;  /* small-M kernel: n8 weight tiles (chains) per consumer warp; 0 otherwise */
 } nvfp4_sm90_variant;
-#define NVFP4_SM90_SMALL_M_VARIANT 8
 #define NVFP4_SM90_SMALL_M_MAX 16
+/* Small-M kernel: weight ring depth (64-K chunks) per consumer, and the most
+ * consumer warps per CTA (its launch bound), by r.  The ring holds about 9 KB
+ * per warp whatever r; more chains per warp need more registers. */
+#define NVFP4_SM90_SMALL_WS(r) (32 / (r))
+#define NVFP4_SM90_SMALL_WMAX(r) ((r) == 1 ? 15 : (r) == 2 ? 11 : 7)
+/* Dynamic shared memory of the small-M kernel with w consumer warps:
+ * barriers, the A-fragment and staging rings (8 chunks each), the weight rings. */
+#define NVFP4_SM90_SMALL_SMEM(mt, r, w) \
+    (256 + 8 * (mt) * 128 + 8 * (mt) * 36 + (w) * NVFP4_SM90_SMALL_WS(r) * (r) * 288)
 extern const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS];
 
 /* K chunks of 64 elements per pipeline stage, and CTAs per SM, of a
@@ -42,18 +51,20 @@ int nvfp4_sm90_ctas_per_sm(int bn, int nc);
 
 typedef struct nvfp4_sm90_plan {
     int variant;   /* index into nvfp4_sm90_variants */
-    int stages;    /* pipeline depth */
-    int grid;      /* persistent CTAs */
+    int stages;    /* pipeline depth (small-M kernel: consumer warps per CTA) */
+    int grid;      /* persistent CTAs (small-M kernel: CTAs, one work item per warp) */
     int64_t tiles; /* weight tiles x activation tiles */
     size_t smem;   /* dynamic shared memory bytes */
 } nvfp4_sm90_plan;
 
-/* Pick a variant, depth and grid for M x N x K on a device with num_sms
+/* Pick a variant, depth and grid for M x N x K (k_slices K slices, <= 1:
+ * one chain; wgmma tiles with bn > 64 carry no second accumulator set, so
+ * k_slices > 1 takes bn <= 64) on a device with num_sms
  * multiprocessors, smem_optin bytes of opt-in shared memory per block and
  * smem_per_sm per multiprocessor.
  * force_variant >= 0 overrides the choice (benchmarks, tests).
  * Returns 0 on success, -1 if nothing fits. */
-int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int num_sms, size_t smem_optin,
+int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_sms, size_t smem_optin,
                          size_t smem_per_sm, int force_variant, nvfp4_sm90_plan *out);
 
 /* Testing hook (sm90_gemm.cu): make nvfp4_gemm_cuda use variant v

@@ -22,6 +22,7 @@ typedef struct nvfp4_sm90_params {
     int ncb;       /* 512-byte scale chunks per 128-row tile = roundup(K/16,4)/4 */
     int num_at;    /* activation tiles */
     int stages;
+    int chunks_per_slice; /* K slices: 64-element chunks per slice (>= num chunks: one chain) */
     int64_t num_tiles;
 } nvfp4_sm90_params;
 

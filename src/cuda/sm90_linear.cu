@@ -15,8 +15,10 @@
 
 #include "cuda/quantize_internal.h"
 
-/* sm90_gemm.cu: the GEMM from FP16 activations already in its workspace. */
+/* sm90_gemm.cu: the GEMM from FP16 activations already in its workspace,
+ * and whether the planned kernel reads NVFP4 activations itself (small M). */
 extern "C" nvfp4_status nvfp4_sm90_gemm_from_f16(const nvfp4_cuda_gemm_args *args);
+extern "C" int nvfp4_sm90_gemm_takes_nvfp4_act(int64_t m, int64_t n, int64_t k, int k_slices);
 
 /* Workspace layout (every part 256-byte aligned):
  *   [0, 256)          uint32 amax bits at 0, the per-tensor scale (float) at 4
@@ -112,6 +114,14 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
         if (st != NVFP4_OK) return st;
     }
 
+    /* Small M: the GEMM's own producer dequantizes NVFP4 activations, so the
+     * quantizer writes codes and scales (into the workspace unless the caller
+     * asked for them) instead of FP16 operands. */
+    const int nvfp4_act = nvfp4_sm90_gemm_takes_nvfp4_act(m, n, kp, args->k_slices);
+    if (nvfp4_act) {
+        if (!codes) codes = ws + lay.codes;
+        if (!scales) scales = ws + lay.scales;
+    }
     nvfp4_q_launch q;
     memset(&q, 0, sizeof q);
     q.x = args->x;
@@ -124,7 +134,7 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
     q.scales = scales;
     /* The producer writes the exact FP16 operands straight into the GEMM's
      * activation workspace: quantize and dequantize in one pass. */
-    q.act = (uint16_t *)(ws + lay.act);
+    q.act = nvfp4_act ? NULL : (uint16_t *)(ws + lay.act);
     q.act_ld = kp;
     q.pts_out = pts_slot;
     q.pts_out2 = args->x_scale;
@@ -146,5 +156,11 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
     g.stream = args->stream;
     g.workspace = ws + lay.act;
     g.workspace_bytes = lay.act_bytes;
+    g.k_slices = args->k_slices;
+    if (nvfp4_act) {
+        g.a.codes = codes;
+        g.a.scales = scales;
+        return nvfp4_gemm_cuda(&g);
+    }
     return nvfp4_sm90_gemm_from_f16(&g);
 }

@@ -27,3 +27,9 @@ cli: lib
 $(BUILD)/gpu/%: tests/gpu/%.c tests/unit/testlib.h lib
 	@mkdir -p $(@D)
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a $(GPU_LIBS)
+
+# dev/cuda programs (llm.c style: check against the CPU oracle, then time)
+all: $(BUILD)/gpu/gemm_variants
+$(BUILD)/gpu/gemm_variants: dev/cuda/gemm_variants.c lib
+	@mkdir -p $(@D)
+	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a $(GPU_LIBS)

@@ -204,6 +204,7 @@ static void dev_free(dev_tensor *d)
 }
 
 #define GUARD 4096 /* elements after each output that must stay untouched */
+static int g_k_slices = 0; /* k_slices of every gpu_gemm call */
 
 /* Run the CUDA GEMM; raw/out (host, m*n) receive the results.  Checks that
  * nothing past the outputs was written.  Returns the status. */
@@ -231,6 +232,7 @@ static nvfp4_status gpu_gemm(const dev_tensor *a, const dev_tensor *b, const flo
     g.out = out ? d_out : NULL;
     g.workspace = ws;
     g.workspace_bytes = wsb;
+    g.k_slices = g_k_slices;
     nvfp4_status st = nvfp4_gemm_cuda(&g);
     if (st == NVFP4_OK) {
         CUDA_OK(cudaDeviceSynchronize());
@@ -328,10 +330,12 @@ static const linear LINEARS[4] = {
  * reference (and the plain oracle nvfp4_gemm_ref on a corner). */
 static void test_variants_small(int quick)
 {
-    /* K tails (K % 64 == 32, K = 32), partial last stages, and (the last
+    /* K tails (K % 64 == 32, K = 32), partial last stages, small M (every
+     * small-M variant; N not a multiple of a warp's rows), and (the last
      * shape) many tiles per CTA so the stage ring wraps across tiles. */
     static const int64_t shapes[][3] = {
-        {300, 464, 448}, {37, 128, 480}, {1, 16, 32}, {129, 208, 96}, {1000, 2048, 480}};
+        {5, 464, 448}, {16, 208, 480}, {9, 48, 32},  {8, 2064, 992}, {300, 464, 448},
+        {37, 128, 480}, {1, 16, 32},  {129, 208, 96}, {1000, 2048, 480}};
     size_t nshapes = sizeof shapes / sizeof shapes[0] - (quick ? 1 : 0);
     for (size_t si = 0; si < nshapes; si++) {
         int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
@@ -361,13 +365,13 @@ static void test_variants_small(int quick)
         float *dbias = upload_floats(bias, n);
         for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
             static char name[96];
-            snprintf(name, sizeof name, "variant bn=%d nc=%d (0: mma.sync), M=%lld N=%lld K=%lld",
-                     nvfp4_sm90_variants[v].bn, nvfp4_sm90_variants[v].nc, (long long)m,
+            snprintf(name, sizeof name, "variant bn=%d nc=%d r=%d (nc 0: mma.sync), M=%lld N=%lld K=%lld",
+                     nvfp4_sm90_variants[v].bn, nvfp4_sm90_variants[v].nc, nvfp4_sm90_variants[v].r, (long long)m,
                      (long long)n, (long long)k);
             TEST(name) {
                 nvfp4_sm90_force_variant(v);
                 nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
-                if (nvfp4_sm90_variants[v].nc == 0 && m > NVFP4_SM90_SMALL_M_MAX) {
+                if (nvfp4_sm90_variants[v].nc == 0 && m > nvfp4_sm90_variants[v].bn) {
                     CHECKF(st == NVFP4_ERR_UNSUPPORTED, "small-M kernel at M=%lld: got %d", (long long)m, st);
                     continue;
                 }
@@ -379,6 +383,109 @@ static void test_variants_small(int quick)
             }
         }
         nvfp4_sm90_force_variant(-1);
+        dev_free(&da);
+        dev_free(&db);
+        cudaFree(dbias);
+        free(bias);
+        free(rraw);
+        free(graw);
+        free(rout);
+        free(gout);
+        nvfp4_tensor_free(&a);
+        nvfp4_tensor_free(&b);
+    }
+}
+
+/* Columns [c0, c1) of t as a new tensor (row-major scales). */
+static nvfp4_tensor take_cols(const nvfp4_tensor *t, int64_t c0, int64_t c1)
+{
+    nvfp4_tensor o;
+    if (nvfp4_tensor_alloc(&o, t->rows, c1 - c0, NVFP4_HI_FIRST, NVFP4_SCALES_ROW_MAJOR) != NVFP4_OK) {
+        fprintf(stderr, "alloc: %s\n", nvfp4_last_error());
+        exit(2);
+    }
+    o.per_tensor_scale = t->per_tensor_scale;
+    for (int64_t r = 0; r < t->rows; r++) {
+        memcpy(o.codes + r * ((c1 - c0) / 2), t->codes + r * (t->cols / 2) + c0 / 2, (size_t)(c1 - c0) / 2);
+        for (int64_t cb = 0; cb < (c1 - c0) / 16; cb++)
+            o.scales[r * ((c1 - c0) / 16) + cb] = nvfp4_tensor_scale(t, r, c0 / 16 + cb);
+    }
+    return o;
+}
+
+/* The K-slice contract built from one-chain GEMMs: slice s (the rule of
+ * nvfp4_k_slice_elems) is the S = 1 GEMM of columns [s*len, (s+1)*len), and
+ * the partials are added in slice order in FP32 (RNE), then the epilogue. */
+static void slice_reference(const nvfp4_tensor *a, const nvfp4_tensor *b, const float *bias, int S,
+                            float *raw, uint16_t *out)
+{
+    const int64_t m = a->rows, n = b->rows, k = a->cols, len = nvfp4_k_slice_elems(k, S);
+    float *part = malloc((size_t)(m * n) * sizeof(float));
+    int first = 1;
+    for (int64_t c0 = 0; c0 < k; c0 += len) {
+        const int64_t c1 = c0 + len < k ? c0 + len : k;
+        nvfp4_tensor as = take_cols(a, c0, c1), bs = take_cols(b, c0, c1);
+        cpu_gemm(&as, &bs, NULL, part, NULL);
+        for (int64_t i = 0; i < m * n; i++) raw[i] = first ? part[i] : raw[i] + part[i];
+        first = 0;
+        nvfp4_tensor_free(&as);
+        nvfp4_tensor_free(&bs);
+    }
+    const float alpha = nvfp4_gemm_alpha(a->per_tensor_scale, b->per_tensor_scale);
+    for (int64_t i = 0; i < m * n; i++) out[i] = nvfp4_epilogue(raw[i], alpha, bias ? &bias[i % n] : NULL);
+    free(part);
+}
+
+/* K slices on every variant that takes them (small-M kernels, wgmma bn <=
+ * 64) and through the planner, against slice_reference. */
+static void test_k_slices(void)
+{
+    static const int64_t shapes[][3] = {{5, 48, 448}, {13, 64, 480}, {1, 32, 992}, {100, 80, 480}, {200, 48, 1024}};
+    static const int slices[] = {2, 3, 7, 40};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+        nvfp4_tensor a = make_act(m, k, 70 + si), b = make_weight(n, k, 80 + si);
+        float *bias = bias_values(n, 90 + si);
+        dev_tensor da = upload(&a), db = upload(&b);
+        float *dbias = upload_floats(bias, n);
+        float *rraw = malloc((size_t)(m * n) * 4), *graw = malloc((size_t)(m * n) * 4);
+        uint16_t *rout = malloc((size_t)(m * n) * 2), *gout = malloc((size_t)(m * n) * 2);
+        for (size_t j = 0; j < sizeof slices / sizeof slices[0]; j++) {
+            slice_reference(&a, &b, bias, slices[j], rraw, rout);
+            g_k_slices = slices[j];
+            for (int v = -1; v < NVFP4_SM90_NUM_VARIANTS; v++) {
+                const nvfp4_sm90_variant *x = v >= 0 ? &nvfp4_sm90_variants[v] : NULL;
+                if (x && (x->nc == 0 ? m > x->bn : x->bn > 64)) continue;
+                static char name[128];
+                snprintf(name, sizeof name, "k_slices=%d variant %d (bn=%d nc=%d r=%d), M=%lld N=%lld K=%lld",
+                         slices[j], v, x ? x->bn : 0, x ? x->nc : 0, x ? x->r : 0, (long long)m,
+                         (long long)n, (long long)k);
+                TEST(name) {
+                    nvfp4_sm90_force_variant(v);
+                    nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
+                    CHECKF(st == NVFP4_OK, "%s", nvfp4_last_error());
+                    if (st == NVFP4_OK) {
+                        test_equal_bits("raw", graw, rraw, 4, m, n);
+                        test_equal_bits("out", gout, rout, 2, m, n);
+                    }
+                }
+            }
+            nvfp4_sm90_force_variant(-1);
+        }
+        TEST("k_slices = 1 is the one-chain contract") {
+            g_k_slices = 1;
+            nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
+            CHECKF(st == NVFP4_OK, "%s", nvfp4_last_error());
+            cpu_gemm(&a, &b, bias, rraw, rout);
+            if (st == NVFP4_OK) test_equal_bits("raw", graw, rraw, 4, m, n);
+        }
+        TEST("a wgmma tile without the second accumulator set refuses k_slices > 1") {
+            g_k_slices = 2;
+            nvfp4_sm90_force_variant(7); /* 128 x 256 */
+            CHECK(gpu_gemm(&da, &db, dbias, graw, gout) == NVFP4_ERR_UNSUPPORTED);
+            nvfp4_sm90_force_variant(-1);
+        }
+        g_k_slices = 0;
         dev_free(&da);
         dev_free(&db);
         cudaFree(dbias);
@@ -570,6 +677,7 @@ int main(int argc, char **argv)
     printf("device: %s (%s), cpu reference: %s\n", dev, cc, nvfp4_cpu_simd_name());
     test_errors();
     test_variants_small(quick);
+    test_k_slices();
     if (!quick) {
         static const int64_t ms[] = {1, 7, 16, 100, 129, 512, 2048};
         for (int li = 0; li < 4; li++) {

@@ -1,0 +1,175 @@
+/* gemm_variants.c -- one kernel variant of the H200 GEMM on one shape:
+ * first every output checked bit for bit against the CPU oracle, then timed.
+ * (llm.c style: a validating main around each kernel version; the versions
+ * are the library's variants, forced by index -- `nvfp4 bench --all-tiles`
+ * lists them.)  Also the program ncu profiles (one launch after the check).
+ *
+ *   gemm_variants LINEAR M [VARIANT] [ITERS] [K_SLICES]
+ *     LINEAR   qkv | attn_out | fc1 | fc2 (the seed's shapes)
+ *     VARIANT  index into nvfp4_sm90_variants, -1 = the heuristic (default)
+ *     ITERS    timed launches (default 50; 0 = check only)
+ *
+ * Build: make gpu-tests (build/gpu/gemm_variants). */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nvfp4.h"
+#include "cuda/sm90_heuristics.cuh"
+
+#define CUDA_OK(call)                                                                          \
+    do {                                                                                       \
+        cudaError_t e_ = (call);                                                               \
+        if (e_ != cudaSuccess) {                                                               \
+            fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
+            exit(2);                                                                           \
+        }                                                                                      \
+    } while (0)
+
+static uint64_t rng(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static double gauss(uint64_t *s)
+{
+    double u = ((double)(rng(s) >> 11) + 0.5) / 9007199254740992.0;
+    double v = ((double)(rng(s) >> 11) + 0.5) / 9007199254740992.0;
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+static nvfp4_tensor make(int64_t rows, int64_t cols, uint64_t seed, double sigma)
+{
+    float *x = malloc((size_t)(rows * cols) * sizeof *x);
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int64_t i = 0; i < rows * cols; i++) x[i] = (float)(sigma * gauss(&s) * exp(0.5 * gauss(&s)));
+    nvfp4_tensor t;
+    if (nvfp4_quantize(&t, x, NVFP4_DTYPE_F32, rows, cols, NULL, NVFP4_VARIANT_EAGER, 0) != NVFP4_OK) {
+        fprintf(stderr, "quantize: %s\n", nvfp4_last_error());
+        exit(2);
+    }
+    free(x);
+    t.rows = rows;
+    return t;
+}
+
+typedef struct dev_op {
+    nvfp4_cuda_operand op;
+} dev_op;
+
+static nvfp4_cuda_operand upload(const nvfp4_tensor *t)
+{
+    nvfp4_cuda_operand o;
+    void *c, *sc, *p;
+    size_t cb = (size_t)(t->rows * t->cols / 2), sb = nvfp4_scales_bytes(t->rows, t->cols, NVFP4_SCALES_TILED);
+    CUDA_OK(cudaMalloc(&c, cb));
+    CUDA_OK(cudaMalloc(&sc, sb));
+    CUDA_OK(cudaMalloc(&p, 4));
+    CUDA_OK(cudaMemcpy(c, t->codes, cb, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(sc, t->scales, sb, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(p, &t->per_tensor_scale, 4, cudaMemcpyHostToDevice));
+    o.codes = c;
+    o.scales = sc;
+    o.per_tensor_scale = p;
+    o.rows = t->rows;
+    o.cols = t->cols;
+    return o;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct { const char *name; int64_t n, k; } L[4] = {
+        {"qkv", 21504, 5376}, {"attn_out", 5376, 7168}, {"fc1", 28672, 5376}, {"fc2", 5376, 14336}};
+    if (argc < 3) {
+        fprintf(stderr, "usage: gemm_variants qkv|attn_out|fc1|fc2 M [VARIANT] [ITERS] [K_SLICES]\n");
+        return 2;
+    }
+    int li = -1;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(argv[1], L[i].name) == 0) li = i;
+    const int64_t m = atoll(argv[2]);
+    const int variant = argc > 3 ? atoi(argv[3]) : -1, iters = argc > 4 ? atoi(argv[4]) : 50;
+    const int slices = argc > 5 ? atoi(argv[5]) : 1;
+    if (li < 0 || m < 1 || variant >= NVFP4_SM90_NUM_VARIANTS) {
+        fprintf(stderr, "gemm_variants: bad arguments\n");
+        return 2;
+    }
+    const int64_t n = L[li].n, k = L[li].k;
+    nvfp4_tensor a = make(m, k, 7, 1.0), b = make(n, k, 11, 0.02);
+    nvfp4_cuda_gemm_args g;
+    memset(&g, 0, sizeof g);
+    g.a = upload(&a);
+    g.b = upload(&b);
+    g.k_slices = slices;
+    size_t mn = (size_t)(m * n), wsb = nvfp4_cuda_gemm_workspace(m, n, k);
+    CUDA_OK(cudaMalloc((void **)&g.raw, mn * 4));
+    CUDA_OK(cudaMalloc((void **)&g.out, mn * 2));
+    CUDA_OK(cudaMalloc(&g.workspace, wsb));
+    g.workspace_bytes = wsb;
+    nvfp4_sm90_force_variant(variant);
+
+    /* check: rows 0..min(M,16)-1 (all of them at small M), every column */
+    CUDA_OK(cudaMemset(g.raw, 0xFF, mn * 4));
+    if (nvfp4_gemm_cuda(&g) != NVFP4_OK) {
+        fprintf(stderr, "nvfp4_gemm_cuda: %s\n", nvfp4_last_error());
+        return 1;
+    }
+    CUDA_OK(cudaDeviceSynchronize());
+    const int64_t rows = m < 16 ? m : 16;
+    float *got = malloc(mn * 4), *want = malloc((size_t)(rows * n) * 4);
+    CUDA_OK(cudaMemcpy(got, g.raw, mn * 4, cudaMemcpyDeviceToHost));
+    nvfp4_tensor a_rows = a;
+    a_rows.rows = rows;
+    nvfp4_gemm_args ref = {&a_rows, &b, NULL, want, NULL, NVFP4_MODEL_SM90, 0, slices};
+    if (nvfp4_gemm_cpu(&ref) != NVFP4_OK) {
+        fprintf(stderr, "nvfp4_gemm_cpu: %s\n", nvfp4_last_error());
+        return 1;
+    }
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < rows * n; i++)
+        if (memcmp(&got[i], &want[i], 4) != 0 && bad++ == 0) first = i;
+    if (bad) {
+        uint32_t x, y;
+        memcpy(&x, &got[first], 4);
+        memcpy(&y, &want[first], 4);
+        printf("MISMATCH %s M=%lld variant %d: %lld of %lld outputs; first (row %lld, col %lld) "
+               "gpu 0x%08x cpu 0x%08x\n",
+               L[li].name, (long long)m, variant, (long long)bad, (long long)(rows * n),
+               (long long)(first / n), (long long)(first % n), x, y);
+        return 1;
+    }
+    /* time: median of iters launches (events) */
+    float med = 0;
+    if (iters > 0) {
+        float *ms = malloc((size_t)iters * sizeof *ms);
+        cudaEvent_t e0, e1;
+        CUDA_OK(cudaEventCreate(&e0));
+        CUDA_OK(cudaEventCreate(&e1));
+        for (int i = 0; i < iters; i++) {
+            CUDA_OK(cudaEventRecord(e0, 0));
+            nvfp4_gemm_cuda(&g);
+            CUDA_OK(cudaEventRecord(e1, 0));
+            CUDA_OK(cudaEventSynchronize(e1));
+            CUDA_OK(cudaEventElapsedTime(&ms[i], e0, e1));
+        }
+        qsort(ms, (size_t)iters, sizeof *ms, cmp_float);
+        med = ms[iters / 2] * 1000.0f;
+        free(ms);
+    }
+    const double bytes = (double)n * (double)k * 0.5625 + (double)m * (double)k * 0.5625 + (double)mn * 6;
+    printf("OK %s M=%lld variant %d k_slices %d: %lld outputs exact; %.1f us (%.0f%% of a 4.0 TB/s byte floor)\n",
+           L[li].name, (long long)m, variant, slices, (long long)(rows * n), med,
+           med > 0 ? 100.0 * bytes / 4.0e12 / (med * 1e-6) : 0.0);
+    return 0;
+}
