@@ -100,7 +100,9 @@ $(BUILD)/obj/%.o: %.c include/nvfp4.h
 	$(CC) $(CFLAGS) $(if $(findstring _avx512,$<),-mavx512f -mavx512bw -mavx512vl -mavx512dq -mbmi2) \
 	      $(if $(findstring _avx2,$<),-mavx2 -mbmi2) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/%.cu.o: %.cu include/nvfp4.h
+# nvcc writes no dependency files here: every CUDA object depends on every
+# CUDA header (kernel bodies live in .cuh files).
+$(BUILD)/obj/%.cu.o: %.cu include/nvfp4.h $(wildcard src/cuda/*.cuh src/cuda/*.h src/core/*.h)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
