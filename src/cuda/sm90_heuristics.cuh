@@ -33,7 +33,7 @@ typedef struct nvfp4_sm90_variant {
 /* Dynamic shared memory of the small-M kernel with w consumer warps:
  * barriers, the A-fragment and staging rings (8 chunks each), the weight rings. */
 #define NVFP4_SM90_SMALL_SMEM(mt, r, w) \
-    (256 + 8 * (mt) * 128 + 8 * (mt) * 36 + (w) * NVFP4_SM90_SMALL_WS(r) * (r) * 288)
+    (256 + 8 * 2048 + 8 * (mt) * 48 + (w) * NVFP4_SM90_SMALL_WS(r) * (r) * 384)
 extern const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS];
 
 /* K chunks of 64 elements per pipeline stage, and CTAs per SM, of a

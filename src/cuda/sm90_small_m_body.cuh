@@ -9,36 +9,38 @@
  * Shared memory (dynamic, 16-byte aligned):
  *   [0, 256)  mbarriers full[SMALLM_ACT_STAGES], empty[SMALLM_ACT_STAGES]
  *   act ring  SMALLM_ACT_STAGES x SMALLM_ACT_SLOT: FP16 A fragments of one chunk,
- *             entry (kb, row, t) = 8 bytes {k 2t,2t+1 | k 2t+8,2t+9} at
- *             ((kb * MT + row) * 4 + t) * 8, so a warp's loads are contiguous
+ *             the 4 registers {a0, a1, a2, a3} of lane (g, t) for block kb at
+ *             ((kb * 8 + g) * 4 + t) * 16 (rows g+8 zero when MT = 8): one
+ *             16-byte load gives the mma its register quad, and a warp's loads
+ *             are contiguous
  *   staging   SMALLM_STG_STAGES x SMALLM_STG_SLOT: NVFP4 activation chunks
- *             (MT rows x 32 code bytes, then MT x 4 scale bytes)
+ *             (MT rows x 32 code bytes, then MT x 16 bytes of scale groups)
  *   weights   per consumer: SMALLM_WS x SMALLM_W_SLOT (8R rows x 32 code
- *             bytes, then 8R x 4 scale bytes) */
+ *             bytes, then 8R x 16 bytes of scale groups) */
 
-#define SMALLM_ACT_SLOT (SMALLM_MT * 128)
-#define SMALLM_STG_SLOT (SMALLM_MT * 36)
-#define SMALLM_W_SLOT (SMALLM_R * 8 * 36)
+#define SMALLM_ACT_SLOT 2048 /* 4 blocks x 8 g x 4 t x one 16-byte A fragment */
+#define SMALLM_STG_SLOT (SMALLM_MT * 48)
+#define SMALLM_W_SLOT (SMALLM_R * 8 * 48)
 
-/* cp.async work of one lane, set up once (addresses of chunk 0; chunk c adds
- * 32c code bytes and 512c scale bytes in the 128x4 tiled layout). */
-#define SMALLM_NJ(rows) ((2 * (rows) + 31) / 32) /* 16-byte code pieces per lane */
-#define SMALLM_NS(rows) (((rows) + 31) / 32)     /* 4-byte scale words per lane */
+/* cp.async work of one lane, set up once: every copy is 16 bytes -- a half
+ * code row of the chunk (32 bytes per row), or the 16-byte group of the
+ * 128x4 tiled scales that holds the row's 4 block scales (with those of
+ * rows r+-32, r+-64: the reader picks its word).  Chunk c adds 32c to a code
+ * source and 512c to a scale source. */
+#define SMALLM_NP(rows) ((3 * (rows) + 31) / 32) /* copies per lane */
 #define SMALLM_SETUP(ROWS, R0, NROWS, CODES, SCALES)                                               \
-    _Pragma("unroll") for (int j_ = 0; j_ < SMALLM_NJ(ROWS); j_++) {                               \
-        const int p_ = lane + 32 * j_, row_ = p_ >> 1;                                             \
-        cp_act[j_] = p_ < 2 * (ROWS);                                                              \
+    _Pragma("unroll") for (int j_ = 0; j_ < SMALLM_NP(ROWS); j_++) {                               \
+        const int p_ = lane + 32 * j_;                                                             \
+        const bool code_ = p_ < 2 * (ROWS);                                                        \
+        const int row_ = code_ ? p_ >> 1 : p_ - 2 * (ROWS);                                        \
+        cp_act[j_] = p_ < 3 * (ROWS);                                                              \
         cp_ok[j_] = cp_act[j_] && (R0) + row_ < (NROWS);                                           \
-        cp_hi[j_] = p_ & 1;                                                                        \
-        cp_dst[j_] = row_ * 32 + (p_ & 1) * 16;                                                    \
-        cp_src[j_] = cp_ok[j_] ? (CODES) + (size_t)((R0) + row_) * kbytes + (p_ & 1) * 16 : (CODES); \
-    }                                                                                              \
-    _Pragma("unroll") for (int j_ = 0; j_ < SMALLM_NS(ROWS); j_++) {                               \
-        const int q_ = lane + 32 * j_;                                                             \
-        sc_act[j_] = q_ < (ROWS);                                                                  \
-        sc_ok[j_] = sc_act[j_] && (R0) + q_ < (NROWS);                                             \
-        sc_dst[j_] = (ROWS) * 32 + q_ * 4;                                                         \
-        sc_src[j_] = sc_ok[j_] ? (SCALES) + smallm_scale_off((R0) + q_, 0, p.ncb) : (SCALES);      \
+        cp_hi[j_] = code_ && (p_ & 1);                                                             \
+        cp_dst[j_] = code_ ? row_ * 32 + (p_ & 1) * 16 : (ROWS) * 32 + row_ * 16;                  \
+        cp_step[j_] = code_ ? 32 : 512;                                                            \
+        cp_src[j_] = !cp_ok[j_] ? (CODES)                                                          \
+                     : code_    ? (CODES) + (size_t)((R0) + row_) * kbytes + (p_ & 1) * 16         \
+                                : (SCALES) + smallm_scale_off((R0) + row_, 0, p.ncb) / 16 * 16;    \
     }
 
 /* Copy chunk C of the set-up rows into SLOT; past K (the second half of a
@@ -46,23 +48,23 @@
 #define SMALLM_STAGE(ROWS, SLOT, C)                                                                \
     {                                                                                              \
         const bool tail_ = (C) >= num_full;                                                        \
-        _Pragma("unroll") for (int j_ = 0; j_ < SMALLM_NJ(ROWS); j_++) {                           \
+        _Pragma("unroll") for (int j_ = 0; j_ < SMALLM_NP(ROWS); j_++) {                           \
             if (cp_act[j_]) {                                                                      \
                 const bool ok_ = cp_ok[j_] && !(tail_ && cp_hi[j_]);                               \
-                ptx_cp_async16((SLOT) + cp_dst[j_], ok_ ? cp_src[j_] + (size_t)(C) * 32 : cp_src[j_], \
+                ptx_cp_async16((SLOT) + cp_dst[j_], ok_ ? cp_src[j_] + (size_t)(C) * cp_step[j_] : cp_src[j_], \
                                ok_ ? 16u : 0u);                                                    \
             }                                                                                      \
-        }                                                                                          \
-        _Pragma("unroll") for (int j_ = 0; j_ < SMALLM_NS(ROWS); j_++) {                           \
-            if (sc_act[j_])                                                                        \
-                ptx_cp_async4((SLOT) + sc_dst[j_], sc_ok[j_] ? sc_src[j_] + (size_t)(C) * 512 : sc_src[j_], \
-                              sc_ok[j_] ? 4u : 0u);                                                \
         }                                                                                          \
     }
 #define SMALLM_STAGE_A(C) \
     SMALLM_STAGE(SMALLM_MT, stg + (size_t)((C) % SMALLM_STG_STAGES) * SMALLM_STG_SLOT, C)
 #define SMALLM_STAGE_W(C) \
     SMALLM_STAGE(8 * SMALLM_R, ring + (size_t)((C) & (SMALLM_WS - 1)) * SMALLM_W_SLOT, C)
+
+/* The scale word of row R (0..ROWS-1 of the set-up rows starting at R0) in
+ * a staged slot: its 16-byte group, word (row % 128) / 32. */
+#define SMALLM_SCALE_WORD(SLOT, ROWS, R0, R) \
+    (*(const uint32_t *)((SLOT) + (ROWS) * 32 + (R) * 16 + (((R0) + (R)) % 128 / 32) * 4))
 
 /* Wait for chunk C: this lane's and every lane's weight copies (cp.async
  * groups), and the producer's A fragments (the `full` barrier). */
@@ -79,17 +81,11 @@
     {                                                                                              \
         const uint8_t *as_ = act + (size_t)((C) % SMALLM_ACT_STAGES) * SMALLM_ACT_SLOT;            \
         _Pragma("unroll") for (int kb_ = 0; kb_ < 4; kb_++) {                                      \
-            const uint2 lo_ = *(const uint2 *)(as_ + ((kb_ * SMALLM_MT + g) * 4 + t) * 8);         \
-            AF[kb_][0] = lo_.x;                                                                    \
-            AF[kb_][2] = lo_.y;                                                                    \
-            if (SMALLM_MT == 16) {                                                                 \
-                const uint2 hi_ = *(const uint2 *)(as_ + ((kb_ * SMALLM_MT + g + 8) * 4 + t) * 8); \
-                AF[kb_][1] = hi_.x;                                                                \
-                AF[kb_][3] = hi_.y;                                                                \
-            } else {                                                                               \
-                AF[kb_][1] = 0u;                                                                   \
-                AF[kb_][3] = 0u;                                                                   \
-            }                                                                                      \
+            const uint4 q_ = *(const uint4 *)(as_ + ((kb_ * 8 + g) * 4 + t) * 16);                 \
+            AF[kb_][0] = q_.x;                                                                     \
+            AF[kb_][1] = q_.y;                                                                     \
+            AF[kb_][2] = q_.z;                                                                     \
+            AF[kb_][3] = q_.w;                                                                     \
         }                                                                                          \
         const uint8_t *ws_ = ring + (size_t)((C) & (SMALLM_WS - 1)) * SMALLM_W_SLOT;                     \
         _Pragma("unroll") for (int i_ = 0; i_ < SMALLM_R; i_++) {                                  \
@@ -103,7 +99,7 @@
             wr[i_][5] = w1_.y;                                                                     \
             wr[i_][6] = w1_.z;                                                                     \
             wr[i_][7] = w1_.w;                                                                     \
-            sw[i_] = *(const uint32_t *)(ws_ + SMALLM_R * 8 * 32 + (8 * i_ + g) * 4);              \
+            sw[i_] = SMALLM_SCALE_WORD(ws_, 8 * SMALLM_R, n0, 8 * i_ + g);              \
         }                                                                                          \
     }
 
@@ -197,10 +193,9 @@ extern "C" __global__ void __launch_bounds__(32 * (SMALLM_WMAX + 1), 1)
 
     if (warp == 0) {
         /* ---------------- activation producer ---------------- */
-        const uint8_t *cp_src[SMALLM_NJ(SMALLM_MT)], *sc_src[SMALLM_NS(SMALLM_MT)];
-        int cp_dst[SMALLM_NJ(SMALLM_MT)], sc_dst[SMALLM_NS(SMALLM_MT)];
-        bool cp_act[SMALLM_NJ(SMALLM_MT)], cp_ok[SMALLM_NJ(SMALLM_MT)], cp_hi[SMALLM_NJ(SMALLM_MT)];
-        bool sc_act[SMALLM_NS(SMALLM_MT)], sc_ok[SMALLM_NS(SMALLM_MT)];
+        const uint8_t *cp_src[SMALLM_NP(SMALLM_MT)];
+        int cp_dst[SMALLM_NP(SMALLM_MT)], cp_step[SMALLM_NP(SMALLM_MT)];
+        bool cp_act[SMALLM_NP(SMALLM_MT)], cp_ok[SMALLM_NP(SMALLM_MT)], cp_hi[SMALLM_NP(SMALLM_MT)];
         SMALLM_SETUP(SMALLM_MT, 0, p.m, p.a_codes, p.a_scales);
         for (int c = 0; c < SMALLM_STG_STAGES - 1; c++) {
             if (c < num_kc) SMALLM_STAGE_A(c);
@@ -221,12 +216,19 @@ extern "C" __global__ void __launch_bounds__(32 * (SMALLM_WMAX + 1), 1)
                 const int e = lane + 32 * j;
                 const int t = e & 3, row = (e >> 2) % SMALLM_MT, kb = e / (4 * SMALLM_MT);
                 const uint2 w = *(const uint2 *)(src + row * 32 + kb * 8);
-                const uint32_t sb = src[SMALLM_MT * 32 + row * 4 + kb] & 0x7Fu;
+                const uint32_t sb = (SMALLM_SCALE_WORD(src, SMALLM_MT, 0, row) >> (8 * kb)) & 0x7Fu;
                 const uint32_t sc =
                     ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(sb | (sb << 8))), 0x54005400u);
                 uint32_t f0, f1;
                 smallm_frag(w.x, w.y, (uint32_t)t | ((uint32_t)(t + 4) << 4), sc, &f0, &f1);
-                *(uint2 *)(dst + ((kb * SMALLM_MT + row) * 4 + t) * 8) = make_uint2(f0, f1);
+                /* a0 / a2 for rows 0..7, a1 / a3 for rows 8..15 of the m16 tile */
+                uint8_t *q = dst + (((kb * 8 + row % 8) * 4 + t) * 16);
+                if (SMALLM_MT == 8) {
+                    *(uint4 *)q = make_uint4(f0, 0u, f1, 0u);
+                } else {
+                    *(uint32_t *)(q + (row / 8) * 4) = f0;
+                    *(uint32_t *)(q + 8 + (row / 8) * 4) = f1;
+                }
             }
             ptx_mbar_arrive(&full[s]); /* releases this lane's fragment stores */
             __syncwarp();              /* the staging slot is refilled next iteration */
@@ -243,10 +245,9 @@ extern "C" __global__ void __launch_bounds__(32 * (SMALLM_WMAX + 1), 1)
     const uint32_t sel = (uint32_t)t | ((uint32_t)(t + 4) << 4);
     uint8_t *ring = wrings + (size_t)cw * SMALLM_WS * SMALLM_W_SLOT;
     const float alpha = __fmul_rn(*p.a_scale2, *p.b_scale2);
-    const uint8_t *cp_src[SMALLM_NJ(8 * SMALLM_R)], *sc_src[SMALLM_NS(8 * SMALLM_R)];
-    int cp_dst[SMALLM_NJ(8 * SMALLM_R)], sc_dst[SMALLM_NS(8 * SMALLM_R)];
-    bool cp_act[SMALLM_NJ(8 * SMALLM_R)], cp_ok[SMALLM_NJ(8 * SMALLM_R)], cp_hi[SMALLM_NJ(8 * SMALLM_R)];
-    bool sc_act[SMALLM_NS(8 * SMALLM_R)], sc_ok[SMALLM_NS(8 * SMALLM_R)];
+    const uint8_t *cp_src[SMALLM_NP(8 * SMALLM_R)];
+    int cp_dst[SMALLM_NP(8 * SMALLM_R)], cp_step[SMALLM_NP(8 * SMALLM_R)];
+    bool cp_act[SMALLM_NP(8 * SMALLM_R)], cp_ok[SMALLM_NP(8 * SMALLM_R)], cp_hi[SMALLM_NP(8 * SMALLM_R)];
     SMALLM_SETUP(8 * SMALLM_R, n0, p.n, p.b_codes, p.b_scales);
 
     for (int c = 0; c < SMALLM_WS - 1; c++) {
@@ -313,8 +314,8 @@ extern "C" __global__ void __launch_bounds__(32 * (SMALLM_WMAX + 1), 1)
 #undef SMALLM_STAGE_A
 #undef SMALLM_STAGE
 #undef SMALLM_SETUP
-#undef SMALLM_NJ
-#undef SMALLM_NS
+#undef SMALLM_NP
+#undef SMALLM_SCALE_WORD
 #undef SMALLM_ACT_SLOT
 #undef SMALLM_STG_SLOT
 #undef SMALLM_W_SLOT
