@@ -100,7 +100,7 @@ $(BUILD)/obj/%.o: %.c include/nvfp4.h
 	$(CC) $(CFLAGS) $(if $(findstring _avx512,$<),-mavx512f -mavx512bw -mavx512vl -mavx512dq -mbmi2) \
 	      $(if $(findstring _avx2,$<),-mavx2 -mbmi2) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/%.cu.o: %.cu include/nvfp4.h
+$(BUILD)/obj/%.cu.o: %.cu include/nvfp4.h $(wildcard src/cuda/*.h src/cuda/*.cuh) src/core/internal.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
