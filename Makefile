@@ -102,7 +102,7 @@ $(BUILD)/obj/%.o: %.c include/nvfp4.h
 
 # nvcc writes no dependency files here: every CUDA object depends on every
 # CUDA header (kernel bodies live in .cuh files).
-$(BUILD)/obj/%.cu.o: %.cu include/nvfp4.h $(wildcard src/cuda/*.cuh src/cuda/*.h src/core/*.h)
+$(BUILD)/obj/%.cu.o: %.cu include/nvfp4.h $(wildcard src/cuda/*.cuh src/cuda/*.h src/core/*.h src/quant/*.h src/formats/*.h)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 

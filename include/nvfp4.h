@@ -208,8 +208,10 @@ void nvfp4_scales_untile(uint8_t *row_major, const uint8_t *tiled, int64_t rows,
  *    s    = min((amax / 6) / per_tensor_scale, 448);  s8 = e4m3(s)  (stored)
  *    t    = per_tensor_scale * float(s8); t == 0 -> the block's codes are +0
  *    code = e2m1(clamp(x / t, -6, 6))                      (variant EAGER)
- *    code = e2m1(clamp(x * fminf(1 / (float(s8) * pts), FLT_MAX), -6, 6)) (CUDA;
- *           no t == 0 rule there, as in the kernel: x * FLT_MAX saturates)
+ *  Variant CUDA is comfy-kitchen's compiled kernel instruction for instruction
+ *  (FTZ multiplies, the H200's approximate reciprocal, NaN-skipping amax):
+ *    s8   = e4m3_satfinite(min((amax * FP32(1/6)) * rcp(pts), 448))
+ *    code = e2m1(x * min(rcp(pts * float(s8)), FLT_MAX))   (NaN -> +6)
  *  NaN/Inf rules (x86 SSE NaN propagation, made explicit): docs/FORMATS.md.
  *  per_tensor_scale, when computed: FP32(amax(|x|) / 2688) over the tensor.
  *  cols not a multiple of 16 (and rows not a multiple of 16): the input is

@@ -144,11 +144,66 @@ NVFP4_Q_DEV float q_min448(float s)
     return bits > 0x43E00000u && bits <= 0x7F800000u ? __uint_as_float(0x43E00000u) : s;
 }
 
-/* fminf(r, FLT_MAX): NaN and +Inf give FLT_MAX. */
-NVFP4_Q_DEV float q_min_fltmax(float r)
+/*------------- the cuda variant: comfy-kitchen's compiled kernel -------------*/
+
+/* The very PTX instructions the compiled kernel's SASS holds (FMUL.FTZ,
+ * MUFU.RCP, FMNMX.FTZ, F2FP.SATFINITE.E4M3), so this quantizer gives its
+ * bytes by construction; src/quant/quantize.c models them in C
+ * (docs/FORMATS.md, "The compiled CUDA kernel"). */
+NVFP4_Q_DEV float q_sm90_mul(float a, float b)
 {
-    const uint32_t bits = __float_as_uint(r);
-    return (bits & 0x7FFFFFFFu) > 0x7F800000u || bits == 0x7F800000u ? __uint_as_float(0x7F7FFFFFu) : r;
+    float r;
+    asm("mul.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+
+NVFP4_Q_DEV float q_sm90_rcp(float a)
+{
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(a));
+    return r;
+}
+
+NVFP4_Q_DEV float q_sm90_min(float a, float b) /* a NaN operand loses */
+{
+    float r;
+    asm("min.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+
+NVFP4_Q_DEV uint32_t q_sm90_e4m3(float v) /* NaN -> 0x7F, saturates at +-448 */
+{
+    uint16_t h;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(h) : "f"(0.0f), "f"(v));
+    return h & 0xFFu;
+}
+
+/* cuda_fp4.hpp's sm_90 E2M1 emulation: RNE, saturating, sign kept; NaN -> +6. */
+NVFP4_Q_DEV uint32_t q_sm90_e2m1(float v)
+{
+    return q_isnan(v) ? 7u : q_e2m1_from_f32(v);
+}
+
+/* The kernel's block: amax by __hmax (NaN elements skipped; NaN only when
+ * all 16 are), d = (amax * FP32(1/6)) * rcp(pts), min(d, 448), E4M3;
+ * enc = min(rcp(pts * e4m3), FLT_MAX); code = e2m1(x * enc). */
+NVFP4_Q_DEV void q_block_sm90(const float v[16], float pts, uint32_t *s8_out, uint32_t code[16])
+{
+    uint32_t best = 0u, n_nan = 0u;
+#pragma unroll
+    for (int i = 0; i < 16; i++) {
+        const uint32_t m = __float_as_uint(v[i]) & 0x7FFFFFFFu;
+        const int nan = m > 0x7F800000u;
+        n_nan += (uint32_t)nan;
+        best = !nan && m > best ? m : best;
+    }
+    const float amax = n_nan == 16u ? __uint_as_float(0x7FFFFFFFu) : __uint_as_float(best);
+    float d = q_sm90_mul(q_sm90_mul(amax, 0x1.555556p-3f), q_sm90_rcp(pts));
+    const uint32_t s8 = q_sm90_e4m3(q_sm90_min(d, 448.0f));
+    *s8_out = s8;
+    const float enc = q_sm90_min(q_sm90_rcp(q_sm90_mul(pts, q_e4m3_to_f32(s8))), 3.40282347e+38f);
+#pragma unroll
+    for (int i = 0; i < 16; i++) code[i] = q_sm90_e2m1(q_sm90_mul(v[i], enc));
 }
 
 /*------------------------------- one block -------------------------------*/
@@ -159,6 +214,10 @@ NVFP4_Q_DEV float q_min_fltmax(float r)
 NVFP4_Q_DEV void q_block(const float v[16], uint32_t amax_bits, float pts, int cuda_variant,
                          uint32_t *s8_out, uint32_t code[16])
 {
+    if (cuda_variant) {
+        q_block_sm90(v, pts, s8_out, code);
+        return;
+    }
     /* A NaN's payload does not matter below: it only travels into s, whose
      * E4M3 cast maps every positive NaN to 0x7F. */
     float amax = __uint_as_float(amax_bits);
@@ -168,20 +227,13 @@ NVFP4_Q_DEV void q_block(const float v[16], uint32_t amax_bits, float pts, int c
     uint32_t s8 = q_e4m3_from_f32(s);
     float s8f = q_e4m3_to_f32(s8);
     *s8_out = s8;
-    if (!cuda_variant) {
-        float t = q_mul(pts, s8f);
-        if (t == 0.0f) { /* comfy-kitchen's zero-scale mask: +0 codes */
+    float t = q_mul(pts, s8f);
+    if (t == 0.0f) { /* comfy-kitchen's zero-scale mask: +0 codes */
 #pragma unroll
-            for (int i = 0; i < 16; i++) code[i] = 0u;
-        } else {
-#pragma unroll
-            for (int i = 0; i < 16; i++) code[i] = q_e2m1_from_f32(q_clamp6(q_div(v[i], t)));
-        }
+        for (int i = 0; i < 16; i++) code[i] = 0u;
     } else {
-        float rc = q_div(1.0f, q_mul(s8f, pts));
-        rc = q_min_fltmax(rc);
 #pragma unroll
-        for (int i = 0; i < 16; i++) code[i] = q_e2m1_from_f32(q_clamp6(q_mul(v[i], rc)));
+        for (int i = 0; i < 16; i++) code[i] = q_e2m1_from_f32(q_clamp6(q_div(v[i], t)));
     }
 }
 

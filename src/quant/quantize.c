@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "quant/quant_sm90.h"
 
 /* x86 SSE's NaN rules, made explicit so results do not depend on the CPU:
  * a NaN operand propagates quieted (the first one if both are NaN); an
@@ -202,6 +203,73 @@ nvfp4_status nvfp4_per_tensor_scale(float *out, const void *x, nvfp4_dtype dtype
     return tensor_scale(out, x, dtype, rows, cols, 0);
 }
 
+/*------------- the cuda variant: the H200's fast-math instructions -------------*/
+
+/* comfy-kitchen's compiled kernel (docs/FORMATS.md, "The compiled CUDA
+ * kernel") in the instructions ptxas emitted.  NaN results are the GPU's
+ * canonical 0x7FFFFFFF; they never reach a stored byte with their bits. */
+#define SM90_NAN_BITS 0x7FFFFFFFu
+
+static inline float ftz_in(float v) /* .ftz on an input: subnormals -> signed zero */
+{
+    uint32_t b = bits_of(v);
+    return (b & 0x7F800000u) ? v : float_of(b & 0x80000000u);
+}
+
+/* mul.ftz.f32 (FMUL.FTZ): inputs flushed, one rounding, and a result whose
+ * 24-bit rounding (unbounded exponent) lies below 2^-126 flushed to a signed
+ * zero -- i.e. exact products below 2^-126 * (1 - 2^-25). */
+static float sm90_mul(float a, float b)
+{
+    a = ftz_in(a);
+    b = ftz_in(b);
+    double p = (double)a * (double)b; /* exact: 24 x 24 bits */
+    if (p != p) return float_of(SM90_NAN_BITS);
+    if (fabs(p) < 0x1.ffffffp-127) return float_of(signbit(p) ? 0x80000000u : 0u);
+    return (float)p;
+}
+
+/* rcp.approx.ftz.f32 (MUFU.RCP): the measured table for the mantissa, the
+ * exponent subtracted, a result below 2^-126 flushed (quant_sm90.h). */
+static float sm90_rcp(float x)
+{
+    uint32_t u = bits_of(x), s = u & 0x80000000u, a = u & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return float_of(SM90_NAN_BITS);
+    if (a == 0x7F800000u) return float_of(s);
+    if (a < 0x00800000u) return float_of(s | 0x7F800000u); /* +-0 and flushed subnormals */
+    int32_t e = (int32_t)(a >> 23) - 127;
+    uint32_t m = a & 0x7FFFFFu;
+    int32_t y = (int32_t)bits_of(1.0f / float_of(0x3F800000u | m)) + nvfp4_sm90_rcp_diff(m);
+    if ((y >> 23) - e <= 0) return float_of(s);
+    return float_of(s | (uint32_t)(y - e * (1 << 23)));
+}
+
+/* min.ftz.f32 (FMNMX.FTZ): a NaN operand loses to the other one. */
+static float sm90_min(float a, float b)
+{
+    a = ftz_in(a);
+    b = ftz_in(b);
+    if (is_nan(a)) return is_nan(b) ? float_of(SM90_NAN_BITS) : b;
+    if (is_nan(b)) return a;
+    return b < a ? b : a;
+}
+
+/* cvt.rn.satfinite.e4m3x2.f32 (F2FP.SATFINITE.E4M3): NaN -> 0x7F, beyond
+ * +-448 -> +-448, otherwise the RNE encoder. */
+static uint8_t sm90_e4m3(float v)
+{
+    if (is_nan(v)) return 0x7Fu;
+    v = v > 448.0f ? 448.0f : (v < -448.0f ? -448.0f : v);
+    return nvfp4_e4m3_from_f32(v);
+}
+
+/* The kernel's E2M1 on sm_90 (cuda_fp4.hpp's emulation in double): RNE,
+ * |v| <= 0.25 -> signed 0, beyond 6 and +-Inf -> +-6, NaN -> +6 (code 7). */
+static uint8_t sm90_e2m1(float v)
+{
+    return is_nan(v) ? 7u : nvfp4_e2m1_from_f32(v);
+}
+
 /*----------------------------- quantizer -----------------------------*/
 
 typedef struct quant_job {
@@ -212,6 +280,9 @@ typedef struct quant_job {
     float pts;
     nvfp4_variant variant;
     nvfp4_tensor *out;
+    /* cuda variant: rcp(pts) and, per E4M3 byte, min(rcp(pts * e4m3), FLT_MAX) */
+    float rcp_pts;
+    float enc_of[256];
 } quant_job;
 
 /* Round a finite or infinite |v| (not NaN) to an E2M1 magnitude code by
@@ -229,25 +300,44 @@ static inline float clamp6(float v) /* torch.clamp(v, -6, 6): NaN passes */
     return v < -6.0f ? -6.0f : (v > 6.0f ? 6.0f : v);
 }
 
+/* The block scale of the cuda variant: (amax * FP32(1/6)) * rcp(pts) with
+ * FTZ, min'd with 448 (a NaN gives 448), cast with satfinite.  The kernel's
+ * __hmax ignores NaN elements: amax is NaN only when all 16 are. */
+static uint8_t sm90_block_scale(const quant_job *j, const float v[16], uint32_t amax_bits)
+{
+    float amax = float_of(amax_bits);
+    if (amax_bits > 0x7F800000u) {
+        uint32_t best = 0;
+        int all_nan = 1;
+        for (int i = 0; i < 16; i++) {
+            uint32_t m = bits_of(v[i]) & 0x7FFFFFFFu;
+            if (m > 0x7F800000u) continue;
+            all_nan = 0;
+            best = m > best ? m : best;
+        }
+        amax = all_nan ? float_of(SM90_NAN_BITS) : float_of(best);
+    }
+    float d = sm90_mul(sm90_mul(amax, NVFP4_SM90_ONE_SIXTH), j->rcp_pts);
+    return sm90_e4m3(sm90_min(d, 448.0f));
+}
+
 static void quantize_block(const quant_job *j, int64_t r, int64_t cb, uint8_t *codes_row)
 {
     float v[16];
     uint8_t code[16];
     uint32_t amax_bits = load_block(v, j->x, j->dtype, j->rows, j->cols, r, cb * 16);
-    float amax = float_of(amax_bits);
-    if (amax_bits > 0x7F800000u) amax = quieted(amax); /* NaN in the block: amax is NaN */
-    float pts = j->pts;
-
-    /* Block scale: min((amax / 6) / pts, 448) rounded to E4M3 (stored). */
-    float s = sse_div(sse_div(amax, 6.0f), pts);
-    s = s > 448.0f ? 448.0f : s;
-    uint8_t s8 = nvfp4_e4m3_from_f32(s);
-    float s8f = nvfp4_e4m3_to_f32(s8);
-    j->out->scales[nvfp4_tiled_scale_offset(r, cb, j->pcols)] = s8;
     int finite_block = amax_bits < 0x7F800000u;
+    float pts = j->pts;
+    uint8_t s8;
 
     if (j->variant == NVFP4_VARIANT_EAGER) {
-        float t = sse_mul(pts, s8f);
+        float amax = float_of(amax_bits);
+        if (amax_bits > 0x7F800000u) amax = quieted(amax); /* NaN in the block: amax is NaN */
+        /* Block scale: min((amax / 6) / pts, 448) rounded to E4M3 (stored). */
+        float s = sse_div(sse_div(amax, 6.0f), pts);
+        s = s > 448.0f ? 448.0f : s;
+        s8 = nvfp4_e4m3_from_f32(s);
+        float t = sse_mul(pts, nvfp4_e4m3_to_f32(s8));
         if (t == 0.0f) {
             memset(code, 0, sizeof code);
         } else if (finite_block && isfinite(t)) {
@@ -256,15 +346,18 @@ static void quantize_block(const quant_job *j, int64_t r, int64_t cb, uint8_t *c
             for (int i = 0; i < 16; i++) code[i] = nvfp4_e2m1_from_f32(clamp6(sse_div(v[i], t)));
         }
     } else {
-        /* fminf semantics: a NaN reciprocal becomes FLT_MAX. */
-        float rc = sse_div(1.0f, sse_mul(s8f, pts));
-        rc = is_nan(rc) ? FLT_MAX : (rc < FLT_MAX ? rc : FLT_MAX);
-        if (finite_block && isfinite(rc)) {
-            for (int i = 0; i < 16; i++) code[i] = e2m1_code_fast(v[i] * rc);
+        s8 = sm90_block_scale(j, v, amax_bits);
+        float enc = j->enc_of[s8];
+        if (finite_block && isfinite(enc)) {
+            /* FTZ on the product's output cannot change a code (a tiny
+             * product is code 0 with its sign either way); on the input it
+             * can, so subnormal elements are flushed first. */
+            for (int i = 0; i < 16; i++) code[i] = e2m1_code_fast(ftz_in(v[i]) * enc);
         } else {
-            for (int i = 0; i < 16; i++) code[i] = nvfp4_e2m1_from_f32(clamp6(sse_mul(v[i], rc)));
+            for (int i = 0; i < 16; i++) code[i] = sm90_e2m1(sm90_mul(v[i], enc));
         }
     }
+    j->out->scales[nvfp4_tiled_scale_offset(r, cb, j->pcols)] = s8;
     uint8_t *dst = codes_row + cb * 8;
     for (int i = 0; i < 8; i++) dst[i] = (uint8_t)((code[2 * i] << 4) | code[2 * i + 1]);
 }
@@ -295,12 +388,18 @@ nvfp4_status nvfp4_quantize(nvfp4_tensor *out, const void *x, nvfp4_dtype dtype,
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_quantize: unknown variant %d",
                           (int)variant);
     quant_job j = {x, dtype, rows, cols, (rows + 15) / 16 * 16, (cols + 15) / 16 * 16,
-                   0.0f, variant, out};
+                   0.0f, variant, out, 0.0f, {0}};
     if (per_tensor_scale) {
         j.pts = *per_tensor_scale;
     } else {
         st = tensor_scale(&j.pts, x, dtype, rows, cols, nthreads);
         if (st != NVFP4_OK) return st;
+    }
+    if (variant == NVFP4_VARIANT_CUDA) {
+        /* per call, not per block: rcp(pts) and the encode scale of each byte */
+        j.rcp_pts = sm90_rcp(j.pts);
+        for (int b = 0; b < 256; b++)
+            j.enc_of[b] = sm90_min(sm90_rcp(sm90_mul(j.pts, nvfp4_e4m3_to_f32((uint8_t)b))), FLT_MAX);
     }
     st = nvfp4_tensor_alloc(out, j.prows, j.pcols, NVFP4_HI_FIRST, NVFP4_SCALES_TILED);
     if (st != NVFP4_OK) return st;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "quant/quant_sm90.h"
 
 static int ref_isnan(float v) { return v != v; }
 
@@ -37,6 +38,72 @@ static float ref_mul(float a, float b)
     float p = a * b;
     if (ref_isnan(p)) return nvfp4_f32_from_bits(0xFFC00000u);
     return p;
+}
+
+/*---- the cuda variant: the H200 instructions comfy-kitchen's kernel runs ----*/
+/* Written apart from quantize.c's versions (docs/FORMATS.md has the rules). */
+
+static float ref_flush(float v) /* .ftz: a subnormal operand is a zero of its sign */
+{
+    return fpclassify(v) == FP_SUBNORMAL ? copysignf(0.0f, v) : v;
+}
+
+static float ref_nan_gpu(void) { return nvfp4_f32_from_bits(0x7FFFFFFFu); }
+
+/* mul.ftz.f32: IEEE product of flushed operands; zero when its rounding to
+ * 24 bits (exponent unbounded) is below 2^-126. */
+static float ref_mul_ftz(float a, float b)
+{
+    a = ref_flush(a);
+    b = ref_flush(b);
+    if (ref_isnan(a) || ref_isnan(b)) return ref_nan_gpu();
+    if ((isinf(a) && b == 0.0f) || (isinf(b) && a == 0.0f)) return ref_nan_gpu();
+    int neg = signbit(a) != signbit(b);
+    double p = fabs((double)a * (double)b);
+    if (p == 0.0) return neg ? -0.0f : 0.0f;
+    /* the 24-bit rounding of p: a binade's ulp is 2^(exponent - 23) */
+    int e;
+    frexp(p, &e); /* p = f * 2^e, f in [0.5, 1) */
+    double ulp = ldexp(1.0, e - 24);
+    double q = floor(p / ulp);
+    double rem = p - q * ulp;
+    if (rem > ulp / 2 || (rem == ulp / 2 && fmod(q, 2.0) == 1.0)) q += 1.0;
+    double rounded = q * ulp;
+    if (rounded < 0x1p-126) return neg ? -0.0f : 0.0f;
+    float f = rounded >= 0x1p128 ? INFINITY : (float)rounded;
+    return neg ? -f : f;
+}
+
+/* rcp.approx.ftz.f32: the H200's reciprocal of the significand (table),
+ * scaled by the exponent; specials as the instruction gives them. */
+static float ref_rcp_approx(float x)
+{
+    if (ref_isnan(x)) return ref_nan_gpu();
+    if (isinf(x)) return copysignf(0.0f, x);
+    x = ref_flush(x);
+    if (x == 0.0f) return copysignf(INFINITY, x);
+    int e;
+    float f = frexpf(fabsf(x), &e); /* |x| = (2f) * 2^(e-1), 2f in [1, 2) */
+    float sig = 2.0f * f;
+    uint32_t m = nvfp4_f32_bits(sig) & 0x7FFFFFu;
+    float r = 1.0f / sig;
+    int steps = nvfp4_sm90_rcp_diff(m);
+    for (; steps > 0; steps--) r = nextafterf(r, 2.0f);
+    for (; steps < 0; steps++) r = nextafterf(r, 0.0f);
+    double v = ldexp((double)r, -(e - 1));
+    if (v < 0x1p-126) return copysignf(0.0f, x);
+    return copysignf((float)v, x);
+}
+
+/* min.ftz.f32: the non-NaN operand wins over a NaN. */
+static float ref_min_ftz(float a, float b)
+{
+    a = ref_flush(a);
+    b = ref_flush(b);
+    if (ref_isnan(a) && ref_isnan(b)) return ref_nan_gpu();
+    if (ref_isnan(a)) return b;
+    if (ref_isnan(b)) return a;
+    return a <= b ? a : b;
 }
 
 /* Element (r, c) of the input widened to FP32; zero outside it (padding). */
@@ -114,29 +181,51 @@ nvfp4_status nvfp4_quantize_ref(nvfp4_tensor *out, const void *x, nvfp4_dtype dt
             }
             if (has_nan) amax = ref_quiet(first_nan);
 
-            float s = ref_div(ref_div(amax, 6.0f), pts);
-            if (s > 448.0f) s = 448.0f; /* torch.clamp(max=448): NaN stays NaN */
-            uint8_t s8 = nvfp4_e4m3_from_f32(s);
+            uint8_t s8;
+            float recip = 0.0f; /* cuda variant: x's multiplier */
+            if (variant == NVFP4_VARIANT_EAGER) {
+                float s = ref_div(ref_div(amax, 6.0f), pts);
+                if (s > 448.0f) s = 448.0f; /* torch.clamp(max=448): NaN stays NaN */
+                s8 = nvfp4_e4m3_from_f32(s);
+            } else {
+                /* __hmax skips NaNs: the block's amax is NaN only if all 16 are */
+                float amax_gpu = 0.0f;
+                int n_nan = 0;
+                for (int64_t c = cb * 16; c < cb * 16 + 16; c++) {
+                    float a = fabsf(ref_element(x, dtype, rows, cols, r, c));
+                    if (ref_isnan(a)) n_nan++;
+                    else if (a > amax_gpu) amax_gpu = a;
+                }
+                if (n_nan == 16) amax_gpu = ref_nan_gpu();
+                float d = ref_mul_ftz(ref_mul_ftz(amax_gpu, NVFP4_SM90_ONE_SIXTH),
+                                      ref_rcp_approx(pts));
+                d = ref_min_ftz(d, 448.0f);
+                /* cvt.rn.satfinite.e4m3: NaN -> 0x7F, saturate at +-448 */
+                if (ref_isnan(d)) s8 = 0x7F;
+                else s8 = nvfp4_e4m3_from_f32(fmaxf(-448.0f, fminf(d, 448.0f)));
+                recip = ref_min_ftz(ref_rcp_approx(ref_mul_ftz(pts, nvfp4_e4m3_to_f32(s8))), FLT_MAX);
+            }
             out->scales[nvfp4_tiled_scale_offset(r, cb, pcols)] = s8;
             float s8f = nvfp4_e4m3_to_f32(s8);
 
             for (int64_t c = cb * 16; c < cb * 16 + 16; c++) {
                 float xv = ref_element(x, dtype, rows, cols, r, c);
-                float v;
+                uint8_t code;
                 if (variant == NVFP4_VARIANT_EAGER) {
                     float total = ref_mul(pts, s8f);
+                    float v;
                     if (total == 0.0f)
                         v = 0.0f; /* comfy-kitchen's zero-scale mask: +0 codes */
                     else
                         v = ref_div(xv, total);
+                    if (v < -6.0f) v = -6.0f;
+                    if (v > 6.0f) v = 6.0f;
+                    code = nvfp4_e2m1_from_f32(v);
                 } else {
-                    float recip = ref_div(1.0f, ref_mul(s8f, pts));
-                    recip = fminf(recip, FLT_MAX); /* as the CUDA kernel does */
-                    v = ref_mul(xv, recip);
+                    /* no clamp: the sm_90 E2M1 emulation saturates, NaN -> +6 */
+                    float v = ref_mul_ftz(xv, recip);
+                    code = ref_isnan(v) ? 7 : nvfp4_e2m1_from_f32(v);
                 }
-                if (v < -6.0f) v = -6.0f;
-                if (v > 6.0f) v = 6.0f;
-                uint8_t code = nvfp4_e2m1_from_f32(v);
                 uint8_t *byte = &out->codes[(size_t)r * (size_t)(pcols / 2) + (size_t)(c / 2)];
                 if (c % 2 == 0)
                     *byte = (uint8_t)((*byte & 0x0F) | (code << 4)); /* element 2i: high nibble */

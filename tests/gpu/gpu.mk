@@ -14,8 +14,16 @@ GPU_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static 
 
 GPU_TESTS := $(patsubst tests/gpu/%.c,$(BUILD)/gpu/%,$(wildcard tests/gpu/test_*.c))
 
-.PHONY: all lib cli
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+
+.PHONY: all lib cli probe-fastmath
 all: $(GPU_TESTS) cli
+
+# the fast-math instruction probe (tests/gpu/comfy_cuda.sh runs it); standalone
+probe-fastmath: $(BUILD)/gpu/probe_fastmath
+$(BUILD)/gpu/probe_fastmath: tests/gpu/probe_fastmath.cu
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -gencode=arch=compute_90a,code=sm_90a -o $@ $<
 
 lib:
 	@$(MAKE) --no-print-directory -f Makefile BUILD=$(BUILD) NVFP4_CUDA=1 lib
