@@ -3,7 +3,8 @@
 # quantize_nvfp4 (tests/gpu/probe_fastmath.cu) and make golden vectors with that kernel
 # (tools/comfy_cuda_golden.py), then pack everything into OUT/comfy_cuda.tar.gz.
 # Needs: nvcc, python3.12 with torch (CUDA), and the wheel at
-# .whl/comfy_kitchen-0.2.40-*.whl (installed into a private directory, never system-wide).
+# .whl/comfy_kitchen-0.2.40-*.whl or .whl/comfy_site.tar.xz (installed into a private
+# directory, never system-wide).
 # Contents of the tarball:
 #   probe/probe_fastmath.txt, probe/rcp_table.bin, probe/rcp_exceptions.txt [, probe/rcp_diff_list.txt]
 #   golden/*.safetensors (tests/golden/comfy-kitchen-cuda/ format), logs/*.log
@@ -29,7 +30,13 @@ fi
 golden_rc=9
 SITE=$W/site
 WHL=$(ls .whl/comfy_kitchen-0.2.40-*.whl 2>/dev/null | head -n 1)
-if [ -n "$WHL" ] && "$PY" -m pip install --no-index --no-deps --target "$SITE" "$WHL" \
+# A smaller carry: the wheel's files without its HIP backend, as .whl/comfy_site.tar.xz
+# (made with: unzip WHEEL; rm -r comfy_kitchen/backends/hip; tar cJf comfy_site.tar.xz comfy_kitchen*)
+if [ -f .whl/comfy_site.tar.xz ] && mkdir -p "$SITE" && tar xJf .whl/comfy_site.tar.xz -C "$SITE" \
+        > "$W/logs/pip.log" 2>&1; then
+    PYTHONPATH=$SITE timeout 150 "$PY" tools/comfy_cuda_golden.py "$W/golden" > "$W/logs/golden.log" 2>&1
+    golden_rc=$?
+elif [ -n "$WHL" ] && "$PY" -m pip install --no-index --no-deps --target "$SITE" "$WHL" \
         > "$W/logs/pip.log" 2>&1; then
     PYTHONPATH=$SITE timeout 150 "$PY" tools/comfy_cuda_golden.py "$W/golden" > "$W/logs/golden.log" 2>&1
     golden_rc=$?
