@@ -779,10 +779,6 @@ def explain(a, b, ref, *, alpha=None, bias=None, threads=0, max_k_slices=0, prog
         dict, the parsed JSON report.
     CUDA tensors are copied to the host first (the analysis runs there).
     """
-    if not _lib.has("nvfp4_explain"):
-        from .errors import UnsupportedError
-        raise UnsupportedError(6, "nvfp4_explain", f"{library_path()} has no explain engine "
-                               "(built before nvfp4_explain existed); rebuild libnvfp4")
     nthreads = _int_arg(threads, "threads", 0, 1 << 16)
     max_slices = _int_arg(max_k_slices, "max_k_slices", 0, _lib.MAX_K_SLICES)
     args = _lib.ExplainArgs()
@@ -861,6 +857,10 @@ def explain(a, b, ref, *, alpha=None, bias=None, threads=0, max_k_slices=0, prog
         cb = _lib.PROGRESS_FN(_cb)
         keep.append(cb)
         args.progress = cb
+    if not _lib.has("nvfp4_explain"):
+        from .errors import UnsupportedError
+        raise UnsupportedError(6, "nvfp4_explain", f"{library_path()} has no explain engine "
+                               "(built before nvfp4_explain existed); rebuild libnvfp4")
     out = ctypes.c_void_p()
     check(_l().nvfp4_explain(ctypes.byref(args), ctypes.byref(out)), "nvfp4_explain")
     try:
