@@ -122,8 +122,7 @@ test-cli: $(BUILD)/nvfp4
 
 # The Python package from the source tree: PYTHONPATH + the freshly built .so.
 test-python: $(BUILD)/libnvfp4.so $(BUILD)/nvfp4
-	NVFP4_LIB=$(BUILD)/libnvfp4.so NVFP4_CLI=$(BUILD)/nvfp4 PYTHONPATH=python \
-	  python3 -m pytest -q -p no:cacheprovider python/tests
+	@NVFP4_LIB=$(BUILD)/libnvfp4.so NVFP4_CLI=$(BUILD)/nvfp4 PYTHONPATH=python sh python/tests/run.sh
 
 # ASan + UBSan: every unit test and the CLI tests, CPU code only.
 test-sanitize:
