@@ -248,6 +248,7 @@ class NVFP4Tensor:
 
 _E2M1 = None
 _UNTILE_CACHE = {}
+_DEVICE_TABLES = {}
 
 
 def _untile_index(rows, cols):
@@ -282,10 +283,19 @@ def _dequantize_torch(t):
     if _E2M1 is None:
         _E2M1 = np.array([_l().nvfp4_e2m1_to_f32(c) for c in range(16)], dtype=np.float32)
     dev = t.qdata.device
-    lut = torch.from_numpy(_E2M1).to(dev)
+    # the tables go to the device once per shape (an upload from pageable
+    # memory waits for the host), then stay cached
+    key = (str(dev), t.rows, t.cols)
+    tables = _DEVICE_TABLES.get(key)
+    if tables is None:
+        if len(_DEVICE_TABLES) > 64:
+            _DEVICE_TABLES.clear()
+        tables = (torch.from_numpy(_E2M1).to(dev),
+                  torch.from_numpy(_untile_index(t.rows, t.cols)).to(dev))
+        _DEVICE_TABLES[key] = tables
+    lut, index = tables
     q = t.qdata
     codes = torch.stack([q >> 4, q & 0xF], dim=-1).reshape(t.rows, t.cols).long()
-    index = torch.from_numpy(_untile_index(t.rows, t.cols)).to(dev)
     scales = t.block_scale.reshape(-1).view(torch.uint8)[index]
     scales = scales.view(torch.float8_e4m3fn).to(torch.float32)
     blocks = lut[codes].reshape(t.rows, t.cols // 16, 16) * scales.unsqueeze(-1)
@@ -671,6 +681,8 @@ def linear(x, layer, input_scale=None, variant="eager", backend="auto", *, model
             scale = layer.input_scale
         else:
             scale = None
+    elif A.is_cuda(input_scale) and A.is_cuda(x2) and input_scale.device == x2.device:
+        scale = input_scale  # stays on the device: no read-back
     else:
         scale = A.scalar_value(input_scale, "input_scale")
     bias = layer.bias if isinstance(bias, str) and bias == "layer" else bias
