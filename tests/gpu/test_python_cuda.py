@@ -210,8 +210,9 @@ def test_matmul_cuda():
         b = nvfp4.quantize(rand_bf16(nn, k, 0.05, g).to(DEV))
         bias = rand_bf16(1, b.rows, 1.0, g)[0]
         for bb in (None, bias):
+            bb_dev = None if bb is None else bb.to(DEV)
             with no_host_sync():
-                raw, out = nvfp4.matmul(a, b, bias=None if bb is None else bb.to(DEV))
+                raw, out = nvfp4.matmul(a, b, bias=bb_dev)
             ca, cb = cpu_tensor(a), cpu_tensor(b)
             r_raw, r_out = nvfp4.matmul(ca, cb, bias=bb, backend="cpu")
             what = f"matmul {a.rows}x{b.rows}x{k} bias={bb is not None}"
@@ -233,10 +234,11 @@ def test_linear_cuda():
         layer = nvfp4.Layer(w, input_scale=0.021, bias=rand_bf16(1, w.rows, 1.0, g)[0].float().to(DEV))
         x = rand_bf16(m, k, 2.0, g)
         cpu_layer = nvfp4.Layer(cpu_tensor(w), 0.021, layer.bias.cpu())
+        xd = x.to(DEV)
         for mode in ("static", "dynamic"):
             for variant in ("eager", "cuda"):
                 with no_host_sync():
-                    raw, out = nvfp4.linear(x.to(DEV), layer, input_scale=mode, variant=variant,
+                    raw, out = nvfp4.linear(xd, layer, input_scale=mode, variant=variant,
                                             return_raw=True)
                 r_raw, r_out = nvfp4.linear(x, cpu_layer, input_scale=mode, variant=variant,
                                             backend="cpu", return_raw=True)
