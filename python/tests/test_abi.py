@@ -12,6 +12,26 @@ from _helpers import REPO
 HEADER = os.path.join(REPO, "include", "nvfp4.h")
 
 
+def _constants():
+    """The header's enum values and constants the bindings restate."""
+    c = {"NVFP4_OK": _lib.OK, "NVFP4_DTYPE_U8": _lib.DTYPE_U8,
+         "NVFP4_DTYPE_F8_E4M3": _lib.DTYPE_F8_E4M3, "NVFP4_DTYPE_BF16": _lib.DTYPE_BF16,
+         "NVFP4_DTYPE_F16": _lib.DTYPE_F16, "NVFP4_DTYPE_F32": _lib.DTYPE_F32,
+         "NVFP4_HI_FIRST": _lib.HI_FIRST, "NVFP4_LO_FIRST": _lib.LO_FIRST,
+         "NVFP4_SCALES_TILED": _lib.SCALES_TILED, "NVFP4_SCALES_ROW_MAJOR": _lib.SCALES_ROW_MAJOR,
+         "NVFP4_VARIANT_EAGER": _lib.VARIANTS["eager"], "NVFP4_VARIANT_CUDA": _lib.VARIANTS["cuda"],
+         "NVFP4_MODEL_SM90": _lib.MODELS["sm90"], "NVFP4_MODEL_EXACT": _lib.MODELS["exact"],
+         "NVFP4_MODEL_SM120": _lib.MODELS["sm120"], "NVFP4_OPERAND_F16": _lib.OPERAND_F16,
+         "NVFP4_OPERAND_BF16": _lib.OPERAND_BF16, "NVFP4_MAX_K_SLICES": _lib.MAX_K_SLICES,
+         "NVFP4_ST_MAX_DIMS": _lib.ST_MAX_DIMS}
+    names = ["NVFP4_OK", "NVFP4_ERR_INVALID_ARGUMENT", "NVFP4_ERR_OUT_OF_MEMORY", "NVFP4_ERR_IO",
+             "NVFP4_ERR_MALFORMED", "NVFP4_ERR_NOT_FOUND", "NVFP4_ERR_UNSUPPORTED",
+             "NVFP4_ERR_NO_DEVICE", "NVFP4_ERR_CUDA", "NVFP4_ERR_INTERNAL"]
+    for code, name in enumerate(names):  # errors.BY_STATUS / STATUS_NAMES are keyed 0..9
+        c[name] = code
+    return c
+
+
 @pytest.fixture(scope="module")
 def c_layout(tmp_path_factory):
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
@@ -27,6 +47,8 @@ def c_layout(tmp_path_factory):
         lines.append(f'printf("{cname} sizeof %zu\\n", sizeof({cname}));')
         for field, _ in struct._fields_:
             lines.append(f'printf("{cname} {field} %zu\\n", offsetof({cname}, {field}));')
+    for name, value in _constants().items():
+        lines.append(f'printf("const {name} %lld\\n", (long long)({name}));')
     lines += ["return 0;", "}"]
     d = tmp_path_factory.mktemp("abi")
     src, exe = d / "abi.c", d / "abi"
@@ -39,6 +61,14 @@ def c_layout(tmp_path_factory):
         cname, field, value = line.split()
         got[(cname, field)] = int(value)
     return got, declared
+
+
+def test_constants(c_layout):
+    got, _ = c_layout
+    for name, value in _constants().items():
+        assert got[("const", name)] == value, f"{name}: header {got[('const', name)]}, bindings {value}"
+    from nvfp4 import errors
+    assert sorted(errors.BY_STATUS) == list(range(1, 10))
 
 
 @pytest.mark.parametrize("cname", sorted(_lib.STRUCTS))
