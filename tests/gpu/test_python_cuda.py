@@ -16,6 +16,7 @@ Environment:
   NVFP4_CK_WHEEL  a comfy-kitchen wheel to import from when comfy_kitchen is
                   not installed (unpacked into a temporary directory; no pip)
   NVFP4_QUICK=1   time only M = 128
+  NVFP4_TEST_DEVICE=cpu  a dry run of the script's logic on CPU tensors (no GPU)
   OUT             results go to $OUT/python_cuda.json when set
 Prints one line per test and "python_cuda: N passed, N failed, N skipped";
 exit status 0 only when nothing failed.
@@ -40,7 +41,11 @@ import torch  # noqa: E402
 import nvfp4  # noqa: E402
 
 CLI = os.environ.get("NVFP4_CLI", os.path.join(REPO, "build", "nvfp4"))
-DEV = torch.device("cuda")
+# NVFP4_TEST_DEVICE=cpu: a dry run of this script's own logic on the CPU
+# backend (no GPU; test_device fails, everything else runs on CPU tensors)
+DEV = torch.device(os.environ.get("NVFP4_TEST_DEVICE", "cuda"))
+ON_GPU = DEV.type == "cuda"
+VARIANT = "cuda" if ON_GPU else "eager"  # what the comfy-kitchen backend quantizes with
 RESULTS = {"tests": {}, "timings": []}
 
 
@@ -89,11 +94,13 @@ class no_host_sync:
     """torch raises on any synchronizing torch call inside (our wrappers must not sync)."""
 
     def __enter__(self):
-        torch.cuda.synchronize()
-        torch.cuda.set_sync_debug_mode("error")
+        if ON_GPU:
+            torch.cuda.synchronize()
+            torch.cuda.set_sync_debug_mode("error")
 
     def __exit__(self, *exc):
-        torch.cuda.set_sync_debug_mode("default")
+        if ON_GPU:
+            torch.cuda.set_sync_debug_mode("default")
         return False
 
 
@@ -182,7 +189,7 @@ def test_quantize_cuda():
             for scale in (None, 0.0123, torch.tensor(0.0071, device=DEV)):
                 with no_host_sync():
                     q = nvfp4.quantize(xd, per_tensor_scale=scale, variant=variant)
-                assert q.is_cuda and q.block_scale.dtype == torch.float8_e4m3fn
+                assert q.is_cuda == ON_GPU and q.block_scale.dtype == torch.float8_e4m3fn
                 ref_scale = scale if not torch.is_tensor(scale) else scale.cpu()
                 r = nvfp4.quantize(x, per_tensor_scale=ref_scale, variant=variant)
                 what = f"quantize {m}x{k} {variant} scale={'dyn' if scale is None else 'given'}"
@@ -223,8 +230,9 @@ def test_matmul_cuda():
             if m <= 16:  # the plain oracle too, and the host convenience path
                 f_raw, f_out = nvfp4.matmul(ca, cb, bias=bb, backend="ref")
                 n += same_bits(raw, f_raw, what + ": raw vs ref")
-                h_raw, h_out = nvfp4.matmul(ca, cb, bias=bb, backend="cuda")
-                n += same_bits(out, h_out, what + ": out vs cuda_host")
+                if ON_GPU:
+                    h_raw, h_out = nvfp4.matmul(ca, cb, bias=bb, backend="cuda")
+                    n += same_bits(out, h_out, what + ": out vs cuda_host")
     return f"{n} values"
 
 
@@ -248,7 +256,7 @@ def test_linear_cuda():
                 n += same_bits(raw, r_raw, what + ": raw")
                 n += same_bits(out, r_out, what + ": out")
     # [B, T, K] activations
-    x3 = rand_bf16(24, 1024, 1.0, g).reshape(2, 12, 1024)
+    x3 = rand_bf16(24, w.cols, 1.0, g).reshape(2, 12, w.cols)
     out3 = nvfp4.linear(x3.to(DEV), nvfp4.Layer(w, 0.02))
     assert out3.shape == (2, 12, w.rows)
     n += same_bits(out3, nvfp4.linear(x3, nvfp4.Layer(cpu_tensor(w), 0.02)), "linear 3-D")
@@ -263,8 +271,8 @@ def test_checkpoint_vs_cli():
     cli("quantize", ex, q)
     n = 0
     for layer in ("blocks.0.attn.qkv", "blocks.0.mlp.fc2"):
-        L = nvfp4.load_layer(q, layer, device="cuda")
-        assert L.weight.is_cuda
+        L = nvfp4.load_layer(q, layer, device=DEV)
+        assert L.weight.is_cuda == ON_GPU
         x = st_read(ex)["x"]
         if layer.endswith("fc2"):
             x = rand_bf16(8, 1024, 1.0)
@@ -284,6 +292,8 @@ def test_checkpoint_vs_cli():
 
 
 def test_cuda_argument_errors():
+    if not ON_GPU:
+        raise Skip("CUDA-only argument rules")
     x = torch.zeros(16, 32, dtype=torch.float16, device=DEV)
     for fn, exc in ((lambda: nvfp4.quantize(x), TypeError),
                     (lambda: nvfp4.quantize(x.to(torch.bfloat16)[:, ::2]), ValueError)):
@@ -329,8 +339,8 @@ def test_explain_cuda_tensors():
 def _ck():
     ck = import_comfy_kitchen()
     import nvfp4.comfy as nc
-    info = nc.register()
-    assert info["sm90"], info
+    info = nc.register(cpu=not ON_GPU)
+    assert info["sm90"] or not ON_GPU, info
     RESULTS["comfy_kitchen"] = {"version": getattr(ck, "__version__", "?"), "register": info}
     return ck
 
@@ -348,10 +358,11 @@ def test_ck_registry_quantize():
         kwargs = {"x": x, "per_tensor_scale": s, "epsilon": 0.0, "pad_16x": pad, "hi_first": True}
         assert registry.get_capable_backend("quantize_nvfp4", kwargs) == "nvfp4"
         q, bs = ck.quantize_nvfp4(x, s, pad_16x=pad)
-        r = nvfp4.quantize(x.cpu(), per_tensor_scale=s.cpu(), variant="cuda")
+        # on CUDA tensors the backend uses the "cuda" variant (comfy-kitchen's CUDA kernel)
+        r = nvfp4.quantize(x.cpu(), per_tensor_scale=s.cpu(), variant=VARIANT)
         n += same_bits(q, r.qdata, f"ck.quantize_nvfp4 {m}x{k}: codes")
         n += same_bits(bs, r.block_scale, f"ck.quantize_nvfp4 {m}x{k}: scales")
-        if own_cuda:  # comfy-kitchen's own CUDA kernel: the same bytes
+        if own_cuda and ON_GPU:  # comfy-kitchen's own CUDA kernel: the same bytes
             with registry.use_backend("cuda"):
                 q0, bs0 = ck.quantize_nvfp4(x, s, pad_16x=pad)
             n += same_bits(q, q0, f"{m}x{k}: ours vs comfy-kitchen's CUDA quantizer, codes")
@@ -420,7 +431,7 @@ def test_ck_quantized_tensor_linear_vs_cli():
             # comfy-kitchen's quantizer on CUDA is the "cuda" variant
             cli("linear", os.path.join(d, "w.safetensors") + ":l",
                 os.path.join(d, "x.safetensors") + ":x", "-o", os.path.join(d, "y.safetensors"),
-                "--backend", "cpu", "--input-scale", "static", "--variant", "cuda")
+                "--backend", "cpu", "--input-scale", "static", "--variant", VARIANT)
             want = st_read(os.path.join(d, "y.safetensors"))["out"][:, :nn]
             n += same_bits(y, want, f"QuantizedTensor linear {m}x{nn}x{k} bias={b is not None} vs CLI")
     return f"{n} values"
@@ -449,6 +460,8 @@ def test_ck_linear_speedup():
     quantized, our GEMM) vs comfy-kitchen's dequantize fallback (what ComfyUI
     does on sm_90 today: F.linear(x, w) on the BF16 input, the weight
     dequantized per call).  CUDA events, median; both with the bias."""
+    if not ON_GPU:
+        raise Skip("timing needs the GPU")
     ck = _ck()
     from comfy_kitchen.registry import registry
     from comfy_kitchen.tensor import QuantizedTensor
