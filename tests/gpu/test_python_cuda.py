@@ -14,7 +14,9 @@ Environment:
                   machine has no libjansson (os.pathsep-separated; directories ok)
   NVFP4_CLI       the nvfp4 binary (default build/nvfp4)
   NVFP4_CK_WHEEL  a comfy-kitchen wheel to import from when comfy_kitchen is
-                  not installed (unpacked into a temporary directory; no pip)
+                  not installed (unpacked into a temporary directory; no pip);
+                  default: build/wheels/comfy_kitchen-*.whl, e.g. made by
+                  tools/slim_ck_wheel.py (the wheel without its ROCm extension)
   NVFP4_QUICK=1   time only M = 128
   NVFP4_TEST_DEVICE=cpu  a dry run of the script's logic on CPU tensors (no GPU)
   OUT             results go to $OUT/python_cuda.json when set
