@@ -99,6 +99,9 @@ def check_array(x, what, ndim=2):
         raise ValueError(f"{what} must be C-contiguous (row-major); call "
                          f"{'.contiguous()' if k == 'torch' else 'numpy.ascontiguousarray()'} "
                          "first -- nvfp4 never copies inputs behind your back")
+    if k == "numpy" and not x.flags.aligned:
+        raise ValueError(f"{what} is not aligned to its element size; copy it "
+                         "(numpy.array(x)) first")
     if any(int(d) == 0 for d in x.shape):
         raise ValueError(f"{what} is empty (shape {tuple(x.shape)})")
     return k

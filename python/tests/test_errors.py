@@ -36,6 +36,12 @@ def test_quantize_non_contiguous(bad):
     raises(ValueError, nvfp4.quantize, bad, match="contiguous")
 
 
+def test_quantize_misaligned():
+    buf = np.zeros(32 * 64 * 4 + 1, np.uint8)
+    x = np.frombuffer(buf.data, dtype=np.float32, count=32 * 64, offset=1).reshape(32, 64)
+    raises(ValueError, nvfp4.quantize, x, match="aligned")
+
+
 def test_quantize_bad_values():
     raises(ValueError, nvfp4.quantize, X[:0], match="empty")
     raises(TypeError, nvfp4.quantize, X.tolist(), match="NumPy array or a torch tensor")
