@@ -17,14 +17,24 @@ except ImportError:  # pragma: no cover - exercised where ml_dtypes is absent
     _ml = None
 
 
+_torch = None
+_Tensor = ()  # isinstance(x, ()) is False until torch is seen
+
+
 def torch_module():
     """torch, if the caller has imported it (nvfp4 never imports it itself)."""
-    return sys.modules.get("torch")
+    global _torch, _Tensor
+    if _torch is None:
+        _torch = sys.modules.get("torch")
+        if _torch is not None:
+            _Tensor = _torch.Tensor
+    return _torch
 
 
 def is_torch(x):
-    t = torch_module()
-    return t is not None and isinstance(x, t.Tensor)
+    if _torch is None:
+        torch_module()
+    return isinstance(x, _Tensor)
 
 
 def kind(x):
@@ -124,10 +134,14 @@ def scalar_value(v, what):
         raise TypeError(f"{what} must be a number, not bool")
     if isinstance(v, (int, float, np.floating, np.integer)):
         return float(v)
-    if isinstance(v, np.ndarray) or is_torch(v):
-        if int(np.prod(v.shape)) != 1:
-            raise ValueError(f"{what} must hold one value, got shape {tuple(v.shape)}")
+    if isinstance(v, np.ndarray):
+        if v.size != 1:
+            raise ValueError(f"{what} must hold one value, got shape {v.shape}")
         return float(v.reshape(-1)[0])
+    if is_torch(v):
+        if v.numel() != 1:
+            raise ValueError(f"{what} must hold one value, got shape {tuple(v.shape)}")
+        return float(v.item())
     raise TypeError(f"{what} must be a number or a one-element array, not {type(v).__name__}")
 
 
