@@ -68,12 +68,13 @@ CLI_O    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_C))
 TEST_C   := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_C))
 
-.PHONY: all lib cli tests test test-unit test-cli test-sanitize fuzz gpu-tests deps help clean
+.PHONY: all lib cli tests test test-unit test-cli test-python test-sanitize fuzz gpu-tests deps help clean
 all: lib cli
 
 help:
 	@echo "make             build $(BUILD)/libnvfp4.{a,so} and $(BUILD)/nvfp4 (CUDA: $(WITH_CUDA))"
-	@echo "make test        unit tests + CLI tests (the README's test command runs this)"
+	@echo "make test        unit + CLI + Python tests (the README's test command runs this)"
+	@echo "make test-python the Python package's tests (python/tests) on $(BUILD)/libnvfp4.so"
 	@echo "make test-sanitize  the same under ASan + UBSan (build-asan/)"
 	@echo "make fuzz        libFuzzer over the safetensors reader (FUZZ_SECONDS=60)"
 	@echo "make gpu-tests   build the H200 test programs (tests/gpu/run.sh runs them)"
@@ -112,13 +113,18 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/testlib.h $(BUILD)/libnvfp4.a
 
 tests: $(TEST_BIN)
 
-test: test-unit test-cli
+# (not under the sanitizers: python3 cannot load an ASan-instrumented .so)
+test: test-unit test-cli $(if $(SANFLAGS),,test-python)
 
 test-unit: $(TEST_BIN)
 	@sh tests/run_unit.sh $(BUILD)/tests
 
 test-cli: $(BUILD)/nvfp4
 	@sh tests/cli/run.sh $(BUILD)/nvfp4
+
+# The Python package from the source tree: PYTHONPATH + the freshly built .so.
+test-python: $(BUILD)/libnvfp4.so $(BUILD)/nvfp4
+	@NVFP4_LIB=$(BUILD)/libnvfp4.so NVFP4_CLI=$(BUILD)/nvfp4 PYTHONPATH=python sh python/tests/run.sh
 
 # ASan + UBSan: every unit test and the CLI tests, CPU code only.
 test-sanitize:

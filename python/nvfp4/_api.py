@@ -1,0 +1,883 @@
+"""nvfp4's Python API over libnvfp4 (include/nvfp4.h).  See docs/PYTHON.md."""
+import ctypes
+import json
+
+import numpy as np
+
+from . import _arrays as A
+from . import _lib
+from .errors import check
+
+_BACKENDS = ("auto", "cpu", "ref", "cuda")
+
+
+def _l():
+    return _lib.lib()
+
+
+def _roundup(v, m):
+    return (v + m - 1) // m * m
+
+
+def _choice(value, allowed, what):
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{what} must be one of {', '.join(repr(a) for a in allowed)}; "
+                         f"got {value!r}")
+    return value
+
+
+def _int_arg(value, what, lo, hi):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an integer, not {type(value).__name__}")
+    if not lo <= int(value) <= hi:
+        raise ValueError(f"{what} must be in {lo}..{hi}; got {value}")
+    return int(value)
+
+
+def _stream(device):
+    torch = A.torch_module()
+    return ctypes.c_void_p(torch.cuda.current_stream(device).cuda_stream or None)
+
+
+def _device_scalar(value, device, what):
+    """A one-float float32 tensor on `device` holding a per-tensor scale:
+    a tensor already there is used as is (no host round trip, no sync)."""
+    torch = A.torch_module()
+    if A.is_torch(value) and value.device == device:
+        if value.numel() != 1:
+            raise ValueError(f"{what} must hold one value, got shape {tuple(value.shape)}")
+        return value.detach().reshape(1).to(torch.float32).contiguous()
+    return torch.full((1,), A.scalar_value(value, what), dtype=torch.float32, device=device)
+
+
+def cuda_available():
+    """True when this libnvfp4 has the CUDA backend and an sm_90 GPU is usable."""
+    return bool(_l().nvfp4_cuda_available())
+
+
+def library_path():
+    """Path of the libnvfp4.so this package loaded."""
+    return _lib.loaded_from()
+
+
+# --------------------------------------------------------------------------
+# NVFP4Tensor
+# --------------------------------------------------------------------------
+class _COwner:
+    """Frees an nvfp4_tensor the library allocated once no view uses it."""
+    __slots__ = ("t",)
+
+    def __init__(self, t):
+        self.t = t
+
+    def __del__(self):
+        handle = _lib._lib
+        if handle is not None:
+            handle.nvfp4_tensor_free(ctypes.byref(self.t))
+
+
+class NVFP4Tensor:
+    """An NVFP4 matrix of rows x cols elements as ComfyUI stores it.
+
+    NVFP4Tensor(qdata, block_scale, per_tensor_scale) wraps existing arrays
+    (a ComfyUI checkpoint's NAME, NAME_scale and NAME_scale_2) without copying:
+
+    Args:
+        qdata: uint8 [rows, cols/2], two E2M1 codes per byte, element 2i in
+            the HIGH nibble (ComfyUI's order).  cols must be a multiple of 16.
+            A NumPy array or a torch tensor (CPU or CUDA), C-contiguous.
+        block_scale: the E4M3 block scales, [roundup(rows,128),
+            roundup(cols/16,4)], cuBLAS 128x4 tiled, padding zero; uint8,
+            torch.float8_e4m3fn or ml_dtypes.float8_e4m3fn, same kind and
+            device as qdata, C-contiguous.
+        per_tensor_scale: ComfyUI's "scale_2": a number, or a one-element
+            float32 array / tensor (on the same device for CUDA tensors).
+
+    value(r, c) = e2m1(code(r, c)) * e4m3(scale(r, c // 16)) * per_tensor_scale.
+    """
+
+    def __init__(self, qdata, block_scale, per_tensor_scale):
+        k = A.check_array(qdata, "qdata")
+        if (k == "torch" and qdata.dtype != A.torch_module().uint8) or \
+                (k == "numpy" and qdata.dtype != np.uint8):
+            raise TypeError(f"qdata must be uint8 (two E2M1 codes per byte), not {qdata.dtype}")
+        rows, half = int(qdata.shape[0]), int(qdata.shape[1])
+        cols = 2 * half
+        if cols % 16:
+            raise ValueError(f"qdata is [{rows}, {half}]: K = {cols} elements per row is not a "
+                             "multiple of 16 (one E4M3 scale per 16 elements)")
+        A.check_array(block_scale, "block_scale")
+        A.same_place([qdata, block_scale], ["qdata", "block_scale"])
+        if k == "torch":
+            torch = A.torch_module()
+            ok = block_scale.dtype in (torch.uint8, torch.float8_e4m3fn)
+        else:
+            ok = block_scale.dtype == np.uint8 or block_scale.dtype == A.np_e4m3()
+        if not ok:
+            raise TypeError("block_scale must be uint8 or float8_e4m3fn (E4M3 bytes), not "
+                            f"{block_scale.dtype}")
+        want = (_roundup(rows, 128), _roundup(cols // 16, 4))
+        if tuple(int(d) for d in block_scale.shape) != want:
+            raise ValueError(f"block_scale is {list(block_scale.shape)}; qdata of {rows} x {cols} "
+                             f"elements needs {list(want)} (128x4 tiled)")
+        if A.is_torch(per_tensor_scale) and A.is_cuda(qdata) and \
+                per_tensor_scale.device == qdata.device:
+            if per_tensor_scale.numel() != 1:
+                raise ValueError("per_tensor_scale must hold one value, got shape "
+                                 f"{tuple(per_tensor_scale.shape)}")
+            if per_tensor_scale.dtype != A.torch_module().float32:
+                raise TypeError(f"per_tensor_scale must be float32, not {per_tensor_scale.dtype}")
+            pts = per_tensor_scale.reshape(())
+        else:
+            value = np.float32(A.scalar_value(per_tensor_scale, "per_tensor_scale"))
+            if k == "torch":
+                torch = A.torch_module()
+                pts = torch.tensor(float(value), dtype=torch.float32, device=qdata.device) \
+                    if not A.is_cuda(qdata) else \
+                    torch.full((), float(value), dtype=torch.float32, device=qdata.device)
+            else:
+                pts = value
+        self._qdata, self._block_scale, self._pts = qdata, block_scale, pts
+        self._rows, self._cols = rows, cols
+
+    # ---- properties --------------------------------------------------------
+    @property
+    def qdata(self):
+        """uint8 [rows, cols/2] E2M1 codes, hi-first (ComfyUI)."""
+        return self._qdata
+
+    @property
+    def block_scale(self):
+        """E4M3 block scales [roundup(rows,128), roundup(cols/16,4)], 128x4 tiled."""
+        return self._block_scale
+
+    @property
+    def per_tensor_scale(self):
+        """The float32 per-tensor scale (np.float32, or a 0-d float32 tensor)."""
+        return self._pts
+
+    @property
+    def shape(self):
+        """(rows, cols) in elements."""
+        return (self._rows, self._cols)
+
+    @property
+    def rows(self):
+        return self._rows
+
+    @property
+    def cols(self):
+        return self._cols
+
+    @property
+    def device(self):
+        """'cpu' for NumPy arrays, else the torch.device."""
+        return A.device_of(self._qdata)
+
+    @property
+    def is_cuda(self):
+        return A.is_cuda(self._qdata)
+
+    def __repr__(self):
+        kind = "numpy" if A.kind(self._qdata) == "numpy" else f"torch, {self.device}"
+        return f"NVFP4Tensor({self._rows} x {self._cols}, {kind}, per_tensor_scale={self.scale_value()!r})"
+
+    def scale_value(self):
+        """The per-tensor scale as a Python float (reads a CUDA scalar back: syncs)."""
+        return float(self._pts)
+
+    def to(self, device):
+        """A copy on another torch device (torch tensors only)."""
+        if A.kind(self._qdata) != "torch":
+            raise TypeError("to(): NumPy-backed NVFP4Tensor; wrap torch tensors instead")
+        return NVFP4Tensor(self._qdata.to(device), self._block_scale.to(device),
+                           self._pts.to(device))
+
+    # ---- C views -----------------------------------------------------------
+    def _host(self):
+        """An nvfp4_tensor pointing at this host memory (no copy)."""
+        if self.is_cuda:
+            raise ValueError("this NVFP4Tensor is on a CUDA device; use backend='cuda' "
+                             "(or 'auto'), or .to('cpu') first")
+        return _lib.Tensor(self._rows, self._cols, A.ptr(self._qdata), A.ptr(self._block_scale),
+                           float(self._pts), _lib.HI_FIRST, _lib.SCALES_TILED)
+
+    def _cuda(self):
+        """An nvfp4_cuda_operand of device pointers; the scale tensor is returned
+        too so it stays alive."""
+        pts = _device_scalar(self._pts, self._qdata.device, "per_tensor_scale")
+        return _lib.CudaOperand(A.ptr(self._qdata), A.ptr(self._block_scale), A.ptr(pts),
+                                self._rows, self._cols), pts
+
+    # ---- dequantize ----------------------------------------------------------
+    def dequantize(self, dtype=None):
+        """The matrix's values, [rows, cols].
+
+        Args:
+            dtype: float32 (default), bfloat16 or float16 -- a torch dtype for
+                torch tensors, a NumPy / ml_dtypes dtype for NumPy arrays.  The
+                values are FP32(FP32(e2m1 * e4m3) * per_tensor_scale) (exact
+                product, one rounding: nvfp4_dequantize), then rounded to
+                nearest even into dtype.  (comfy-kitchen's dequantize multiplies
+                in the output dtype instead, so its BF16 results can differ.)
+        Returns:
+            a NumPy array or a torch tensor on this tensor's device.
+        """
+        k = A.kind(self._qdata)
+        if k == "torch":
+            torch = A.torch_module()
+            dtype = torch.float32 if dtype is None else dtype
+            if dtype not in (torch.float32, torch.bfloat16, torch.float16):
+                raise TypeError(f"dequantize: dtype must be float32, bfloat16 or float16, not {dtype}")
+            if self.is_cuda:
+                return _dequantize_torch(self).to(dtype)
+            out = torch.empty((self._rows, self._cols), dtype=torch.float32)
+        else:
+            want = np.dtype(np.float32) if dtype is None else np.dtype(dtype)
+            allowed = [np.dtype(np.float32), np.dtype(np.float16)]
+            if A._ml is not None:
+                allowed.append(A.np_bf16())
+            if want not in allowed:
+                raise TypeError(f"dequantize: dtype must be float32, bfloat16 or float16, not {want}")
+            out = np.empty((self._rows, self._cols), dtype=np.float32)
+        t = self._host()
+        check(_l().nvfp4_dequantize(ctypes.cast(A.ptr(out), _lib.c_float_p), ctypes.byref(t), 0),
+              "nvfp4_dequantize")
+        return out.to(dtype) if k == "torch" else out.astype(want)
+
+
+_E2M1 = None
+_UNTILE_CACHE = {}
+_DEVICE_TABLES = {}
+
+
+def _untile_index(rows, cols):
+    """For every (r, cb): the byte offset of its scale in the tiled layout, as an
+    int64 array [rows, cols/16] -- computed by the library's own
+    nvfp4_scales_untile applied to the byte planes of an identity permutation."""
+    key = (rows, cols)
+    hit = _UNTILE_CACHE.get(key)
+    if hit is not None:
+        return hit
+    nbytes = _l().nvfp4_scales_bytes(rows, cols, _lib.SCALES_TILED)
+    ident = np.arange(nbytes, dtype=np.uint32)
+    index = np.zeros(rows * (cols // 16), dtype=np.uint32)
+    for plane in range(4):
+        tiled = ((ident >> (8 * plane)) & 0xFF).astype(np.uint8)
+        flat = np.empty(rows * (cols // 16), dtype=np.uint8)
+        _l().nvfp4_scales_untile(A.ptr(flat), A.ptr(tiled), rows, cols)
+        index |= flat.astype(np.uint32) << (8 * plane)
+    index = index.astype(np.int64).reshape(rows, cols // 16)
+    if len(_UNTILE_CACHE) > 64:
+        _UNTILE_CACHE.clear()
+    _UNTILE_CACHE[key] = index
+    return index
+
+
+def _dequantize_torch(t):
+    """nvfp4_dequantize's formula in torch ops on the tensor's own device (for
+    CUDA tensors; tested against the C function on the CPU): the E2M1 x E4M3
+    product is exact in FP32, then one FP32 multiply by the per-tensor scale."""
+    global _E2M1
+    torch = A.torch_module()
+    if _E2M1 is None:
+        _E2M1 = np.array([_l().nvfp4_e2m1_to_f32(c) for c in range(16)], dtype=np.float32)
+    dev = t.qdata.device
+    # the tables go to the device once per shape (an upload from pageable
+    # memory waits for the host), then stay cached
+    key = (str(dev), t.rows, t.cols)
+    tables = _DEVICE_TABLES.get(key)
+    if tables is None:
+        if len(_DEVICE_TABLES) > 64:
+            _DEVICE_TABLES.clear()
+        tables = (torch.from_numpy(_E2M1).to(dev),
+                  torch.from_numpy(_untile_index(t.rows, t.cols)).to(dev))
+        _DEVICE_TABLES[key] = tables
+    lut, index = tables
+    q = t.qdata
+    codes = torch.stack([q >> 4, q & 0xF], dim=-1).reshape(t.rows, t.cols).long()
+    scales = t.block_scale.reshape(-1).view(torch.uint8)[index]
+    scales = scales.view(torch.float8_e4m3fn).to(torch.float32)
+    blocks = lut[codes].reshape(t.rows, t.cols // 16, 16) * scales.unsqueeze(-1)
+    pts = _device_scalar(t.per_tensor_scale, dev, "per_tensor_scale")
+    return (blocks * pts).reshape(t.rows, t.cols)
+
+
+# --------------------------------------------------------------------------
+# quantize
+# --------------------------------------------------------------------------
+def _variant(variant):
+    return _lib.VARIANTS[_choice(variant, tuple(_lib.VARIANTS), "variant")]
+
+
+def _float_input(x, what):
+    """Check a BF16/F16/F32 2-D input; returns its C dtype."""
+    A.check_array(x, what)
+    code = A.float_dtype_code(x)
+    if code is None:
+        raise TypeError(f"{what} must be bfloat16, float16 or float32, not {A.dtype_name(x)}"
+                        + (" (NumPy BF16 is ml_dtypes.bfloat16)" if A.kind(x) == "numpy" else ""))
+    return code
+
+
+def per_tensor_scale(x):
+    """ComfyUI's per-tensor scale of x: FP32(amax|x| / (448 * 6)), NaN as torch.amax.
+
+    Args:
+        x: 2-D bfloat16 / float16 / float32 array or CPU tensor, C-contiguous.
+    Returns:
+        np.float32.
+    """
+    code = _float_input(x, "x")
+    if A.is_cuda(x):
+        raise ValueError("per_tensor_scale(): x is on a CUDA device; quantize() computes the "
+                         "scale on the device")
+    out = ctypes.c_float()
+    check(_l().nvfp4_per_tensor_scale(ctypes.byref(out), A.ptr(x), code, int(x.shape[0]),
+                                      int(x.shape[1])), "nvfp4_per_tensor_scale")
+    return np.float32(out.value)
+
+
+def quantize(x, per_tensor_scale=None, variant="eager"):
+    """Quantize a matrix to NVFP4 exactly as ComfyUI / comfy-kitchen do.
+
+    Args:
+        x: [rows, cols] bfloat16, float16 or float32: a NumPy array (BF16 as
+            ml_dtypes.bfloat16) or a torch tensor, C-contiguous.  CUDA tensors
+            (BF16 only) are quantized on the device (nvfp4_quantize_cuda) on
+            torch.cuda.current_stream(), without synchronizing the host.  Rows
+            and columns that are not multiples of 16 are zero-padded to 16
+            first, as ComfyUI's TensorCoreNVFP4Layout does; the result has
+            the padded shape.
+        per_tensor_scale: None to compute ComfyUI's FP32(amax|x| / 2688)
+            (on the device for CUDA tensors), else the scale to use: a number
+            or a one-element float32 array / tensor.
+        variant: "eager" -- comfy-kitchen's eager quantizer (divides by the
+            block scale; what ComfyUI runs on the CPU and what checkpoints are
+            made with) -- or "cuda" -- comfy-kitchen's CUDA kernel (multiplies
+            by the reciprocal).  See include/nvfp4.h.
+    Returns:
+        NVFP4Tensor: qdata uint8 [prows, pcols/2] (hi-first), block_scale
+        [roundup(prows,128), roundup(pcols/16,4)] (uint8 for NumPy input,
+        torch.float8_e4m3fn for torch input), per_tensor_scale float32.
+    """
+    code = _float_input(x, "x")
+    var = _variant(variant)
+    rows, cols = int(x.shape[0]), int(x.shape[1])
+    if A.is_cuda(x):
+        return _quantize_cuda(x, code, rows, cols, per_tensor_scale, var)
+    pts_arg = None
+    if per_tensor_scale is not None:
+        pts_arg = ctypes.byref(ctypes.c_float(A.scalar_value(per_tensor_scale,
+                                                             "per_tensor_scale")))
+    t = _lib.Tensor()
+    check(_l().nvfp4_quantize(ctypes.byref(t), A.ptr(x), code, rows, cols, pts_arg, var, 0),
+          "nvfp4_quantize")
+    owner = _COwner(t)
+    nscale = _l().nvfp4_scales_bytes(t.rows, t.cols, _lib.SCALES_TILED)
+    qdata = A.owned_bytes(t.codes, t.rows * t.cols // 2, owner).reshape(t.rows, t.cols // 2)
+    scales = A.owned_bytes(t.scales, nscale, owner).reshape(_roundup(t.rows, 128),
+                                                            _roundup(t.cols // 16, 4))
+    if A.is_torch(x):
+        torch = A.torch_module()
+        return NVFP4Tensor(torch.from_numpy(qdata), torch.from_numpy(scales).view(torch.float8_e4m3fn),
+                           torch.tensor(t.per_tensor_scale, dtype=torch.float32))
+    return NVFP4Tensor(qdata, scales, np.float32(t.per_tensor_scale))
+
+
+def _quantize_cuda(x, code, rows, cols, per_tensor_scale, var):
+    torch = A.torch_module()
+    if code != _lib.DTYPE_BF16:
+        raise TypeError(f"x is {x.dtype} on {x.device}: the CUDA quantizer takes bfloat16 "
+                        "(x.to(torch.bfloat16)), or quantize a CPU copy")
+    dev = x.device
+    prows, pcols = _roundup(rows, 16), _roundup(cols, 16)
+    codes = torch.empty((prows, pcols // 2), dtype=torch.uint8, device=dev)
+    scales = torch.empty((_roundup(prows, 128), _roundup(pcols // 16, 4)), dtype=torch.uint8,
+                         device=dev)
+    pts_out = torch.empty((1,), dtype=torch.float32, device=dev)
+    pts_in = None if per_tensor_scale is None else \
+        _device_scalar(per_tensor_scale, dev, "per_tensor_scale")
+    with torch.cuda.device(dev):
+        args = _lib.CudaQuantizeArgs(A.ptr(x), rows, cols, A.ptr(pts_in), var, A.ptr(codes),
+                                     A.ptr(scales), A.ptr(pts_out), _stream(dev))
+        check(_l().nvfp4_quantize_cuda(ctypes.byref(args)), "nvfp4_quantize_cuda")
+    return NVFP4Tensor(codes, scales.view(torch.float8_e4m3fn), pts_out.reshape(()))
+
+
+# --------------------------------------------------------------------------
+# matmul
+# --------------------------------------------------------------------------
+def _model(model):
+    return _lib.MODELS[_choice(model, tuple(_lib.MODELS), "model")]
+
+
+def _pick_backend(backend, on_cuda, model_name):
+    _choice(backend, _BACKENDS, "backend")
+    if backend == "auto":
+        backend = "cuda" if on_cuda else "cpu"
+    if on_cuda and backend != "cuda":
+        raise ValueError(f"backend={backend!r} runs on the host but the operands are CUDA "
+                         "tensors; use backend='cuda' (or 'auto'), or move them with .to('cpu')")
+    if backend == "cuda" and model_name != "sm90":
+        raise ValueError(f"backend='cuda' computes model 'sm90' only (the H200's tensor cores); "
+                         f"model={model_name!r} runs on backend='cpu' or 'ref'")
+    return backend
+
+
+def _host_outputs(kind, m, n):
+    """raw float32 and out BF16 [m, n] host buffers of the operands' kind."""
+    if kind == "torch":
+        torch = A.torch_module()
+        return (torch.empty((m, n), dtype=torch.float32), torch.empty((m, n), dtype=torch.bfloat16))
+    return np.empty((m, n), dtype=np.float32), np.empty((m, n), dtype=A.np_bf16())
+
+
+def matmul(a, b, model="sm90", k_slices=1, bias=None, backend="auto", *, threads=0):
+    """raw = A x B^T as the chosen tensor-core model adds, and its BF16 epilogue.
+
+    The GEMM contract of docs/CONTRACT.md: a'(m,k) = e2m1 * |e4m3| exactly,
+    accumulator from zero, one model step per 16-element block in increasing
+    k (per K slice), raw = that FP32 accumulator, out = BF16(FP32(alpha * raw)
+    [+ bias]) with alpha = FP32(A.per_tensor_scale * B.per_tensor_scale).
+
+    Args:
+        a: NVFP4Tensor [M, K], the activations.
+        b: NVFP4Tensor [N, K], the weights (a Linear's [out, in]).
+        model: "sm90" (Hopper, measured on the H200), "exact" (correctly
+            rounded sum) or "sm120" (RTX Blackwell / GB10, as published).
+        k_slices: K slices S >= 1 (split-K under the contract's slice rule,
+            nvfp4_k_slice_elems); 1 = one chain.
+        bias: optional N values (float32, or bfloat16 / float16 widened
+            exactly), same kind and device as the operands.
+        backend: "auto" (CUDA tensors -> the H200 kernel, host data -> the
+            CPU backend), "cpu" (nvfp4_gemm_cpu), "ref" (nvfp4_gemm_ref, the
+            plain oracle, slow) or "cuda" (the H200 kernel; host data is
+            copied to the GPU and back, synchronously).  "cuda" computes
+            model "sm90" only.  CUDA tensors run on
+            torch.cuda.current_stream() without synchronizing the host.
+        threads: CPU threads (0 = all cores).
+    Returns:
+        (raw, out): float32 [M, N] and bfloat16 [M, N], NumPy arrays (BF16
+        as ml_dtypes.bfloat16) or torch tensors on the operands' device.
+    """
+    if not isinstance(a, NVFP4Tensor) or not isinstance(b, NVFP4Tensor):
+        raise TypeError("matmul: a and b must be NVFP4Tensor (nvfp4.quantize(x) or "
+                        f"nvfp4.NVFP4Tensor(qdata, block_scale, scale)); got "
+                        f"{type(a).__name__} and {type(b).__name__}")
+    kind, dev = A.same_place([a.qdata, b.qdata], ["a", "b"])
+    if a.cols != b.cols:
+        raise ValueError(f"matmul: K differs: a is {a.rows} x {a.cols}, b is {b.rows} x {b.cols} "
+                         "(b is [N, K], like a Linear's weight)")
+    model_code = _model(model)
+    slices = _int_arg(k_slices, "k_slices", 1, _lib.MAX_K_SLICES)
+    nthreads = _int_arg(threads, "threads", 0, 1 << 16)
+    on_cuda = a.is_cuda
+    backend = _pick_backend(backend, on_cuda, model)
+    m, n = a.rows, b.rows
+    if on_cuda:
+        return _matmul_cuda(a, b, bias, slices, dev)
+    bias_h = A.host_bias(bias, n)
+    raw, out = _host_outputs(kind, m, n)
+    ta, tb = a._host(), b._host()
+    args = _lib.GemmArgs(ctypes.pointer(ta), ctypes.pointer(tb), A.ptr(bias_h), A.ptr(raw),
+                         A.ptr(out), model_code, nthreads, slices)
+    if backend == "cuda":
+        check(_l().nvfp4_gemm_cuda_host(ctypes.byref(args), None), "nvfp4_gemm_cuda_host")
+    elif backend == "ref":
+        check(_l().nvfp4_gemm_ref(ctypes.byref(args)), "nvfp4_gemm_ref")
+    else:
+        check(_l().nvfp4_gemm_cpu(ctypes.byref(args)), "nvfp4_gemm_cpu")
+    return raw, out
+
+
+def _matmul_cuda(a, b, bias, slices, dev):
+    torch = A.torch_module()
+    m, n, k = a.rows, b.rows, a.cols
+    bias_d = A.device_bias(bias, n, dev)
+    raw = torch.empty((m, n), dtype=torch.float32, device=dev)
+    out = torch.empty((m, n), dtype=torch.bfloat16, device=dev)
+    need = _l().nvfp4_cuda_gemm_workspace(m, n, k)
+    ws = torch.empty((max(int(need), 256),), dtype=torch.uint8, device=dev)
+    (oa, pa), (ob, pb) = a._cuda(), b._cuda()
+    with torch.cuda.device(dev):
+        args = _lib.CudaGemmArgs(oa, ob, A.ptr(bias_d), A.ptr(raw), A.ptr(out), _stream(dev),
+                                 A.ptr(ws), ws.numel(), slices)
+        check(_l().nvfp4_gemm_cuda(ctypes.byref(args)), "nvfp4_gemm_cuda")
+    del pa, pb  # queued on the current stream: the caching allocator keeps them safe
+    return raw, out
+
+
+# --------------------------------------------------------------------------
+# layers: load_layer, linear
+# --------------------------------------------------------------------------
+class Layer:
+    """A ComfyUI NVFP4 linear layer.
+
+    Attributes:
+        weight: NVFP4Tensor [N, K] (LAYER.weight, _scale, _scale_2).
+        input_scale: the static activation scale (LAYER.input_scale) as a
+            float, or None when the checkpoint has none.
+        bias: float32 [N] (LAYER.bias widened exactly; zero-extended to N
+            when ComfyUI padded the weight's rows), or None.
+        name: the layer prefix.
+    """
+
+    def __init__(self, weight, input_scale=None, bias=None, name=""):
+        if not isinstance(weight, NVFP4Tensor):
+            raise TypeError(f"Layer: weight must be an NVFP4Tensor, not {type(weight).__name__}")
+        self.weight = weight
+        self.input_scale = None if input_scale is None else \
+            float(np.float32(A.scalar_value(input_scale, "input_scale")))
+        self.bias = bias
+        self.name = name
+
+    def __repr__(self):
+        return (f"Layer({self.name!r}, weight {self.weight.rows} x {self.weight.cols}, "
+                f"input_scale={self.input_scale!r}, bias={'yes' if self.bias is not None else 'no'})")
+
+
+_ST_NUMPY = {_lib.DTYPE_F32: np.float32, _lib.DTYPE_F16: np.float16}
+
+
+def _st_array(t, what):
+    """A copy of a safetensors float tensor as float32 NumPy (BF16/F16 widened)."""
+    n = t.nbytes
+    raw = np.frombuffer(ctypes.string_at(t.data, n), dtype=np.uint8)
+    if t.dtype == _lib.DTYPE_BF16:
+        return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    if t.dtype in _ST_NUMPY:
+        return raw.view(_ST_NUMPY[t.dtype]).astype(np.float32)
+    raise ValueError(f"{what} must be F32, F16 or BF16")
+
+
+def load_layer(path, prefix, device=None):
+    """Read one ComfyUI NVFP4 linear layer from a safetensors checkpoint.
+
+    Reads PREFIX.weight (U8 codes), PREFIX.weight_scale (F8_E4M3, tiled),
+    PREFIX.weight_scale_2 (F32), and when present PREFIX.input_scale (F32)
+    and PREFIX.bias, through the library's validating reader (nvfp4_st_open,
+    nvfp4_st_load_nvfp4).
+
+    Args:
+        path: the .safetensors file.
+        prefix: the layer's name ("blocks.0.attn.qkv"); a trailing ".weight"
+            is accepted and dropped.
+        device: None for NumPy arrays, else a torch device ("cpu", "cuda",
+            "cuda:1") to put the tensors on.
+    Returns:
+        Layer.
+    """
+    if not isinstance(prefix, str) or not prefix:
+        raise TypeError("load_layer: prefix must be a non-empty str (the layer name)")
+    if prefix.endswith(".weight"):
+        prefix = prefix[: -len(".weight")]
+    handle = ctypes.c_void_p()
+    check(_l().nvfp4_st_open(ctypes.byref(handle), str(path).encode()), "nvfp4_st_open")
+    try:
+        t = _lib.Tensor()
+        check(_l().nvfp4_st_load_nvfp4(ctypes.byref(t), handle, (prefix + ".weight").encode()),
+              "nvfp4_st_load_nvfp4")
+        owner = _COwner(t)
+        rows, cols = t.rows, t.cols
+        qdata = A.owned_bytes(t.codes, rows * cols // 2, owner).reshape(rows, cols // 2)
+        nscale = _l().nvfp4_scales_bytes(rows, cols, _lib.SCALES_TILED)
+        scales = A.owned_bytes(t.scales, nscale, owner).reshape(_roundup(rows, 128),
+                                                                _roundup(cols // 16, 4))
+        pts = np.float32(t.per_tensor_scale)
+        input_scale = None
+        found = _l().nvfp4_st_find(handle, (prefix + ".input_scale").encode())
+        if found:
+            st = found.contents
+            if st.dtype != _lib.DTYPE_F32 or st.nbytes != 4:
+                raise ValueError(f"{path}: '{prefix}.input_scale' must be one F32 value")
+            input_scale = float(np.frombuffer(ctypes.string_at(st.data, 4), dtype=np.float32)[0])
+        bias = None
+        found = _l().nvfp4_st_find(handle, (prefix + ".bias").encode())
+        if found:
+            st = found.contents
+            if st.ndim != 1 or st.shape[0] > rows:
+                raise ValueError(f"{path}: '{prefix}.bias' must be 1-D with at most {rows} values")
+            values = _st_array(st, f"{path}: '{prefix}.bias'")
+            bias = np.zeros(rows, dtype=np.float32)  # ComfyUI pads N to 16: zero-extend
+            bias[: values.shape[0]] = values
+    finally:
+        _l().nvfp4_st_close(handle)
+    if device is None:
+        weight = NVFP4Tensor(qdata, scales, pts)
+    else:
+        torch = A.torch_module()
+        if torch is None:
+            import torch  # noqa: F401  (device= asks for torch tensors)
+            torch = A.torch_module()
+        dev = torch.device(device)
+        weight = NVFP4Tensor(torch.from_numpy(qdata).to(dev),
+                             torch.from_numpy(scales).view(torch.float8_e4m3fn).to(dev),
+                             torch.tensor(float(pts), dtype=torch.float32).to(dev))
+        if bias is not None:
+            bias = torch.from_numpy(bias).to(dev)
+    return Layer(weight, input_scale, bias, prefix)
+
+
+def linear(x, layer, input_scale=None, variant="eager", backend="auto", *, model="sm90",
+           k_slices=1, bias="layer", threads=0, return_raw=False):
+    """ComfyUI's NVFP4 linear: quantize x to NVFP4, then the GEMM contract.
+
+    Args:
+        x: activations [..., K] (leading dims are flattened), bfloat16 /
+            float16 / float32, C-contiguous; CUDA tensors must be bfloat16 and
+            run fused on the H200 (nvfp4_linear_cuda: the quantizer inside the
+            GEMM's A producer) on torch.cuda.current_stream().
+        layer: a Layer (load_layer) or an NVFP4Tensor weight [N, K'] with
+            K' = roundup(K, 16).
+        input_scale: "static" (the layer's input_scale), "dynamic"
+            (FP32(amax|x| / 2688) computed from x), a number, or None (the
+            default: static when the layer has one, else dynamic -- what
+            ComfyUI and `nvfp4 linear` do).
+        variant: the quantizer variant for x, "eager" or "cuda" (see quantize).
+        backend: "auto", "cpu", "ref" (quantize, then nvfp4_gemm_ref) or
+            "cuda" (host data: copied to the GPU and back).
+        model: accumulation model (see matmul); "cuda" runs "sm90" only.
+        k_slices: K slices (see matmul).
+        bias: "layer" (the layer's bias, if any), None, or N values.
+        threads: CPU threads (0 = all cores).
+        return_raw: also return the FP32 accumulators.
+    Returns:
+        out bfloat16 [..., N]; (raw, out) when return_raw.
+    """
+    if isinstance(layer, NVFP4Tensor):
+        layer = Layer(layer)
+    if not isinstance(layer, Layer):
+        raise TypeError(f"linear: layer must be an nvfp4.Layer or NVFP4Tensor, not "
+                        f"{type(layer).__name__}")
+    w = layer.weight
+    if A.kind(x) is None:
+        raise TypeError(f"x must be a NumPy array or a torch tensor, not {type(x).__name__}")
+    if x.ndim < 2:
+        raise ValueError(f"x must be [M, K] (or [..., K]); got shape {tuple(x.shape)}")
+    if not A.contiguous(x):
+        raise ValueError("x must be C-contiguous (row-major); call .contiguous() / "
+                         "numpy.ascontiguousarray() first")
+    lead = tuple(int(d) for d in x.shape[:-1])
+    x2 = x.reshape(-1, x.shape[-1])
+    code = _float_input(x2, "x")
+    m, k = int(x2.shape[0]), int(x2.shape[1])
+    if _roundup(k, 16) != w.cols:
+        raise ValueError(f"x has K = {k} columns ({_roundup(k, 16)} padded to 16) but the "
+                         f"weight is {w.rows} x {w.cols}")
+    A.same_place([x2, w.qdata], ["x", "weight"])
+    var = _variant(variant)
+    model_code = _model(model)
+    slices = _int_arg(k_slices, "k_slices", 1, _lib.MAX_K_SLICES)
+    nthreads = _int_arg(threads, "threads", 0, 1 << 16)
+    if input_scale is None:
+        input_scale = "static" if layer.input_scale is not None else "dynamic"
+    if isinstance(input_scale, str):
+        _choice(input_scale, ("static", "dynamic"), "input_scale")
+        if input_scale == "static":
+            if layer.input_scale is None:
+                raise ValueError(f"layer {layer.name!r} has no input_scale; use "
+                                 "input_scale='dynamic' or give a number")
+            scale = layer.input_scale
+        else:
+            scale = None
+    elif A.is_cuda(input_scale) and A.is_cuda(x2) and input_scale.device == x2.device:
+        scale = input_scale  # stays on the device: no read-back
+    else:
+        scale = A.scalar_value(input_scale, "input_scale")
+    bias = layer.bias if isinstance(bias, str) and bias == "layer" else bias
+    backend = _pick_backend(backend, A.is_cuda(x2), model)
+    n = w.rows
+    if A.is_cuda(x2):
+        raw, out = _linear_cuda(x2, code, m, k, w, scale, var, bias, slices)
+    else:
+        raw, out = _linear_host(x2, code, m, k, w, scale, var, bias, model_code, slices, nthreads,
+                                backend)
+    shape = lead + (n,)
+    raw, out = raw.reshape(shape), out.reshape(shape)
+    return (raw, out) if return_raw else out
+
+
+def _linear_host(x, code, m, k, w, scale, var, bias, model_code, slices, nthreads, backend):
+    kind = A.kind(x)
+    n = w.rows
+    bias_h = A.host_bias(bias, n)
+    raw, out = _host_outputs(kind, m, n)
+    tw = w._host()
+    scale_c = None if scale is None else ctypes.c_float(scale)
+    if backend == "cpu" or (backend == "cuda" and code == _lib.DTYPE_BF16):
+        args = _lib.LinearArgs(A.ptr(x), code, m, k, ctypes.pointer(tw),
+                               None if scale_c is None else ctypes.addressof(scale_c), var,
+                               A.ptr(bias_h), A.ptr(raw), A.ptr(out), model_code, nthreads, None,
+                               slices)
+        if backend == "cpu":
+            check(_l().nvfp4_linear_cpu(ctypes.byref(args)), "nvfp4_linear_cpu")
+        else:
+            check(_l().nvfp4_linear_cuda_host(ctypes.byref(args), None), "nvfp4_linear_cuda_host")
+        return raw, out
+    # ref, or cuda with F16/F32 activations: quantize on the CPU, then the GEMM
+    q = _lib.Tensor()
+    check(_l().nvfp4_quantize(ctypes.byref(q), A.ptr(x), code, m, k,
+                              None if scale_c is None else ctypes.byref(scale_c), var, nthreads),
+          "nvfp4_quantize")
+    owner = _COwner(q)
+    view = _lib.Tensor(m, q.cols, q.codes, q.scales, q.per_tensor_scale, q.nibble_order,
+                       q.scale_layout)  # the m real rows; the quantizer's padding rows are zero
+    args = _lib.GemmArgs(ctypes.pointer(view), ctypes.pointer(tw), A.ptr(bias_h), A.ptr(raw),
+                         A.ptr(out), model_code, nthreads, slices)
+    if backend == "ref":
+        check(_l().nvfp4_gemm_ref(ctypes.byref(args)), "nvfp4_gemm_ref")
+    else:
+        check(_l().nvfp4_gemm_cuda_host(ctypes.byref(args), None), "nvfp4_gemm_cuda_host")
+    del owner
+    return raw, out
+
+
+def _linear_cuda(x, code, m, k, w, scale, var, bias, slices):
+    torch = A.torch_module()
+    if code != _lib.DTYPE_BF16:
+        raise TypeError(f"x is {x.dtype} on {x.device}: the CUDA linear takes bfloat16 "
+                        "activations (x.to(torch.bfloat16))")
+    dev = x.device
+    n = w.rows
+    bias_d = A.device_bias(bias, n, dev)
+    scale_d = None if scale is None else _device_scalar(scale, dev, "input_scale")
+    raw = torch.empty((m, n), dtype=torch.float32, device=dev)
+    out = torch.empty((m, n), dtype=torch.bfloat16, device=dev)
+    need = _l().nvfp4_linear_cuda_workspace(m, n, k)
+    if need == 0:
+        raise ValueError(f"linear: shape M={m} N={n} K={k} is out of the CUDA kernel's range")
+    ws = torch.empty((int(need),), dtype=torch.uint8, device=dev)
+    op, pts = w._cuda()
+    with torch.cuda.device(dev):
+        args = _lib.CudaLinearArgs(A.ptr(x), m, k, ctypes.pointer(op), A.ptr(scale_d), var,
+                                   A.ptr(bias_d), A.ptr(raw), A.ptr(out), None, None, None,
+                                   _stream(dev), A.ptr(ws), ws.numel(), slices)
+        check(_l().nvfp4_linear_cuda(ctypes.byref(args)), "nvfp4_linear_cuda")
+    del pts
+    return raw, out
+
+
+# --------------------------------------------------------------------------
+# explain
+# --------------------------------------------------------------------------
+def _host_copy(x):
+    """Analysis runs on the host: CUDA tensors are copied back (synchronizes)."""
+    return x.detach().cpu() if A.is_cuda(x) else x
+
+
+def explain(a, b, ref, *, alpha=None, bias=None, threads=0, max_k_slices=0, progress=None):
+    """Which accumulation order and model explain a kernel's outputs?
+
+    Runs the library's explain engine (nvfp4_explain) over a third-party
+    GEMM's results and returns its JSON report as a dict (the same document
+    as the CLI's).
+
+    Args:
+        a, b: the operands: NVFP4Tensor [M, K] and [N, K], or the exact
+            16-bit operand values the kernel multiplied (float16 or bfloat16
+            arrays / tensors, [M, K] and [N, K], K a multiple of 16).
+        ref: the kernel's results, [M, N]: float32 accumulators (compared
+            with raw), or bfloat16 outputs (compared after the epilogue with
+            alpha and bias).
+        alpha: the epilogue's scale for bfloat16 ref; default for NVFP4
+            operands: FP32(a.per_tensor_scale * b.per_tensor_scale); required
+            for 16-bit operands.
+        bias: optional N float values of the epilogue (bfloat16 ref only).
+        threads: CPU threads (0 = all cores).
+        max_k_slices: the largest K-slice count tried (0 = the library's 32).
+        progress: optional callable(fraction) called as the search advances.
+    Returns:
+        dict, the parsed JSON report.
+    CUDA tensors are copied to the host first (the analysis runs there).
+    """
+    nthreads = _int_arg(threads, "threads", 0, 1 << 16)
+    max_slices = _int_arg(max_k_slices, "max_k_slices", 0, _lib.MAX_K_SLICES)
+    args = _lib.ExplainArgs()
+    keep = []
+    if isinstance(a, NVFP4Tensor) and isinstance(b, NVFP4Tensor):
+        if a.cols != b.cols:
+            raise ValueError(f"explain: K differs: a is {a.rows} x {a.cols}, b is {b.rows} x {b.cols}")
+        if a.is_cuda:
+            a = NVFP4Tensor(_host_copy(a.qdata), _host_copy(a.block_scale), a.scale_value())
+        if b.is_cuda:
+            b = NVFP4Tensor(_host_copy(b.qdata), _host_copy(b.block_scale), b.scale_value())
+        ta, tb = a._host(), b._host()
+        keep += [ta, tb]
+        args.a, args.b = ctypes.pointer(ta), ctypes.pointer(tb)
+        m, n, k = a.rows, b.rows, a.cols
+        default_alpha = _l().nvfp4_gemm_alpha(a.scale_value(), b.scale_value())
+    elif isinstance(a, NVFP4Tensor) or isinstance(b, NVFP4Tensor):
+        raise TypeError("explain: a and b must both be NVFP4Tensor or both 16-bit arrays")
+    else:
+        a, b = _host_copy(a), _host_copy(b)
+        codes = []
+        for x, what in ((a, "a"), (b, "b")):
+            A.check_array(x, what)
+            c = A.float_dtype_code(x)
+            if c not in (_lib.DTYPE_BF16, _lib.DTYPE_F16):
+                raise TypeError(f"explain: {what} must be float16 or bfloat16 (the exact 16-bit "
+                                f"operands), or an NVFP4Tensor; got {A.dtype_name(x)}")
+            codes.append(c)
+        if codes[0] != codes[1]:
+            raise TypeError(f"explain: a is {a.dtype} but b is {b.dtype}; both must be one type")
+        if a.shape[1] != b.shape[1]:
+            raise ValueError(f"explain: K differs: a is {list(a.shape)}, b is {list(b.shape)}")
+        m, k, n = int(a.shape[0]), int(a.shape[1]), int(b.shape[0])
+        if k % 16:
+            raise ValueError(f"explain: K = {k} is not a multiple of 16 (one tensor-core step "
+                             "per 16 elements)")
+        args.a16, args.b16 = A.ptr(a), A.ptr(b)
+        args.type16 = _lib.OPERAND_BF16 if codes[0] == _lib.DTYPE_BF16 else _lib.OPERAND_F16
+        keep += [a, b]
+        default_alpha = None
+    args.m, args.n, args.k = m, n, k
+    ref = _host_copy(ref)
+    A.check_array(ref, "ref")
+    if tuple(int(d) for d in ref.shape) != (m, n):
+        raise ValueError(f"explain: ref is {list(ref.shape)}; the product is [{m}, {n}]")
+    rcode = A.float_dtype_code(ref)
+    if rcode == _lib.DTYPE_F32:
+        if bias is not None:
+            raise ValueError("explain: bias applies to bfloat16 outputs; float32 ref are raw "
+                             "accumulators")
+        args.ref = A.ptr(ref)
+    elif rcode == _lib.DTYPE_BF16:
+        if alpha is None and default_alpha is None:
+            raise ValueError("explain: bfloat16 ref with 16-bit operands needs alpha (the "
+                             "epilogue's scale)")
+        args.ref_bf16 = A.ptr(ref)
+        args.alpha = float(default_alpha if alpha is None else A.scalar_value(alpha, "alpha"))
+        if bias is not None:
+            bias_h = A.host_bias(_host_copy(bias), n)
+            keep.append(bias_h)
+            args.bias = A.ptr(bias_h)
+    else:
+        raise TypeError(f"explain: ref must be float32 (raw) or bfloat16 (outputs), not "
+                        f"{A.dtype_name(ref)}")
+    keep.append(ref)
+    args.nthreads, args.max_k_slices = nthreads, max_slices
+    if progress is not None:
+        if not callable(progress):
+            raise TypeError("explain: progress must be callable(fraction)")
+
+        def _cb(_ctx, fraction):
+            try:
+                progress(float(fraction))
+            except Exception:  # noqa: BLE001 -- never unwind through C
+                pass
+        cb = _lib.PROGRESS_FN(_cb)
+        keep.append(cb)
+        args.progress = cb
+    if not _lib.has("nvfp4_explain"):
+        from .errors import UnsupportedError
+        raise UnsupportedError(6, "nvfp4_explain", f"{library_path()} has no explain engine "
+                               "(built before nvfp4_explain existed); rebuild libnvfp4")
+    out = ctypes.c_void_p()
+    check(_l().nvfp4_explain(ctypes.byref(args), ctypes.byref(out)), "nvfp4_explain")
+    try:
+        text = ctypes.string_at(out.value).decode("utf-8")
+    finally:
+        _l().nvfp4_free(out)
+    del keep
+    return json.loads(text)
