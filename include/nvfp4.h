@@ -311,7 +311,8 @@ float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scale
  *    raw[m*N+n] = acc                                   (FP32)
  *    alpha      = FP32_RNE(A.per_tensor_scale * B.per_tensor_scale)
  *    out[m*N+n] = BF16_RNE(FP32_RNE(alpha * acc) [+ bias[n] in FP32 RNE])
- *  No K split: a row's result never depends on M or on the other rows.
+ *  K slices (k_slices > 1, below): partial chains from +0 added in order.
+ *  A row's result never depends on M or on the other rows.
  ****************************************************************************/
 typedef struct nvfp4_gemm_args {
     const nvfp4_tensor *a;  /* M x K */
