@@ -527,7 +527,8 @@ typedef struct gemm_ctx {
     int64_t n_cols;
     int64_t row_chunk; /* rows per work item, a multiple of MR */
     int64_t row_chunks;
-    int64_t slice_blocks; /* 16-blocks per K slice (nvfp4_k_slice_elems / 16) */
+    int64_t block_lo, block_hi; /* the 16-blocks computed (all of K, or one slice) */
+    int64_t slice_blocks;       /* 16-blocks per K slice (nvfp4_k_slice_elems / 16) */
     float alpha;
     atomic_int failed;
 } gemm_ctx;
@@ -557,7 +558,7 @@ static void gemm_items(void *p, int64_t begin, int64_t end)
         atomic_store(&ctx->failed, 1);
         return;
     }
-    int64_t nb = ap->nblocks, len = ctx->slice_blocks;
+    int64_t lo = ctx->block_lo, hi = ctx->block_hi, len = ctx->slice_blocks;
     int64_t packed_tile = -1;
     int sm90 = args->model == NVFP4_MODEL_SM90;
     uint32_t nan_bits = sm90 ? SM90_NAN_BITS : EXACT_NAN_BITS;
@@ -571,14 +572,14 @@ static void gemm_items(void *p, int64_t begin, int64_t end)
             packed_tile = tile;
         }
         /* K slices: each a chain from +0; partials added in slice order (FP32 RNE) */
-        for (int64_t j0 = 0; j0 < nb || j0 == 0; j0 += len) {
-            int64_t j1 = j0 + len < nb ? j0 + len : nb;
-            float *dst = j0 == 0 ? acc : part;
+        for (int64_t j0 = lo; j0 < hi || j0 == lo; j0 += len) {
+            int64_t j1 = j0 + len < hi ? j0 + len : hi;
+            float *dst = j0 == lo ? acc : part;
             if (sm90)
                 ctx->kernel(ap, &bs.t, r0, r1, j0, j1, dst);
             else
                 exact_tile(ap, &bs.t, r0, r1, j0, j1, dst);
-            if (j0 > 0)
+            if (j0 > lo)
                 for (size_t i = 0; i < (size_t)(r1 - r0) * NVFP4_CPU_TILE; i++) acc[i] += part[i];
         }
         int64_t rmax = r1 < ap->rows ? r1 : ap->rows;
@@ -718,6 +719,47 @@ static void exact_plain_rows(void *p, int64_t begin, int64_t end)
     free(br);
 }
 
+/* The SM90 / EXACT driver over blocks [block_lo, block_hi) in slices of
+ * slice_blocks blocks. */
+static nvfp4_status gemm_sm90_exact(const nvfp4_gemm_args *args, float alpha, int nthreads,
+                                    int64_t block_lo, int64_t block_hi, int64_t slice_blocks)
+{
+    const nvfp4_tensor *a = args->a, *b = args->b;
+    int64_t N = b->rows;
+    nvfp4_cpu_apack ap;
+    nvfp4_status st = apack_build(&ap, a, nthreads);
+    if (st != NVFP4_OK) return st;
+    gemm_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.args = args;
+    ctx.ap = &ap;
+    int simd = simd_current();
+    ctx.kernel = kernel_for(simd);
+    ctx.pack_b = simd == SIMD_PORTABLE ? nvfp4_cpu_pack_btile_portable : nvfp4_cpu_pack_btile_avx2;
+    ctx.n_cols = N;
+    ctx.block_lo = block_lo;
+    ctx.block_hi = block_hi;
+    ctx.slice_blocks = slice_blocks;
+    ctx.alpha = alpha;
+    atomic_init(&ctx.failed, 0);
+    /* Few column tiles: split rows too, so that every thread has work. */
+    int64_t tiles = (N + NVFP4_CPU_TILE - 1) / NVFP4_CPU_TILE;
+    int64_t row_groups = ap.rows_padded / NVFP4_CPU_MR;
+    int64_t want = 4 * (int64_t)nthreads;
+    int64_t chunks = tiles >= want ? 1 : (want + tiles - 1) / tiles;
+    if (chunks > row_groups) chunks = row_groups;
+    ctx.row_chunk = (row_groups + chunks - 1) / chunks * NVFP4_CPU_MR;
+    ctx.row_chunks = (ap.rows_padded + ctx.row_chunk - 1) / ctx.row_chunk;
+    st = nvfp4_parallel_for(tiles * ctx.row_chunks, 1, nthreads, gemm_items, &ctx);
+    apack_free(&ap);
+    if (st != NVFP4_OK) return st;
+    if (atomic_load(&ctx.failed))
+        return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY,
+                          "nvfp4_gemm_cpu: out of memory for a worker's B tile (K = %lld)",
+                          (long long)a->cols);
+    return NVFP4_OK;
+}
+
 nvfp4_status nvfp4_gemm_cpu(const nvfp4_gemm_args *args)
 {
     nvfp4_status st = nvfp4_check_gemm_args(args, "nvfp4_gemm_cpu");
@@ -740,35 +782,26 @@ nvfp4_status nvfp4_gemm_cpu(const nvfp4_gemm_args *args)
             st = nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_gemm_cpu: out of memory in a worker");
         return st;
     }
+    return gemm_sm90_exact(args, alpha, nthreads, 0, a->cols / NVFP4_BLOCK,
+                           nvfp4_k_slice_elems(a->cols, args->k_slices) / NVFP4_BLOCK);
+}
 
-    nvfp4_cpu_apack ap;
-    st = apack_build(&ap, a, nthreads);
+nvfp4_status nvfp4_cpu_gemm_slice(const nvfp4_tensor *a, const nvfp4_tensor *b, nvfp4_model model,
+                                  int64_t k_begin, int64_t k_end, float *raw, int nthreads)
+{
+    nvfp4_gemm_args args = {.a = a, .b = b, .raw = raw, .model = model, .nthreads = nthreads};
+    nvfp4_status st = nvfp4_check_gemm_args(&args, "nvfp4_cpu_gemm_slice");
     if (st != NVFP4_OK) return st;
-    gemm_ctx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.args = args;
-    ctx.ap = &ap;
-    int simd = simd_current();
-    ctx.kernel = kernel_for(simd);
-    ctx.pack_b = simd == SIMD_PORTABLE ? nvfp4_cpu_pack_btile_portable : nvfp4_cpu_pack_btile_avx2;
-    ctx.n_cols = N;
-    ctx.slice_blocks = nvfp4_k_slice_elems(a->cols, args->k_slices) / NVFP4_BLOCK;
-    ctx.alpha = alpha;
-    atomic_init(&ctx.failed, 0);
-    /* Few column tiles: split rows too, so that every thread has work. */
-    int64_t tiles = (N + NVFP4_CPU_TILE - 1) / NVFP4_CPU_TILE;
-    int64_t row_groups = ap.rows_padded / NVFP4_CPU_MR;
-    int64_t want = 4 * (int64_t)nthreads;
-    int64_t chunks = tiles >= want ? 1 : (want + tiles - 1) / tiles;
-    if (chunks > row_groups) chunks = row_groups;
-    ctx.row_chunk = (row_groups + chunks - 1) / chunks * NVFP4_CPU_MR;
-    ctx.row_chunks = (ap.rows_padded + ctx.row_chunk - 1) / ctx.row_chunk;
-    st = nvfp4_parallel_for(tiles * ctx.row_chunks, 1, nthreads, gemm_items, &ctx);
-    apack_free(&ap);
-    if (st != NVFP4_OK) return st;
-    if (atomic_load(&ctx.failed))
-        return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY,
-                          "nvfp4_gemm_cpu: out of memory for a worker's B tile (K = %lld)",
+    if (model == NVFP4_MODEL_SM120 || k_begin < 0 || k_end < k_begin || k_end > a->cols ||
+        k_begin % NVFP4_BLOCK || k_end % NVFP4_BLOCK ||
+        (model == NVFP4_MODEL_EXACT && (k_end - k_begin) / NVFP4_BLOCK > EXACT_MAX_BLOCKS))
+        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
+                          "nvfp4_cpu_gemm_slice: model %s over [%lld, %lld) of K = %lld",
+                          nvfp4_model_name(model), (long long)k_begin, (long long)k_end,
                           (long long)a->cols);
-    return NVFP4_OK;
+    if (a->rows == 0 || b->rows == 0) return NVFP4_OK;
+    nvfp4_cpu_tables_init();
+    int64_t lo = k_begin / NVFP4_BLOCK, hi = k_end / NVFP4_BLOCK;
+    return gemm_sm90_exact(&args, 1.0f, nthreads > 0 ? nthreads : nvfp4_default_threads(), lo, hi,
+                           hi - lo > 0 ? hi - lo : 1);
 }
