@@ -6,7 +6,7 @@ results under known contracts with `nvfp4 matmul --k-slices S` (and, for the
 ambiguous case, exactly in Python), and checks what `explain` prints and
 writes: the contract it names, unique / ambiguous, the first differing
 output, the JSON keys, and clear errors.
-Prints one closing line: "cli explain: N passed, N failed"."""
+Prints one closing line: "cli: N passed, N failed (explain)" (.ci/run adds it up)."""
 import json
 import os
 import random
@@ -189,7 +189,7 @@ def main():
     check(rc == 1 and "BF16 REF only" in err, "--alpha with an F32 REF: " + err)
     check(not [f for f in os.listdir(tmp) if ".tmp." in f], "no temporary files left")
 
-    print(f"cli explain: {passed} passed, {failed} failed")
+    print(f"cli: {passed} passed, {failed} failed (explain)")
     return 1 if failed else 0
 
 

@@ -14,7 +14,7 @@ GPU_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static 
 
 GPU_TESTS := $(patsubst tests/gpu/%.c,$(BUILD)/gpu/%,$(wildcard tests/gpu/test_*.c))
 
-.PHONY: all lib cli
+.PHONY: all lib cli probe-sm120
 all: $(GPU_TESTS) cli
 
 lib:
@@ -27,3 +27,14 @@ cli: lib
 $(BUILD)/gpu/%: tests/gpu/%.c tests/unit/testlib.h lib
 	@mkdir -p $(@D)
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a $(GPU_LIBS)
+
+# The GB10 / RTX Blackwell probe (tests/gpu/probe_sm120.cu), sm_120a + sm_121a:
+# compile-only wherever nvcc can (CI); it runs only on such a GPU.  When a
+# cuobjdump is found, the SASS must hold the block-scaled MMA (OMMA.SF).
+probe-sm120:
+	@BUILD=$(BUILD) sh tests/gpu/probe_sm120.sh --build-only
+	@CUOBJDUMP=$${CUOBJDUMP:-$$(command -v cuobjdump || echo $(CUDA_HOME)/bin/cuobjdump)}; \
+	if [ -x "$$CUOBJDUMP" ]; then \
+	  n=$$("$$CUOBJDUMP" -sass $(BUILD)/probe120/probe_sm120 | grep -c 'OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X'); \
+	  echo "probe-sm120: $$n block-scaled MMA(s) in the SASS (sm_120a, sm_121a)"; test "$$n" -ge 2; \
+	else echo "probe-sm120: built (no cuobjdump here to show the SASS)"; fi
