@@ -404,7 +404,9 @@ typedef struct nvfp4_explain_args {
  *  "aliases"), "best" (one candidate, with "first_mismatch" {row, col, ref,
  *  got, ref_bits, got_bits} or null), "unique" (true only when the best
  *  matches every output and no candidate with another k_slices or model
- *  does too), "ambiguous" and "full_matches".  NVFP4 operands are compared
+ *  does too), "ambiguous", "full_matches" and "sample_only_candidates"
+ *  (candidates that matched the whole sample but were not run on every
+ *  output because two kinds already matched everything).  NVFP4 operands are compared
  *  through raw (per-tensor scales left out) when ref is given.
  *  @return NVFP4_OK with *json set (NUL-terminated UTF-8; free with
  *  nvfp4_free()), or an error (*json NULL). */

@@ -15,7 +15,10 @@
  *  - Phase 1 runs every candidate on a sample of outputs (a grid of spread
  *    rows and columns); phase 2 runs only those that matched the whole sample
  *    on every output, row chunk by row chunk, and drops a candidate once it
- *    has a mismatch while another is still perfect. */
+ *    has a mismatch while another is still perfect.  Phase 2 goes in rounds,
+ *    most preferred kinds (model, k_slices) first; once two kinds match
+ *    everything the answer is "ambiguous" and the remaining candidates keep
+ *    their sample-only evaluation (counted in "sample_only_candidates"). */
 #include <jansson.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -95,6 +98,7 @@ typedef struct engine {
     int nthreads;
     cand *cands;
     int ncands;
+    int unconfirmed; /* matched the whole sample, not run on everything (ambiguity was settled) */
     double progress_lo, progress_hi;
 } engine;
 
@@ -671,6 +675,16 @@ static int cand_full(const engine *e, const cand *c)
     return c->evaluated == e->M * e->N && c->matched == c->evaluated;
 }
 
+/* Preference among equals: fewer slices, then the order models, rules and
+ * combinations are listed in. */
+static int cand_pref(const cand *a, const cand *b)
+{
+    if (a->k_slices != b->k_slices) return a->k_slices - b->k_slices;
+    if (a->model != b->model) return a->model - b->model;
+    if (a->rule != b->rule) return a->rule - b->rule;
+    return a->combine - b->combine;
+}
+
 /* Best first: matched share, then evaluated on more, then fewer slices, then
  * the order models, rules and combinations are listed in. */
 static int cand_cmp(const void *x, const void *y)
@@ -680,10 +694,7 @@ static int cand_cmp(const void *x, const void *y)
     double fb = b->evaluated ? (double)b->matched / (double)b->evaluated : 0;
     if (fa != fb) return fa > fb ? -1 : 1;
     if (a->evaluated != b->evaluated) return a->evaluated > b->evaluated ? -1 : 1;
-    if (a->k_slices != b->k_slices) return a->k_slices - b->k_slices;
-    if (a->model != b->model) return a->model - b->model;
-    if (a->rule != b->rule) return a->rule - b->rule;
-    return a->combine - b->combine;
+    return cand_pref(a, b);
 }
 
 /*-------------------------------------------------------------------------
@@ -772,9 +783,9 @@ static nvfp4_status write_json(engine *e, int64_t sample_outputs, char **json)
                  rule_names[best->rule], comb_names[best->combine], (long long)(e->M * e->N));
     else if (ambiguous)
         snprintf(verdict, sizeof verdict,
-                 "ambiguous: %d contracts with different models or K slices reproduce all %lld "
+                 "ambiguous: %s%d contracts with different models or K slices reproduce all %lld "
                  "outputs; the data cannot tell them apart",
-                 distinct_full, (long long)(e->M * e->N));
+                 e->unconfirmed ? "at least " : "", distinct_full, (long long)(e->M * e->N));
     else
         snprintf(verdict, sizeof verdict,
                  "no candidate reproduces every output; the best, %s with %d K slice%s, matches "
@@ -803,6 +814,7 @@ static nvfp4_status write_json(engine *e, int64_t sample_outputs, char **json)
     json_object_set_new(root, "unique", json_boolean(unique));
     json_object_set_new(root, "ambiguous", json_boolean(ambiguous));
     json_object_set_new(root, "full_match_kinds", json_integer(distinct_full));
+    json_object_set_new(root, "sample_only_candidates", json_integer(e->unconfirmed));
     json_object_set_new(root, "full_matches", fm);
     json_object_set_new(root, "verdict", json_string(verdict));
     char *text = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(9));
@@ -930,38 +942,88 @@ nvfp4_status nvfp4_explain(const nvfp4_explain_args *args, char **json)
         set_free(&s);
     }
 
-    /* Phase 2: what matched the whole sample, on every output */
+    /* Phase 2: what matched the whole sample, on every output -- in rounds,
+     * most preferred (fewest slices, then model order) first: 2 kinds
+     * (model, k_slices), then 4, 8, ...; once two kinds match everything the
+     * answer is "ambiguous" and the rest stay evaluated on the sample only. */
     if (st == NVFP4_OK && !whole) {
-        int64_t nalive = 0, max_slices = 0;
-        for (int i = 0; i < e.ncands; i++) {
+        int *surv = malloc((size_t)(e.ncands ? e.ncands : 1) * sizeof *surv);
+        if (!surv) st = oom();
+        int nsurv = 0;
+        for (int i = 0; st == NVFP4_OK && i < e.ncands; i++) {
             cand *c = &e.cands[i];
-            c->alive = c->matched == c->evaluated;
-            if (!c->alive) continue;
-            nalive++;
-            max_slices += c->k_slices;
-            c->evaluated = c->matched = 0;
-            c->has_first = 0;
+            c->alive = 0;
+            if (c->matched == c->evaluated) surv[nsurv++] = i;
         }
-        int64_t per_chunk = CHUNK_OUTPUTS;
-        if (max_slices > 0 && CHUNK_FLOATS / max_slices < per_chunk) per_chunk = CHUNK_FLOATS / max_slices;
-        int64_t chunk_rows = per_chunk / e.N > 0 ? per_chunk / e.N : 1;
-        for (int64_t r0 = 0; nalive > 0 && r0 < e.M && st == NVFP4_OK; r0 += chunk_rows) {
-            int64_t r1 = r0 + chunk_rows < e.M ? r0 + chunk_rows : e.M;
-            e.progress_lo = 0.2 + 0.8 * (double)r0 / (double)e.M;
-            e.progress_hi = 0.2 + 0.8 * (double)r1 / (double)e.M;
-            evalset s;
-            st = build_chunk(&e, &s, r0, r1, alive_needs(&e));
-            if (st == NVFP4_OK) st = run_set(&e, &s);
-            set_free(&s);
-            /* early rejection: once something is still perfect, stop the rest */
-            int any_perfect = 0;
-            for (int i = 0; i < e.ncands; i++)
-                if (e.cands[i].alive && e.cands[i].matched == e.cands[i].evaluated) any_perfect = 1;
-            if (any_perfect)
-                for (int i = 0; i < e.ncands; i++)
-                    if (e.cands[i].alive && e.cands[i].matched != e.cands[i].evaluated)
-                        e.cands[i].alive = 0;
+        /* preference order (insertion sort: a few hundred at most) */
+        for (int i = 1; i < nsurv; i++)
+            for (int j = i; j > 0 && cand_pref(&e.cands[surv[j]], &e.cands[surv[j - 1]]) < 0; j--) {
+                int t = surv[j];
+                surv[j] = surv[j - 1];
+                surv[j - 1] = t;
+            }
+        int pos = 0, want = 2, confirmed = 0, round = 0;
+        while (st == NVFP4_OK && pos < nsurv && confirmed < 2) {
+            int end = pos, kinds = 0, max_slices = 0;
+            while (end < nsurv) {
+                const cand *c = &e.cands[surv[end]];
+                int new_kind = end == pos || c->model != e.cands[surv[end - 1]].model ||
+                               c->k_slices != e.cands[surv[end - 1]].k_slices;
+                if (new_kind && kinds == want) break;
+                kinds += new_kind;
+                end++;
+            }
+            for (int i = pos; i < end; i++) {
+                cand *c = &e.cands[surv[i]];
+                c->alive = 1;
+                c->evaluated = c->matched = 0;
+                c->has_first = 0;
+                max_slices += c->k_slices;
+            }
+            int64_t per_chunk = CHUNK_OUTPUTS;
+            if (CHUNK_FLOATS / max_slices < per_chunk) per_chunk = CHUNK_FLOATS / max_slices;
+            int64_t chunk_rows = per_chunk / e.N > 0 ? per_chunk / e.N : 1;
+            double lo = 0.2 + 0.8 * (1.0 - 1.0 / (double)(1 << round)),
+                   hi = 0.2 + 0.8 * (1.0 - 1.0 / (double)(2 << round));
+            for (int64_t r0 = 0; r0 < e.M && st == NVFP4_OK; r0 += chunk_rows) {
+                int64_t r1 = r0 + chunk_rows < e.M ? r0 + chunk_rows : e.M;
+                int any_alive = 0;
+                for (int i = pos; i < end; i++) any_alive |= e.cands[surv[i]].alive;
+                if (!any_alive) break;
+                e.progress_lo = lo + (hi - lo) * (double)r0 / (double)e.M;
+                e.progress_hi = lo + (hi - lo) * (double)r1 / (double)e.M;
+                evalset s;
+                st = build_chunk(&e, &s, r0, r1, alive_needs(&e));
+                if (st == NVFP4_OK) st = run_set(&e, &s);
+                set_free(&s);
+                /* early rejection: once something is still perfect, stop the rest */
+                int any_perfect = 0;
+                for (int i = pos; i < end; i++) {
+                    const cand *c = &e.cands[surv[i]];
+                    if (c->alive && c->matched == c->evaluated) any_perfect = 1;
+                }
+                if (any_perfect)
+                    for (int i = pos; i < end; i++) {
+                        cand *c = &e.cands[surv[i]];
+                        if (c->alive && c->matched != c->evaluated) c->alive = 0;
+                    }
+            }
+            for (int i = pos; i < end; i++) {
+                cand *c = &e.cands[surv[i]];
+                c->alive = 0;
+                int full = cand_full(&e, c), new_kind = full;
+                for (int j = pos; j < i && full; j++)
+                    if (cand_full(&e, &e.cands[surv[j]]) && e.cands[surv[j]].model == c->model &&
+                        e.cands[surv[j]].k_slices == c->k_slices)
+                        new_kind = 0;
+                confirmed += new_kind;
+            }
+            pos = end;
+            want *= 2;
+            round++;
         }
+        e.unconfirmed = nsurv - pos;
+        free(surv);
     }
     if (st == NVFP4_OK) {
         e.progress_lo = e.progress_hi = 1.0;

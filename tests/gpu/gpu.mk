@@ -15,7 +15,7 @@ GPU_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static 
 GPU_TESTS := $(patsubst tests/gpu/%.c,$(BUILD)/gpu/%,$(wildcard tests/gpu/test_*.c))
 
 .PHONY: all lib cli probe-sm120
-all: $(GPU_TESTS) cli
+all: $(GPU_TESTS) $(BUILD)/gpu/cublas_explain cli
 
 lib:
 	@$(MAKE) --no-print-directory -f Makefile BUILD=$(BUILD) NVFP4_CUDA=1 lib
@@ -27,6 +27,11 @@ cli: lib
 $(BUILD)/gpu/%: tests/gpu/%.c tests/unit/testlib.h lib
 	@mkdir -p $(@D)
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a $(GPU_LIBS)
+
+# The cuBLAS-contract proof (issue 12): cuBLAS GemmEx, nvfp4_explain, our kernel.
+$(BUILD)/gpu/cublas_explain: tests/gpu/cublas_explain.c lib
+	@mkdir -p $(@D)
+	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a -lcublas $(GPU_LIBS)
 
 # The GB10 / RTX Blackwell probe (tests/gpu/probe_sm120.cu), sm_120a + sm_121a:
 # compile-only wherever nvcc can (CI); it runs only on such a GPU.  When a
