@@ -104,6 +104,7 @@ float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scale
             mag = c_sig;
             lsb_exp = c_exp - 23;
         }
+        if (mag == 0) continue; /* a zero c is not in E, so its shift can be anything */
         int shift = lsb_exp - unit_exp;
         uint64_t units = shift >= 0 ? mag << shift : (-shift >= 64 ? 0 : mag >> -shift);
         sum += negative ? -(int64_t)units : (int64_t)units;
