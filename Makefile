@@ -68,7 +68,7 @@ CLI_O    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_C))
 TEST_C   := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_C))
 
-.PHONY: all lib cli tests test test-unit test-cli test-python test-sanitize fuzz gpu-tests deps help clean
+.PHONY: all lib cli tests test test-unit test-cli test-python test-sanitize fuzz gpu-tests probe-sm120 deps help clean
 all: lib cli
 
 help:
@@ -78,6 +78,7 @@ help:
 	@echo "make test-sanitize  the same under ASan + UBSan (build-asan/)"
 	@echo "make fuzz        libFuzzer over the safetensors reader (FUZZ_SECONDS=60)"
 	@echo "make gpu-tests   build the H200 test programs (tests/gpu/run.sh runs them)"
+	@echo "make probe-sm120 build the GB10 / RTX Blackwell probe (when nvcc has sm_121a)"
 	@echo "make deps        install the Debian packages the build needs"
 
 deps:
@@ -141,6 +142,11 @@ fuzz:
 
 gpu-tests:
 	@$(MAKE) --no-print-directory -f tests/gpu/gpu.mk BUILD=$(BUILD)
+
+probe-sm120:
+	@if [ -n "$(NVCC)" ] && "$(NVCC)" --list-gpu-arch 2>/dev/null | grep -q compute_121; then \
+	  $(MAKE) --no-print-directory -f tests/gpu/gpu.mk BUILD=$(BUILD) probe-sm120; \
+	else echo "probe-sm120: skipped (no nvcc with sm_120a / sm_121a here)"; fi
 
 clean:
 	rm -rf build build-asan build-fuzz

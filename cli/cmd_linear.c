@@ -23,7 +23,8 @@ static const char help[] =
     "  --model sm90|exact|sm120      accumulation model (cpu backend; default sm90)\n"
     "  --dump-quantized FILE         also write the quantized activations (NVFP4, as\n"
     "                                x, x_scale, x_scale_2) to FILE\n"
-    "  --threads N                   CPU threads (default: all cores)\n";
+    "  --threads N                   CPU threads (default: all cores)\n"
+    "  --k-slices S                  K slices (docs/CONTRACT.md; default 1: one chain)\n";
 
 int cmd_linear(int argc, char **argv)
 {
@@ -32,7 +33,7 @@ int cmd_linear(int argc, char **argv)
     int scale_mode = -1; /* -1 default, 0 static, 1 dynamic */
     nvfp4_variant variant = NVFP4_VARIANT_EAGER;
     nvfp4_model model = NVFP4_MODEL_SM90;
-    long long threads = 0;
+    long long threads = 0, k_slices = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -65,6 +66,10 @@ int cmd_linear(int argc, char **argv)
         } else if (!strcmp(a, "--threads")) {
             if (++i >= argc || cli_parse_int(argv[i], &threads) || threads < 0 || threads > 1024)
                 return cli_error(C, "--threads needs a count (0 = all cores)");
+        } else if (!strcmp(a, "--k-slices")) {
+            if (++i >= argc || cli_parse_int(argv[i], &k_slices) || k_slices < 1 ||
+                k_slices > NVFP4_MAX_K_SLICES)
+                return cli_error(C, "--k-slices needs a count in 1..%d", NVFP4_MAX_K_SLICES);
         } else if (a[0] == '-' && a[1]) {
             return cli_error(C, "unknown option '%s' (try --help)", a);
         } else if (!sw) {
@@ -157,6 +162,7 @@ int cmd_linear(int argc, char **argv)
         .x = X->data, .x_dtype = X->dtype, .m = m, .k = X->shape[1], .weight = &W,
         .input_scale = scale_mode == 0 ? &input_scale : NULL, .variant = variant, .bias = bias,
         .raw = raw, .out = out, .model = model, .nthreads = (int)threads, .x_quantized = &XQ,
+        .k_slices = (int)k_slices,
     };
     double t0 = cli_now();
     if (!use_cuda) {
@@ -175,7 +181,7 @@ int cmd_linear(int argc, char **argv)
                 goto done;
             }
             nvfp4_gemm_args g = {.a = &view, .b = &W, .bias = bias, .raw = raw, .out = out,
-                                 .model = model};
+                                 .model = model, .k_slices = (int)k_slices};
             st = nvfp4_gemm_cuda_host(&g, NULL);
         }
     }

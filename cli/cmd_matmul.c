@@ -21,7 +21,8 @@ static const char help[] =
     "  --bias FILE:NAME           a 1-D float tensor of N values added in FP32\n"
     "  --compare-exact            also report the ULP distance of raw and out from the\n"
     "                             exact (correctly rounded) oracle\n"
-    "  --threads N                CPU threads (default: all cores)\n";
+    "  --threads N                CPU threads (default: all cores)\n"
+    "  --k-slices S               K slices (docs/CONTRACT.md; default 1: one chain)\n";
 
 int cli_load_nvfp4_spec(const char *C, const char *spec, nvfp4_tensor *t)
 {
@@ -119,7 +120,7 @@ int cmd_matmul(int argc, char **argv)
     const char *sa = NULL, *sb = NULL, *outp = NULL, *sbias = NULL, *backend = "auto";
     nvfp4_model model = NVFP4_MODEL_SM90;
     int cmp_exact = 0;
-    long long threads = 0;
+    long long threads = 0, k_slices = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -144,6 +145,10 @@ int cmd_matmul(int argc, char **argv)
         } else if (!strcmp(a, "--threads")) {
             if (++i >= argc || cli_parse_int(argv[i], &threads) || threads < 0 || threads > 1024)
                 return cli_error(C, "--threads needs a count (0 = all cores)");
+        } else if (!strcmp(a, "--k-slices")) {
+            if (++i >= argc || cli_parse_int(argv[i], &k_slices) || k_slices < 1 ||
+                k_slices > NVFP4_MAX_K_SLICES)
+                return cli_error(C, "--k-slices needs a count in 1..%d", NVFP4_MAX_K_SLICES);
         } else if (a[0] == '-' && a[1]) {
             return cli_error(C, "unknown option '%s' (try --help)", a);
         } else if (!sa) {
@@ -181,7 +186,7 @@ int cmd_matmul(int argc, char **argv)
         goto done;
     }
     nvfp4_gemm_args g = {.a = &A, .b = &B, .bias = bias, .raw = raw, .out = out,
-                         .model = model, .nthreads = (int)threads};
+                         .model = model, .nthreads = (int)threads, .k_slices = (int)k_slices};
     double t0 = cli_now();
     float kms = 0;
     nvfp4_status st = use_cuda ? nvfp4_gemm_cuda_host(&g, &kms) : nvfp4_gemm_cpu(&g);

@@ -18,6 +18,7 @@ static const char usage[] =
     "  inspect     list tensors, dtypes, shapes, NVFP4 layers and simple stats\n"
     "  matmul      NVFP4 x NVFP4 GEMM under an accumulation model (raw FP32 + BF16 out)\n"
     "  linear      BF16 activations x NVFP4 layer (quantize, then GEMM)\n"
+    "  explain     which contract (model, K slices) reproduces another GEMM's outputs\n"
     "  example     write a small example checkpoint to quantize and inspect\n"
     "\n"
     "`nvfp4 <command> --help` describes each.  Exit status 0 only on success.\n"
@@ -45,7 +46,7 @@ int main(int argc, char **argv)
     } cmds[] = {
         {"check", cmd_check},       {"bench", cmd_bench},         {"quantize", cmd_quantize},
         {"dequantize", cmd_dequantize}, {"inspect", cmd_inspect}, {"matmul", cmd_matmul},
-        {"linear", cmd_linear},     {"example", cmd_example},
+        {"linear", cmd_linear},     {"example", cmd_example},     {"explain", cmd_explain},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);

@@ -313,7 +313,8 @@ float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scale
  *    raw[m*N+n] = acc                                   (FP32)
  *    alpha      = FP32_RNE(A.per_tensor_scale * B.per_tensor_scale)
  *    out[m*N+n] = BF16_RNE(FP32_RNE(alpha * acc) [+ bias[n] in FP32 RNE])
- *  No K split: a row's result never depends on M or on the other rows.
+ *  K slices (k_slices > 1, below): partial chains from +0 added in order.
+ *  A row's result never depends on M or on the other rows.
  ****************************************************************************/
 typedef struct nvfp4_gemm_args {
     const nvfp4_tensor *a;  /* M x K */
@@ -364,6 +365,57 @@ const char *nvfp4_cpu_simd_name(void);
  *  "avx2", "avx512") or NULL for automatic.  @return NVFP4_UNSUPPORTED if
  *  the CPU lacks it. */
 nvfp4_status nvfp4_cpu_force_simd(const char *name);
+
+/*-**************************************************************************
+ *  explain (src/explain): which contract produced another GEMM's outputs?
+ *
+ *  Given the operands and another implementation's results, evaluate a
+ *  family of candidate contracts and report how many outputs each
+ *  reproduces bit for bit (docs/EXPLAIN.md):
+ *    models   sm90, sm120 (NVFP4 operands only), exact, fma (the plain FP32
+ *             loop acc = fmaf(a, b, acc)), pairwise (FP32 products summed in
+ *             a pairwise tree: left half = first floor(n/2));
+ *    K slices 1 .. max_k_slices under the slice rules "group64" (the
+ *             contract's, nvfp4_k_slice_elems), "equal" (16 * ceil(ceil(K/16)/S)),
+ *             "tile128", "tile256" (that many elements per unit); each slice
+ *             a chain from +0;
+ *    combine  the slice partials in FP32: "order", "reversed", "pairwise".
+ *  Candidates that compute the same thing are evaluated once (k_slices is
+ *  then the number of non-empty slices).  Every candidate is first run on a
+ *  sample of outputs; only those matching all of it are run on everything.
+ ****************************************************************************/
+typedef struct nvfp4_explain_args {
+    const nvfp4_tensor *a, *b;      /* NVFP4 operands (every model, sm120 included), or NULL ... */
+    const uint16_t *a16, *b16;      /* ... exact 16-bit operand values, row-major M x K, N x K */
+    nvfp4_operand type16;           /* F16 or BF16, for a16/b16 */
+    int64_t m, n, k;                /* the shape when a16/b16 are given */
+    const float *ref;               /* M x N F32 results of the other implementation, or NULL and: */
+    const uint16_t *ref_bf16;       /* M x N BF16 outputs, compared through the epilogue with */
+    float alpha;                    /*   this alpha and */
+    const float *bias;              /*   this optional bias (N) */
+    int nthreads;                   /* 0 = all cores */
+    int max_k_slices;               /* 0 = 32 */
+    void (*progress)(void *ctx, double fraction);   /* optional */
+    void *progress_ctx;
+} nvfp4_explain_args;
+
+/*! nvfp4_explain() :
+ *  Evaluate the candidate family on args and write a JSON report: "outputs",
+ *  "candidates" (each: "model", "k_slices", "slice_rule", "slice_elems",
+ *  "combine", "matched" (a fraction), "matched_count", "evaluated",
+ *  "aliases"), "best" (one candidate, with "first_mismatch" {row, col, ref,
+ *  got, ref_bits, got_bits} or null), "unique" (true only when the best
+ *  matches every output and no candidate with another k_slices or model
+ *  does too), "ambiguous", "full_matches" and "sample_only_candidates"
+ *  (candidates that matched the whole sample but were not run on every
+ *  output because two kinds already matched everything).  NVFP4 operands are compared
+ *  through raw (per-tensor scales left out) when ref is given.
+ *  @return NVFP4_OK with *json set (NUL-terminated UTF-8; free with
+ *  nvfp4_free()), or an error (*json NULL). */
+nvfp4_status nvfp4_explain(const nvfp4_explain_args *args, char **json);
+
+/*! nvfp4_free() : free memory the library returned (NULL-safe). */
+void nvfp4_free(void *p);
 
 /*-**************************************************************************
  *  Linear layer (src/linear): BF16 activations x NVFP4 weight -> BF16.

@@ -72,7 +72,7 @@ nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms)
         .a = {.codes = d_a, .scales = d_as, .per_tensor_scale = (const float *)d_sc, .rows = m, .cols = k},
         .b = {.codes = d_b, .scales = d_bs, .per_tensor_scale = (const float *)d_sc + 1, .rows = n, .cols = k},
         .bias = d_bias, .raw = d_raw, .out = d_out, .stream = NULL,
-        .workspace = d_ws, .workspace_bytes = ws,
+        .workspace = d_ws, .workspace_bytes = ws, .k_slices = args->k_slices,
     };
     CU(cudaEventCreate(&e0), "event");
     CU(cudaEventCreate(&e1), "event");

@@ -80,6 +80,7 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel
         .input_scale = args->input_scale ? (const float *)d_f + 1 : NULL, .variant = args->variant,
         .bias = d_bias, .raw = d_raw, .out = d_out, .x_codes = d_xc, .x_scales = d_xs,
         .x_scale = (float *)d_f + 2, .stream = NULL, .workspace = d_ws, .workspace_bytes = ws,
+        .k_slices = args->k_slices,
     };
     CU(cudaEventCreate(&e0), "event");
     CU(cudaEventCreate(&e1), "event");

@@ -43,8 +43,6 @@ nvfp4_status nvfp4_check_gemm_args(const nvfp4_gemm_args *args, const char *fn)
     if (args->k_slices < 0 || args->k_slices > NVFP4_MAX_K_SLICES)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "%s: k_slices = %d is outside 1..%d", fn,
                           args->k_slices, NVFP4_MAX_K_SLICES);
-    if (args->k_slices > 1) /* TODO(#12): the K-slice contract in the ref and CPU backends */
-        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "%s: k_slices > 1 is not implemented yet", fn);
     if (!args->raw && !args->out)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
                           "%s: neither raw nor out is given; nothing to compute", fn);

@@ -113,19 +113,32 @@ void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4
                                int64_t n0);
 
 /* A kernel: for rows [row_begin, row_end) (multiples of NVFP4_CPU_MR) and
- * all NVFP4_CPU_TILE columns of the tile, run the sm90 chain over every block
- * from acc = 0; acc[(row - row_begin) * NVFP4_CPU_TILE + col] receives it. */
+ * all NVFP4_CPU_TILE columns of the tile, run the sm90 chain over blocks
+ * [block_begin, block_end) (one K slice) from acc = 0;
+ * acc[(row - row_begin) * NVFP4_CPU_TILE + col] receives it. */
 typedef void (*nvfp4_cpu_sm90_kernel)(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                      int64_t row_begin, int64_t row_end, float *acc);
+                                      int64_t row_begin, int64_t row_end, int64_t block_begin,
+                                      int64_t block_end, float *acc);
 
 void nvfp4_cpu_sm90_kernel_portable(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                    int64_t row_begin, int64_t row_end, float *acc);
+                                    int64_t row_begin, int64_t row_end, int64_t block_begin,
+                                    int64_t block_end, float *acc);
 void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                int64_t row_begin, int64_t row_end, float *acc);
+                                int64_t row_begin, int64_t row_end, int64_t block_begin,
+                                    int64_t block_end, float *acc);
 void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                  int64_t row_begin, int64_t row_end, float *acc);
+                                  int64_t row_begin, int64_t row_end, int64_t block_begin,
+                                    int64_t block_end, float *acc);
 void nvfp4_cpu_sm90_kernel_avx512vnni(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                      int64_t row_begin, int64_t row_end, float *acc);
+                                      int64_t row_begin, int64_t row_end, int64_t block_begin,
+                                    int64_t block_end, float *acc);
+
+/* One K slice [k_begin, k_end) (multiples of 16) of the SM90 or EXACT GEMM,
+ * a chain from +0, for every output: raw[m * N + n] (no epilogue).  A NaN
+ * block scale anywhere in a row makes the row NaN, as in nvfp4_gemm_cpu.
+ * For nvfp4_explain (src/explain), which adds the slices itself. */
+nvfp4_status nvfp4_cpu_gemm_slice(const nvfp4_tensor *a, const nvfp4_tensor *b, nvfp4_model model,
+                                  int64_t k_begin, int64_t k_end, float *raw, int nthreads);
 
 /* Testing hook: allow (1, the default) or forbid (0) the VNNI variant of the
  * AVX-512 kernel, so that tests can run both on a VNNI machine. */

@@ -435,13 +435,14 @@ static float truncate_c(float c, int32_t f, int pmax)
 }
 
 void nvfp4_cpu_sm90_kernel_portable(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                    int64_t row_begin, int64_t row_end, float *acc)
+                                    int64_t row_begin, int64_t row_end, int64_t block_begin,
+                                    int64_t block_end, float *acc)
 {
     int64_t K = a->k, nb = a->nblocks;
     for (int g = 0; g < NVFP4_CPU_GROUPS; g++) {
         for (int64_t r = row_begin; r < row_end; r++) {
             float c[NVFP4_CPU_LANES] = {0};
-            for (int64_t j = 0; j < nb; j++) {
+            for (int64_t j = block_begin; j < block_end; j++) {
                 size_t blk = (size_t)(j * NVFP4_CPU_GROUPS + g);
                 const int8_t *bc = b->codes + blk * 256;
                 const int32_t *corr = b->corr + blk * NVFP4_CPU_LANES;
@@ -493,13 +494,13 @@ void nvfp4_cpu_sm90_kernel_portable(const nvfp4_cpu_apack *a, const nvfp4_cpu_bt
 #define EXACT_MAX_BLOCKS 65536 /* |D is_a is_b| < 2^47: 2^16 blocks fit an int64 */
 
 static void exact_tile(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b, int64_t row_begin,
-                       int64_t row_end, float *acc)
+                       int64_t row_end, int64_t block_begin, int64_t block_end, float *acc)
 {
     int64_t K = a->k, nb = a->nblocks;
     for (int64_t r = row_begin; r < row_end; r++) {
         for (int col = 0; col < NVFP4_CPU_TILE; col++) {
             int64_t sum = 0;
-            for (int64_t j = 0; j < nb; j++) {
+            for (int64_t j = block_begin; j < block_end; j++) {
                 const uint8_t *ac = a->codes + (size_t)(r * K + j * 16);
                 const int8_t *bc = b->codes + (size_t)(j * NVFP4_CPU_GROUPS + col / NVFP4_CPU_LANES) * 256 +
                                    (size_t)(col % NVFP4_CPU_LANES) * 4;
@@ -526,6 +527,8 @@ typedef struct gemm_ctx {
     int64_t n_cols;
     int64_t row_chunk; /* rows per work item, a multiple of MR */
     int64_t row_chunks;
+    int64_t block_lo, block_hi; /* the 16-blocks computed (all of K, or one slice) */
+    int64_t slice_blocks;       /* 16-blocks per K slice (nvfp4_k_slice_elems / 16) */
     float alpha;
     atomic_int failed;
 } gemm_ctx;
@@ -547,12 +550,15 @@ static void gemm_items(void *p, int64_t begin, int64_t end)
     const nvfp4_cpu_apack *ap = ctx->ap;
     const nvfp4_gemm_args *args = ctx->args;
     btile_store bs;
-    float *acc = aligned_alloc(64, (size_t)ctx->row_chunk * NVFP4_CPU_TILE * sizeof(float));
-    if (!acc || !btile_alloc(&bs, ap->k)) {
+    size_t acc_bytes = (size_t)ctx->row_chunk * NVFP4_CPU_TILE * sizeof(float);
+    float *acc = aligned_alloc(64, acc_bytes), *part = aligned_alloc(64, acc_bytes);
+    if (!acc || !part || !btile_alloc(&bs, ap->k)) {
         free(acc);
+        free(part);
         atomic_store(&ctx->failed, 1);
         return;
     }
+    int64_t lo = ctx->block_lo, hi = ctx->block_hi, len = ctx->slice_blocks;
     int64_t packed_tile = -1;
     int sm90 = args->model == NVFP4_MODEL_SM90;
     uint32_t nan_bits = sm90 ? SM90_NAN_BITS : EXACT_NAN_BITS;
@@ -565,10 +571,17 @@ static void gemm_items(void *p, int64_t begin, int64_t end)
             ctx->pack_b(&bs.t, bs.has_nan, args->b, n0);
             packed_tile = tile;
         }
-        if (sm90)
-            ctx->kernel(ap, &bs.t, r0, r1, acc);
-        else
-            exact_tile(ap, &bs.t, r0, r1, acc);
+        /* K slices: each a chain from +0; partials added in slice order (FP32 RNE) */
+        for (int64_t j0 = lo; j0 < hi || j0 == lo; j0 += len) {
+            int64_t j1 = j0 + len < hi ? j0 + len : hi;
+            float *dst = j0 == lo ? acc : part;
+            if (sm90)
+                ctx->kernel(ap, &bs.t, r0, r1, j0, j1, dst);
+            else
+                exact_tile(ap, &bs.t, r0, r1, j0, j1, dst);
+            if (j0 > lo)
+                for (size_t i = 0; i < (size_t)(r1 - r0) * NVFP4_CPU_TILE; i++) acc[i] += part[i];
+        }
         int64_t rmax = r1 < ap->rows ? r1 : ap->rows;
         for (int64_t m = r0; m < rmax; m++) {
             for (int col = 0; col < NVFP4_CPU_TILE && n0 + col < ctx->n_cols; col++) {
@@ -580,6 +593,7 @@ static void gemm_items(void *p, int64_t begin, int64_t end)
     }
     btile_free(&bs);
     free(acc);
+    free(part);
 }
 
 /*-------------------------------------------------------------------------
@@ -603,20 +617,27 @@ static void sm120_cols(void *p, int64_t begin, int64_t end)
         atomic_store(&ctx->failed, 1);
         return;
     }
+    /* slices are whole k64 steps (4 blocks); only the last step of K is padded */
+    int64_t len = nvfp4_k_slice_elems(K, ctx->args->k_slices) / NVFP4_BLOCK;
     for (int64_t n = begin; n < end; n++) {
         for (int64_t k = 0; k < K; k++) b_codes[k] = nvfp4_tensor_code(b, n, k);
         for (int64_t m = 0; m < M; m++) {
             const uint8_t *a_codes = ctx->a_codes + (size_t)(m * K);
             float acc = 0.0f;
-            for (int64_t j0 = 0; j0 < nb; j0 += 4) {
-                uint8_t ac[64] = {0}, bc[64] = {0}, as[4] = {0}, bsc[4] = {0};
-                for (int q = 0; q < 4 && j0 + q < nb; q++) {
-                    as[q] = nvfp4_tensor_scale(a, m, j0 + q);
-                    bsc[q] = nvfp4_tensor_scale(b, n, j0 + q);
-                    memcpy(ac + 16 * q, a_codes + (j0 + q) * 16, 16);
-                    memcpy(bc + 16 * q, b_codes + (j0 + q) * 16, 16);
+            for (int64_t s0 = 0; s0 < nb; s0 += len) {
+                int64_t s1 = s0 + len < nb ? s0 + len : nb;
+                float partial = 0.0f;
+                for (int64_t j0 = s0; j0 < s1; j0 += 4) {
+                    uint8_t ac[64] = {0}, bc[64] = {0}, as[4] = {0}, bsc[4] = {0};
+                    for (int q = 0; q < 4 && j0 + q < s1; q++) {
+                        as[q] = nvfp4_tensor_scale(a, m, j0 + q);
+                        bsc[q] = nvfp4_tensor_scale(b, n, j0 + q);
+                        memcpy(ac + 16 * q, a_codes + (j0 + q) * 16, 16);
+                        memcpy(bc + 16 * q, b_codes + (j0 + q) * 16, 16);
+                    }
+                    partial = nvfp4_sm120_step(partial, ac, as, bc, bsc);
                 }
-                acc = nvfp4_sm120_step(acc, ac, as, bc, bsc);
+                acc = s0 == 0 ? partial : acc + partial;
             }
             write_outputs(ctx->args, m, n, N, acc, ctx->alpha);
         }
@@ -682,14 +703,61 @@ static void exact_plain_rows(void *p, int64_t begin, int64_t end)
     }
     for (int64_t m = begin; m < end; m++) {
         f16_operands(ar, a, m);
+        int64_t len = nvfp4_k_slice_elems(K, ctx->args->k_slices);
         for (int64_t n = 0; n < N; n++) {
             f16_operands(br, b, n);
-            write_outputs(ctx->args, m, n, N,
-                          nvfp4_exact_dot(0.0f, ar, br, K, NVFP4_OPERAND_F16), ctx->alpha);
+            float acc = 0.0f;
+            for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += len) {
+                int64_t k1 = k0 + len < K ? k0 + len : K;
+                float partial = nvfp4_exact_dot(0.0f, ar + k0, br + k0, k1 - k0, NVFP4_OPERAND_F16);
+                acc = k0 == 0 ? partial : acc + partial;
+            }
+            write_outputs(ctx->args, m, n, N, acc, ctx->alpha);
         }
     }
     free(ar);
     free(br);
+}
+
+/* The SM90 / EXACT driver over blocks [block_lo, block_hi) in slices of
+ * slice_blocks blocks. */
+static nvfp4_status gemm_sm90_exact(const nvfp4_gemm_args *args, float alpha, int nthreads,
+                                    int64_t block_lo, int64_t block_hi, int64_t slice_blocks)
+{
+    const nvfp4_tensor *a = args->a, *b = args->b;
+    int64_t N = b->rows;
+    nvfp4_cpu_apack ap;
+    nvfp4_status st = apack_build(&ap, a, nthreads);
+    if (st != NVFP4_OK) return st;
+    gemm_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.args = args;
+    ctx.ap = &ap;
+    int simd = simd_current();
+    ctx.kernel = kernel_for(simd);
+    ctx.pack_b = simd == SIMD_PORTABLE ? nvfp4_cpu_pack_btile_portable : nvfp4_cpu_pack_btile_avx2;
+    ctx.n_cols = N;
+    ctx.block_lo = block_lo;
+    ctx.block_hi = block_hi;
+    ctx.slice_blocks = slice_blocks;
+    ctx.alpha = alpha;
+    atomic_init(&ctx.failed, 0);
+    /* Few column tiles: split rows too, so that every thread has work. */
+    int64_t tiles = (N + NVFP4_CPU_TILE - 1) / NVFP4_CPU_TILE;
+    int64_t row_groups = ap.rows_padded / NVFP4_CPU_MR;
+    int64_t want = 4 * (int64_t)nthreads;
+    int64_t chunks = tiles >= want ? 1 : (want + tiles - 1) / tiles;
+    if (chunks > row_groups) chunks = row_groups;
+    ctx.row_chunk = (row_groups + chunks - 1) / chunks * NVFP4_CPU_MR;
+    ctx.row_chunks = (ap.rows_padded + ctx.row_chunk - 1) / ctx.row_chunk;
+    st = nvfp4_parallel_for(tiles * ctx.row_chunks, 1, nthreads, gemm_items, &ctx);
+    apack_free(&ap);
+    if (st != NVFP4_OK) return st;
+    if (atomic_load(&ctx.failed))
+        return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY,
+                          "nvfp4_gemm_cpu: out of memory for a worker's B tile (K = %lld)",
+                          (long long)a->cols);
+    return NVFP4_OK;
 }
 
 nvfp4_status nvfp4_gemm_cpu(const nvfp4_gemm_args *args)
@@ -714,34 +782,26 @@ nvfp4_status nvfp4_gemm_cpu(const nvfp4_gemm_args *args)
             st = nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_gemm_cpu: out of memory in a worker");
         return st;
     }
+    return gemm_sm90_exact(args, alpha, nthreads, 0, a->cols / NVFP4_BLOCK,
+                           nvfp4_k_slice_elems(a->cols, args->k_slices) / NVFP4_BLOCK);
+}
 
-    nvfp4_cpu_apack ap;
-    st = apack_build(&ap, a, nthreads);
+nvfp4_status nvfp4_cpu_gemm_slice(const nvfp4_tensor *a, const nvfp4_tensor *b, nvfp4_model model,
+                                  int64_t k_begin, int64_t k_end, float *raw, int nthreads)
+{
+    nvfp4_gemm_args args = {.a = a, .b = b, .raw = raw, .model = model, .nthreads = nthreads};
+    nvfp4_status st = nvfp4_check_gemm_args(&args, "nvfp4_cpu_gemm_slice");
     if (st != NVFP4_OK) return st;
-    gemm_ctx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.args = args;
-    ctx.ap = &ap;
-    int simd = simd_current();
-    ctx.kernel = kernel_for(simd);
-    ctx.pack_b = simd == SIMD_PORTABLE ? nvfp4_cpu_pack_btile_portable : nvfp4_cpu_pack_btile_avx2;
-    ctx.n_cols = N;
-    ctx.alpha = alpha;
-    atomic_init(&ctx.failed, 0);
-    /* Few column tiles: split rows too, so that every thread has work. */
-    int64_t tiles = (N + NVFP4_CPU_TILE - 1) / NVFP4_CPU_TILE;
-    int64_t row_groups = ap.rows_padded / NVFP4_CPU_MR;
-    int64_t want = 4 * (int64_t)nthreads;
-    int64_t chunks = tiles >= want ? 1 : (want + tiles - 1) / tiles;
-    if (chunks > row_groups) chunks = row_groups;
-    ctx.row_chunk = (row_groups + chunks - 1) / chunks * NVFP4_CPU_MR;
-    ctx.row_chunks = (ap.rows_padded + ctx.row_chunk - 1) / ctx.row_chunk;
-    st = nvfp4_parallel_for(tiles * ctx.row_chunks, 1, nthreads, gemm_items, &ctx);
-    apack_free(&ap);
-    if (st != NVFP4_OK) return st;
-    if (atomic_load(&ctx.failed))
-        return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY,
-                          "nvfp4_gemm_cpu: out of memory for a worker's B tile (K = %lld)",
+    if (model == NVFP4_MODEL_SM120 || k_begin < 0 || k_end < k_begin || k_end > a->cols ||
+        k_begin % NVFP4_BLOCK || k_end % NVFP4_BLOCK ||
+        (model == NVFP4_MODEL_EXACT && (k_end - k_begin) / NVFP4_BLOCK > EXACT_MAX_BLOCKS))
+        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
+                          "nvfp4_cpu_gemm_slice: model %s over [%lld, %lld) of K = %lld",
+                          nvfp4_model_name(model), (long long)k_begin, (long long)k_end,
                           (long long)a->cols);
-    return NVFP4_OK;
+    if (a->rows == 0 || b->rows == 0) return NVFP4_OK;
+    nvfp4_cpu_tables_init();
+    int64_t lo = k_begin / NVFP4_BLOCK, hi = k_end / NVFP4_BLOCK;
+    return gemm_sm90_exact(&args, 1.0f, nthreads > 0 ? nthreads : nvfp4_default_threads(), lo, hi,
+                           hi - lo > 0 ? hi - lo : 1);
 }

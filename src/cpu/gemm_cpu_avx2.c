@@ -140,7 +140,8 @@ void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4
 }
 
 void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                int64_t row_begin, int64_t row_end, float *acc)
+                                int64_t row_begin, int64_t row_end, int64_t block_begin,
+                                    int64_t block_end, float *acc)
 {
     const int64_t K = a->k, nb = a->nblocks;
     const __m256i ones = _mm256_set1_epi16(1);
@@ -153,7 +154,7 @@ void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile 
             for (int64_t r = row_begin; r < row_end; r += NVFP4_CPU_MR) {
                 __m256 c[NVFP4_CPU_MR];
                 for (int rr = 0; rr < NVFP4_CPU_MR; rr++) c[rr] = _mm256_setzero_ps();
-                for (int64_t j = 0; j < nb; j++) {
+                for (int64_t j = block_begin; j < block_end; j++) {
                     size_t blk = (size_t)(j * NVFP4_CPU_GROUPS + g);
                     const int8_t *bc = b->codes + blk * 256 + h * 32;
                     const __m256i b0 = _mm256_load_si256((const __m256i *)bc);
@@ -234,8 +235,9 @@ void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4
 }
 
 void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                int64_t row_begin, int64_t row_end, float *acc)
+                                int64_t row_begin, int64_t row_end, int64_t block_begin,
+                                    int64_t block_end, float *acc)
 {
-    nvfp4_cpu_sm90_kernel_portable(a, b, row_begin, row_end, acc);
+    nvfp4_cpu_sm90_kernel_portable(a, b, row_begin, row_end, block_begin, block_end, acc);
 }
 #endif

@@ -52,22 +52,25 @@ static inline __m512i largest_product_exp(const int8_t *ae, const int8_t *be)
 /* Built without the flags (another compiler or a hand build): never chosen
  * at run time unless forced, and then the portable kernel gives the same bits. */
 void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                  int64_t row_begin, int64_t row_end, float *acc)
+                                  int64_t row_begin, int64_t row_end, int64_t block_begin,
+                                    int64_t block_end, float *acc)
 {
-    nvfp4_cpu_sm90_kernel_portable(a, b, row_begin, row_end, acc);
+    nvfp4_cpu_sm90_kernel_portable(a, b, row_begin, row_end, block_begin, block_end, acc);
 }
 
 void nvfp4_cpu_sm90_kernel_avx512vnni(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                      int64_t row_begin, int64_t row_end, float *acc)
+                                      int64_t row_begin, int64_t row_end, int64_t block_begin,
+                                    int64_t block_end, float *acc)
 {
-    nvfp4_cpu_sm90_kernel_portable(a, b, row_begin, row_end, acc);
+    nvfp4_cpu_sm90_kernel_portable(a, b, row_begin, row_end, block_begin, block_end, acc);
 }
 #endif
 
 #else /* second pass: one instance of the kernel, named SM90_KERNEL_NAME */
 
 void SM90_KERNEL_NAME(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b, int64_t row_begin,
-                      int64_t row_end, float *acc)
+                      int64_t row_end, int64_t block_begin,
+                                    int64_t block_end, float *acc)
 {
     const int64_t K = a->k, nb = a->nblocks;
 #ifndef SM90_KERNEL_VNNI
@@ -81,7 +84,7 @@ void SM90_KERNEL_NAME(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b, int64_
         for (int64_t r = row_begin; r < row_end; r += NVFP4_CPU_MR) {
             __m512 c[NVFP4_CPU_MR];
             for (int rr = 0; rr < NVFP4_CPU_MR; rr++) c[rr] = _mm512_setzero_ps();
-            for (int64_t j = 0; j < nb; j++) {
+            for (int64_t j = block_begin; j < block_end; j++) {
                 size_t blk = (size_t)(j * NVFP4_CPU_GROUPS + g);
                 const int8_t *bc = b->codes + blk * 256;
                 const __m512i b0 = _mm512_load_si512((const void *)bc);

@@ -27,7 +27,7 @@ nvfp4_status nvfp4_linear_cpu(const nvfp4_linear_args *args)
     view.rows = args->m;
     nvfp4_gemm_args g = {
         .a = &view, .b = args->weight, .bias = args->bias, .raw = args->raw, .out = args->out,
-        .model = args->model, .nthreads = args->nthreads,
+        .model = args->model, .nthreads = args->nthreads, .k_slices = args->k_slices,
     };
     st = nvfp4_gemm_cpu(&g);
     if (st == NVFP4_OK && args->x_quantized)

@@ -45,13 +45,15 @@ static void row_f16(uint16_t *dst, const nvfp4_tensor *t, int64_t r)
                                           nvfp4_tensor_scale(t, r, k / NVFP4_BLOCK));
 }
 
-/* One output with the SM120 model: one k64 step per 4 blocks, the last group
- * padded with zero blocks (codes 0, scales 0). */
-static float dot_sm120(const nvfp4_tensor *a, int64_t m, const nvfp4_tensor *b, int64_t n)
+/* One slice [k_begin, k_end) of an output with the SM120 model, from +0: one
+ * k64 step per 4 blocks, the last group of K padded with zero blocks (codes
+ * 0, scales 0).  k_begin is a multiple of 64. */
+static float dot_sm120(const nvfp4_tensor *a, int64_t m, const nvfp4_tensor *b, int64_t n,
+                       int64_t k_begin, int64_t k_end)
 {
     float acc = 0.0f;
-    int64_t k_total = a->cols;
-    for (int64_t k0 = 0; k0 < k_total; k0 += 64) {
+    int64_t k_total = k_end;
+    for (int64_t k0 = k_begin; k0 < k_total; k0 += 64) {
         uint8_t ac[64] = {0}, bc[64] = {0}, as[4] = {0}, bs[4] = {0};
         for (int j = 0; j < 4; j++) {
             int64_t kb = k0 + 16 * j;
@@ -86,18 +88,24 @@ nvfp4_status nvfp4_gemm_ref(const nvfp4_gemm_args *args)
         return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_gemm_ref: %zu bytes for a row", k_bytes);
     }
     float alpha = nvfp4_gemm_alpha(a->per_tensor_scale, b->per_tensor_scale);
+    int64_t slice = nvfp4_k_slice_elems(K, args->k_slices);
 
     for (int64_t m = 0; m < M; m++) {
         if (args->model != NVFP4_MODEL_SM120) row_f16(arow, a, m);
         for (int64_t n = 0; n < N; n++) {
-            float acc;
-            if (args->model == NVFP4_MODEL_SM120) {
-                acc = dot_sm120(a, m, b, n);
-            } else {
-                row_f16(brow, b, n);
-                acc = args->model == NVFP4_MODEL_SM90
-                          ? nvfp4_sm90_dot(0.0f, arow, brow, K, NVFP4_OPERAND_F16)
-                          : nvfp4_exact_dot(0.0f, arow, brow, K, NVFP4_OPERAND_F16);
+            if (args->model != NVFP4_MODEL_SM120) row_f16(brow, b, n);
+            /* K slices: each one chain from +0, partials added in slice order */
+            float acc = 0.0f;
+            for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += slice) {
+                int64_t k1 = k0 + slice < K ? k0 + slice : K;
+                float partial;
+                if (args->model == NVFP4_MODEL_SM120)
+                    partial = dot_sm120(a, m, b, n, k0, k1);
+                else if (args->model == NVFP4_MODEL_SM90)
+                    partial = nvfp4_sm90_dot(0.0f, arow + k0, brow + k0, k1 - k0, NVFP4_OPERAND_F16);
+                else
+                    partial = nvfp4_exact_dot(0.0f, arow + k0, brow + k0, k1 - k0, NVFP4_OPERAND_F16);
+                acc = k0 == 0 ? partial : acc + partial;
             }
             if (args->raw) args->raw[m * N + n] = acc;
             if (args->out) args->out[m * N + n] = nvfp4_epilogue(acc, alpha, args->bias ? &args->bias[n] : NULL);

@@ -4,7 +4,8 @@
  *
  * Our reading (docs/ORACLE.md):
  *   block j (16 elements): S_j = exact sum of the 16 E2M1 products;
- *   the two UE4M3 scales are sig * 2^e (subnormal: e = -6, sig < 1);
+ *   the two UE4M3 scales are sig * 2^e (subnormal: e = -6, sig < 1; a zero
+ *   scale: sig = 0, e = -126, MMA-Sim's exponent of a zero);
  *   term j = S_j * sig_sa * sig_sb carrying exponent e_sa + e_sb (the block
  *   sum's own magnitude does not enter the exponent; every block takes part
  *   in E, even one whose sum is zero, since its exponent comes from the
@@ -23,6 +24,19 @@ static int64_t e2m1_twice(uint8_t code)
     static const int64_t twice[8] = {0, 1, 2, 3, 4, 6, 8, 12};
     int64_t v = twice[code & 7];
     return (code & 8) ? -v : v;
+}
+
+/* Exponent of a UE4M3 scale magnitude s (0..0x7e) for the choice of E:
+ * normal field - 7; subnormal -6 (significand below 1); and a zero scale
+ * the exponent of a zero, -126, as MMA-Sim gives it (its
+ * extract_significand_exponent: a zero significand has exponent -126).  A
+ * zero-scale block's term is zero, so this only decides whether such a block
+ * can raise E: with -126 it never does in practice. */
+#define SM120_ZERO_SCALE_EXP (-126)
+static int ue4m3_exponent(uint8_t s)
+{
+    if (s == 0) return SM120_ZERO_SCALE_EXP;
+    return (s >> 3) ? (int)(s >> 3) - 7 : -6;
 }
 
 float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scales[4],
@@ -52,8 +66,7 @@ float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scale
         }
         int64_t ma = (sa >> 3) ? 8 + (sa & 7) : (sa & 7);
         int64_t mb = (sb >> 3) ? 8 + (sb & 7) : (sb & 7);
-        int ea = (sa >> 3) ? (int)(sa >> 3) - 7 : -6;
-        int eb = (sb >> 3) ? (int)(sb >> 3) - 7 : -6;
+        int ea = ue4m3_exponent(sa), eb = ue4m3_exponent(sb);
         /* S * (ma/8) * (mb/8) * 2^(ea+eb) with S = sum4/4 */
         block_mant[j] = sum4 * ma * mb;
         block_exp[j] = ea + eb;
@@ -91,6 +104,7 @@ float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scale
             mag = c_sig;
             lsb_exp = c_exp - 23;
         }
+        if (mag == 0) continue; /* a zero c is not in E, so its shift can be anything */
         int shift = lsb_exp - unit_exp;
         uint64_t units = shift >= 0 ? mag << shift : (-shift >= 64 ? 0 : mag >> -shift);
         sum += negative ? -(int64_t)units : (int64_t)units;

@@ -16,8 +16,8 @@ GPU_TESTS := $(patsubst tests/gpu/%.c,$(BUILD)/gpu/%,$(wildcard tests/gpu/test_*
 
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
 
-.PHONY: all lib cli probe-fastmath
-all: $(GPU_TESTS) cli
+.PHONY: all lib cli probe-fastmath probe-sm120
+all: $(GPU_TESTS) $(BUILD)/gpu/cublas_explain cli
 
 # the fast-math instruction probe (tests/gpu/comfy_cuda.sh runs it); standalone
 probe-fastmath: $(BUILD)/gpu/probe_fastmath
@@ -41,3 +41,19 @@ all: $(BUILD)/gpu/gemm_variants
 $(BUILD)/gpu/gemm_variants: dev/cuda/gemm_variants.c lib
 	@mkdir -p $(@D)
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a $(GPU_LIBS)
+
+# The cuBLAS-contract proof (issue 12): cuBLAS GemmEx, nvfp4_explain, our kernel.
+$(BUILD)/gpu/cublas_explain: tests/gpu/cublas_explain.c lib
+	@mkdir -p $(@D)
+	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a -lcublas $(GPU_LIBS)
+
+# The GB10 / RTX Blackwell probe (tests/gpu/probe_sm120.cu), sm_120a + sm_121a:
+# compile-only wherever nvcc can (CI); it runs only on such a GPU.  When a
+# cuobjdump is found, the SASS must hold the block-scaled MMA (OMMA.SF).
+probe-sm120:
+	@BUILD=$(BUILD) sh tests/gpu/probe_sm120.sh --build-only
+	@CUOBJDUMP=$${CUOBJDUMP:-$$(command -v cuobjdump || echo $(CUDA_HOME)/bin/cuobjdump)}; \
+	if [ -x "$$CUOBJDUMP" ]; then \
+	  n=$$("$$CUOBJDUMP" -sass $(BUILD)/probe120/probe_sm120 | grep -c 'OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X'); \
+	  echo "probe-sm120: $$n block-scaled MMA(s) in the SASS (sm_120a, sm_121a)"; test "$$n" -ge 2; \
+	else echo "probe-sm120: built (no cuobjdump here to show the SASS)"; fi

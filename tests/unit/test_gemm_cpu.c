@@ -123,14 +123,17 @@ static const char *const path_labels[] = {"portable", "avx2", "avx512", "avx512-
 static const nvfp4_model models[] = {NVFP4_MODEL_SM90, NVFP4_MODEL_EXACT, NVFP4_MODEL_SM120};
 
 /* Oracle once, then every path and thread count against it. */
+static int k_slices_under_test = 1; /* the K slices compare_all() runs with */
+
 static void compare_all(const char *label, const nvfp4_tensor *a, const nvfp4_tensor *b,
                         nvfp4_model model, const float *bias)
 {
+    int S = k_slices_under_test;
     int64_t M = a->rows, N = b->rows;
     size_t n = M > 0 && N > 0 ? (size_t)(M * N) : 1;
     float *raw_ref = malloc(n * sizeof(float)), *raw = malloc(n * sizeof(float));
     uint16_t *out_ref = malloc(n * 2), *out = malloc(n * 2);
-    nvfp4_gemm_args args = {a, b, bias, raw_ref, out_ref, model, 1, 1};
+    nvfp4_gemm_args args = {a, b, bias, raw_ref, out_ref, model, 1, S};
     nvfp4_status st = nvfp4_gemm_ref(&args);
     CHECKF(st == NVFP4_OK, "%s: gemm_ref: %s", label, nvfp4_last_error());
     int simd_runs = 0;
@@ -145,15 +148,15 @@ static void compare_all(const char *label, const nvfp4_tensor *a, const nvfp4_te
         for (int threads = 0; threads <= 3; threads++) {
             memset(raw, 0xA5, n * sizeof(float));
             memset(out, 0xA5, n * 2);
-            nvfp4_gemm_args cargs = {a, b, bias, raw, out, model, threads, 1};
+            nvfp4_gemm_args cargs = {a, b, bias, raw, out, model, threads, S};
             st = nvfp4_gemm_cpu(&cargs);
             char what[200];
-            snprintf(what, sizeof what, "%s %s %s threads=%d raw", label, nvfp4_model_name(model),
-                     path_labels[p], threads);
+            snprintf(what, sizeof what, "%s %s %s threads=%d S=%d raw", label,
+                     nvfp4_model_name(model), path_labels[p], threads, S);
             CHECKF(st == NVFP4_OK, "%s: %s", what, nvfp4_last_error());
             test_equal_bits(what, raw, raw_ref, sizeof(float), M, N);
-            snprintf(what, sizeof what, "%s %s %s threads=%d out", label, nvfp4_model_name(model),
-                     path_labels[p], threads);
+            snprintf(what, sizeof what, "%s %s %s threads=%d S=%d out", label,
+                     nvfp4_model_name(model), path_labels[p], threads, S);
             test_equal_bits(what, out, out_ref, 2, M, N);
         }
     }
@@ -299,6 +302,92 @@ int main(void)
         nvfp4_tensor_free(&b);
         free(x);
         free(w);
+    }
+
+    TEST("K slices: CPU == ref, every path, model and thread count")
+    {
+        /* K = 16 * odd numbers: never a multiple of 64, so the last slice is
+         * short; S = 1 (today's contract), small S, S = 32 and S above the
+         * number of 64-groups (slices of one group each). */
+        static const int64_t ks[] = {16 * 37, 16 * 9, 16 * 130};
+        for (int ki = 0; ki < 3; ki++) {
+            int64_t K = ks[ki], groups = (K + 63) / 64;
+            int s_list[] = {1, 2, 3, 5, 7, 32, (int)groups + 3};
+            for (int si = 0; si < 7; si++) {
+                k_slices_under_test = s_list[si];
+                run_case((enum data_kind)((ki + si) % DATA_KINDS), 6 + si, 70 + 3 * ki, K,
+                         3000 + (uint64_t)(ki * 10 + si), models, 3);
+            }
+        }
+        k_slices_under_test = 1;
+    }
+
+    TEST("K slices: S = 0 and S = 1 are today's single chain")
+    {
+        nvfp4_tensor a, b;
+        make_tensor(&a, 7, 16 * 45, DATA_WIDE, 71, 0);
+        make_tensor(&b, 33, 16 * 45, DATA_WIDE, 72, 1);
+        float r0[7 * 33], r1[7 * 33], r2[7 * 33];
+        for (int m = 0; m < 3; m++) {
+            nvfp4_gemm_args g0 = {&a, &b, NULL, r0, NULL, models[m], 2, 0};
+            nvfp4_gemm_args g1 = {&a, &b, NULL, r1, NULL, models[m], 2, 1};
+            nvfp4_gemm_args g2 = {&a, &b, NULL, r2, NULL, models[m], 1, 0};
+            CHECK(nvfp4_gemm_cpu(&g0) == NVFP4_OK && nvfp4_gemm_cpu(&g1) == NVFP4_OK &&
+                  nvfp4_gemm_ref(&g2) == NVFP4_OK);
+            test_equal_bits("S=0 vs S=1", r0, r1, 4, 7, 33);
+            test_equal_bits("S=0 cpu vs ref", r0, r2, 4, 7, 33);
+        }
+        /* and S outside 0..NVFP4_MAX_K_SLICES is refused */
+        nvfp4_gemm_args bad = {&a, &b, NULL, r0, NULL, NVFP4_MODEL_SM90, 1, -1};
+        CHECK(nvfp4_gemm_cpu(&bad) == NVFP4_ERR_INVALID_ARGUMENT);
+        bad.k_slices = NVFP4_MAX_K_SLICES + 1;
+        CHECK(nvfp4_gemm_ref(&bad) == NVFP4_ERR_INVALID_ARGUMENT);
+        nvfp4_tensor_free(&a);
+        nvfp4_tensor_free(&b);
+    }
+
+    TEST("K slices: a hand-checked case")
+    {
+        /* K = 128, one output.  k = 0: a' = b' = 6 * 256 = 1536, product
+         * p0 = 2359296 = 1.125 * 2^21 (FP32 ulp there: 2^-2).  k = 64:
+         * a' = 1.5 (code 1.5, scale 1), b' = 0.125 (code 0.5, scale 0.25),
+         * product p1 = 0.1875 = 3 * 2^-4.  Everything else is zero.
+         *  one chain (sm90): the second step aligns to E = 21, unit 2^-4,
+         *    keeps 0.1875 and truncates p0 + 0.1875 to 24 bits: 2359296.
+         *  one chain (sm120): the same with unit 2^(21-35): 2359296.
+         *  exact: RNE(2359296.1875) = 2359296.25 (0.1875 > half an ulp).
+         *  S = 2 (slices [0,64), [64,128)), every model: p0 and p1 exactly,
+         *    then FP32 RNE p0 + p1 = 2359296.25.
+         *  S = 3 has only 2 groups: the same two slices. */
+        nvfp4_tensor a, b;
+        CHECK(nvfp4_tensor_alloc(&a, 1, 128, NVFP4_HI_FIRST, NVFP4_SCALES_TILED) == NVFP4_OK);
+        CHECK(nvfp4_tensor_alloc(&b, 1, 128, NVFP4_LO_FIRST, NVFP4_SCALES_ROW_MAJOR) == NVFP4_OK);
+        for (int cb = 0; cb < 8; cb++) {
+            set_scale(&a, 0, cb, 0x38); /* 1.0 */
+            set_scale(&b, 0, cb, 0x38);
+        }
+        set_code(&a, 0, 0, 0x7);    /* 6 */
+        set_scale(&a, 0, 0, 0x78);  /* 256 */
+        set_code(&b, 0, 0, 0x7);
+        set_scale(&b, 0, 0, 0x78);
+        set_code(&a, 0, 64, 0x3);   /* 1.5, scale 1 */
+        set_code(&b, 0, 64, 0x1);   /* 0.5 */
+        set_scale(&b, 0, 4, 0x28);  /* 0.25 */
+        const float one_chain = 2359296.0f, rounded = 2359296.25f;
+        for (int m = 0; m < 3; m++) {
+            for (int S = 1; S <= 3; S++) {
+                float want = (S == 1 && models[m] != NVFP4_MODEL_EXACT) ? one_chain : rounded;
+                float got_ref = -1, got_cpu = -1;
+                nvfp4_gemm_args g = {&a, &b, NULL, &got_ref, NULL, models[m], 1, S};
+                CHECK(nvfp4_gemm_ref(&g) == NVFP4_OK);
+                g.raw = &got_cpu;
+                CHECK(nvfp4_gemm_cpu(&g) == NVFP4_OK);
+                CHECKF(got_ref == want && got_cpu == want, "%s S=%d: ref %.4f cpu %.4f want %.4f",
+                       nvfp4_model_name(models[m]), S, got_ref, got_cpu, want);
+            }
+        }
+        nvfp4_tensor_free(&a);
+        nvfp4_tensor_free(&b);
     }
 
     return test_summary("gemm_cpu");

@@ -2,6 +2,8 @@
 #include "nvfp4.h"
 #include "testlib.h"
 
+static int k_slices = 0; /* passed through to the GEMM */
+
 /* x (m x k BF16, k maybe not a multiple of 16), weight n x roundup(k,16). */
 static void one_case(uint64_t seed, int64_t m, int64_t k, int64_t n, int with_bias, int stat,
                      nvfp4_variant variant)
@@ -21,7 +23,8 @@ static void one_case(uint64_t seed, int64_t m, int64_t k, int64_t n, int with_bi
     nvfp4_linear_args la = {.x = x, .x_dtype = NVFP4_DTYPE_BF16, .m = m, .k = k, .weight = &W,
                             .input_scale = stat ? &in_scale : NULL, .variant = variant,
                             .bias = with_bias ? bias : NULL, .raw = raw, .out = out,
-                            .model = NVFP4_MODEL_SM90, .nthreads = 2, .x_quantized = &XQ};
+                            .model = NVFP4_MODEL_SM90, .nthreads = 2, .x_quantized = &XQ,
+                            .k_slices = k_slices};
     CHECK(nvfp4_linear_cpu(&la) == NVFP4_OK);
     /* By hand: the reference quantizer, then the reference GEMM on the first m rows. */
     CHECK(nvfp4_quantize_ref(&XQ2, x, NVFP4_DTYPE_BF16, m, k, stat ? &in_scale : NULL, variant) ==
@@ -32,7 +35,7 @@ static void one_case(uint64_t seed, int64_t m, int64_t k, int64_t n, int with_bi
     nvfp4_tensor view = XQ2;
     view.rows = m;
     nvfp4_gemm_args g = {.a = &view, .b = &W, .bias = with_bias ? bias : NULL, .raw = raw2,
-                         .out = out2, .model = NVFP4_MODEL_SM90};
+                         .out = out2, .model = NVFP4_MODEL_SM90, .k_slices = k_slices};
     CHECK(nvfp4_gemm_ref(&g) == NVFP4_OK);
     test_equal_bits("raw", raw, raw2, 4, m, n);
     test_equal_bits("out", out, out2, 2, m, n);
@@ -50,6 +53,14 @@ int main(void)
         one_case(2, 17, 100, 32, 1, 0, NVFP4_VARIANT_EAGER); /* k padded 100 -> 112, m padded */
         one_case(3, 1, 256, 48, 1, 1, NVFP4_VARIANT_CUDA);
         one_case(4, 33, 48, 16, 0, 1, NVFP4_VARIANT_CUDA);
+    }
+    TEST("linear passes k_slices to the GEMM")
+    {
+        k_slices = 3;
+        one_case(5, 9, 1000, 64, 1, 0, NVFP4_VARIANT_EAGER);
+        k_slices = 40; /* more slices than 64-groups */
+        one_case(6, 4, 700, 32, 0, 1, NVFP4_VARIANT_CUDA);
+        k_slices = 0;
     }
     TEST("linear argument errors")
     {

@@ -466,12 +466,14 @@ static double e2m1_value(uint8_t code)
     return (code & 8) ? -v[code & 7] : v[code & 7];
 }
 
-/* |e4m3| as significand and exponent (subnormal exponent -6). */
+/* |e4m3| as significand and exponent, as MMA-Sim's
+ * extract_significand_exponent reads it: subnormal exponent -6, and a zero
+ * (significand 0) has exponent -126. */
 static double ue4m3_sig(uint8_t s, int *e)
 {
     s &= 0x7f;
     int field = s >> 3, m = s & 7;
-    *e = field ? field - 7 : -6;
+    *e = field ? field - 7 : m ? -6 : -126;
     return field ? 1 + m / 8.0 : m / 8.0;
 }
 
@@ -490,11 +492,11 @@ static float brute_sm120(float c, const uint8_t *ac, const uint8_t *as, const ui
     }
     int ec;
     terms[4] = decode_bits(fbits(c), 8, 23, &ec);
+    if (c == 0) ec = -126; /* MMA-Sim: a zero has exponent -126; c always takes part */
     exps[4] = ec;
     int E = exps[0];
-    for (int j = 1; j < 4; j++)
+    for (int j = 1; j < 5; j++)
         if (exps[j] > E) E = exps[j];
-    if (c != 0 && ec > E) E = ec;
     double sum = 0;
     for (int j = 0; j < 5; j++) sum += ldexp(trunc(ldexp(terms[j], 35 - E)), E - 35);
     float r = trunc_f32(sum);
@@ -540,6 +542,105 @@ static void test_sm120(void)
         SAME(nvfp4_sm120_step(-0.0f, ac, as, bc, bs), 0.0f);
         SAME(nvfp4_sm120_step(0.0f, ac, as, bc, bs), 0.0f);
         SAME(nvfp4_sm120_step(INFINITY, ac, as, bc, bs), INFINITY);
+    }
+    TEST("sm120 zero, subnormal, maximum and NaN scales (hand-derived)")
+    {
+        /* Zero scale.  Block 0: codes 6 x 6 everywhere, but A's scale is 0
+         * and B's 448 (0x7e = 1.75 * 2^8); blocks 1..3: both scales 0.  c =
+         * 2^-20 * (1 + 2^-23) (0x35800001, lowest bit 2^-43).  Every block
+         * term is zero.  Published model: a zero scale has exponent -126, so
+         * block 0 has exponent -118 and E = e_c = -20: c survives whole.
+         * (Reading the zero scale as the subnormal exponent -6 instead gives
+         * block 0 exponent 2, unit 2^-33, and c truncated to 0x35800000.) */
+        memset(ac, 7, 64);
+        memset(bc, 7, 64);
+        memset(as, 0, 4);
+        memset(bs, 0, 4);
+        bs[0] = 0x7e;
+        float c = ffrom(0x35800001u);
+        CHECKF(fbits(nvfp4_sm120_step(c, ac, as, bc, bs)) == 0x35800001u, "zero scale: %08x",
+               fbits(nvfp4_sm120_step(c, ac, as, bc, bs)));
+        /* a zero scale also on the other side (both 0: exponent -252): same */
+        bs[0] = 0;
+        CHECK(fbits(nvfp4_sm120_step(c, ac, as, bc, bs)) == 0x35800001u);
+        /* ... and with c = 0 the result is +0 */
+        CHECK(fbits(nvfp4_sm120_step(0.0f, ac, as, bc, bs)) == 0u);
+
+        /* Subnormal scale.  A's block 0 scale 0x01 = (1/8) * 2^-6 = 2^-9, B's
+         * 0x38 = 1; one product 1.0 * 1.0 (codes 2): term 2^-9.  Blocks 1..3
+         * zero-scaled.  c = 1 + 2^-23: E = 0, unit 2^-35, nothing truncated;
+         * 1 + 2^-9 + 2^-23 fits 24 bits: 0x3f804001. */
+        memset(ac, 0, 64);
+        memset(bc, 0, 64);
+        memset(as, 0, 4);
+        memset(bs, 0, 4);
+        as[0] = 0x01;
+        bs[0] = 0x38;
+        ac[0] = bc[0] = 2;
+        CHECK(fbits(nvfp4_sm120_step(ffrom(0x3f800001u), ac, as, bc, bs)) == 0x3f804001u);
+        CHECK(fbits(nvfp4_sm120_step(0.0f, ac, as, bc, bs)) == fbits(ldexpf(1, -9)));
+        /* subnormal 0x07 = (7/8) * 2^-6 on both sides, codes 6 x 6 in all 16:
+         * 576 * 49/64 * 2^-12 = 441 * 2^-12 (exact) */
+        as[0] = bs[0] = 0x07;
+        memset(ac, 7, 16);
+        memset(bc, 7, 16);
+        CHECK(nvfp4_sm120_step(0.0f, ac, as, bc, bs) == ldexpf(441, -12));
+
+        /* Maximum scales.  All four blocks: codes 6 x 6, scales 448 x 448:
+         * each block 576 * 200704 = 441 * 2^18, total 441 * 2^20 = 462422016
+         * (exact).  With c = 1: E = 16, unit 2^-19 keeps c, but the sum
+         * 462422017 truncates to 24 bits (ulp 32): 462422016 again. */
+        memset(ac, 7, 64);
+        memset(bc, 7, 64);
+        memset(as, 0x7e, 4);
+        memset(bs, 0x7e, 4);
+        CHECK(nvfp4_sm120_step(0.0f, ac, as, bc, bs) == 462422016.0f);
+        CHECK(nvfp4_sm120_step(1.0f, ac, as, bc, bs) == 462422016.0f);
+        /* the same with negative B codes (14 = -6): -462422016; c = -1 likewise */
+        memset(bc, 15, 64);
+        CHECK(nvfp4_sm120_step(-1.0f, ac, as, bc, bs) == -462422016.0f);
+
+        /* NaN scales (0x7f, 0xff), in any block and on either side, and a
+         * NaN c: the step returns 0x7fffffff, as MMA-Sim does. */
+        for (int j = 0; j < 4; j++) {
+            memset(as, 0x38, 4);
+            memset(bs, 0x38, 4);
+            if (j % 2) as[j] = 0x7f; else bs[j] = 0xff;
+            CHECK(fbits(nvfp4_sm120_step(0.0f, ac, as, bc, bs)) == 0x7fffffffu);
+        }
+        memset(as, 0x38, 4);
+        memset(bs, 0x38, 4);
+        CHECK(fbits(nvfp4_sm120_step(ffrom(0x7fc00000u), ac, as, bc, bs)) == 0x7fffffffu);
+    }
+    TEST("sm120 == published model, many zero scales (random)")
+    {
+        /* Scales drawn so that about a third are zero and a few subnormal:
+         * the cases where the exponent of a zero scale decides E. */
+        int bad = 0, zero_steps = 0;
+        for (int iter = 0; iter < 50000; iter++) {
+            int any_zero = 0;
+            for (int i = 0; i < 64; i++) {
+                ac[i] = (uint8_t)(test_rand(&s) & 15);
+                bc[i] = (uint8_t)(test_rand(&s) & 15);
+            }
+            for (int j = 0; j < 4; j++) {
+                uint64_t r = test_rand(&s) % 9;
+                as[j] = r < 3 ? 0 : r == 3 ? (uint8_t)(test_rand(&s) % 8) : (uint8_t)(test_rand(&s) % 0x7f);
+                r = test_rand(&s) % 9;
+                bs[j] = r < 3 ? 0 : r == 3 ? (uint8_t)(test_rand(&s) % 8) : (uint8_t)(test_rand(&s) % 0x7f);
+                if (test_rand(&s) % 2) as[j] |= 0x80; /* the sign bit is ignored */
+                any_zero |= (as[j] & 0x7f) == 0 || (bs[j] & 0x7f) == 0;
+            }
+            zero_steps += any_zero;
+            float c = (iter % 5 == 0) ? 0.0f : randf32(&s, 90 + (int)(test_rand(&s) % 50), 140);
+            float got = nvfp4_sm120_step(c, ac, as, bc, bs);
+            float want = brute_sm120(c, ac, as, bc, bs);
+            if (fbits(got) != fbits(want) && bad++ < 5)
+                fprintf(stderr, "sm120 mismatch iter %d: got %a want %a\n", iter, (double)got,
+                        (double)want);
+        }
+        CHECKF(bad == 0, "%d mismatches", bad);
+        CHECKF(zero_steps > 30000, "only %d steps with a zero scale", zero_steps);
     }
     TEST("sm120 == double brute force (random)")
     {
