@@ -8,6 +8,7 @@ for malformed files, and the `check` report's JSON keys.
 Prints one closing line: "cli: N passed, N failed"."""
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -15,8 +16,7 @@ import tempfile
 
 NVFP4 = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/nvfp4")
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED = os.environ.get("NVFP4_SHARED", os.path.join(HERE, "..", "..", "..", "shared"))
-GOLDEN = os.path.join(SHARED, "golden", "comfy-quantize")
+GOLDEN = os.environ.get("NVFP4_GOLDEN", os.path.join(HERE, "..", "golden", "comfy-quantize"))
 passed = failed = 0
 
 
@@ -67,6 +67,13 @@ def read_st(path):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="nvfp4-cli-")
+    try:
+        return cases(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def cases(tmp):
     p = lambda name: os.path.join(tmp, name)
 
     # --help everywhere, exit codes
