@@ -54,13 +54,11 @@ ifeq ($(WITH_CUDA),1)
   CLI_C   := $(wildcard cli/*.c) $(wildcard bench/*.c)
   CFLAGS  += -DNVFP4_WITH_CUDA=1 -I$(CUDA_HOME)/include
   CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
-  BENCH_LIBS := -lcublasLt -lcublas
 else
   LIB_C   := $(filter-out src/cuda/%.c,$(LIB_C)) src/cuda/stub_nocuda.c
   CUDA_CU :=
   CLI_C   := $(wildcard cli/*.c)
   CUDA_LIBS :=
-  BENCH_LIBS :=
 endif
 
 LIB_O    := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_C)) $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CUDA_CU))
@@ -93,7 +91,7 @@ $(BUILD)/libnvfp4.so: $(LIB_O)
 	$(CC) -shared -o $@ $^ $(LDFLAGS) $(CUDA_LIBS) -ljansson -lpthread -lm
 
 $(BUILD)/nvfp4: $(CLI_O) $(BUILD)/libnvfp4.a
-	$(CC) -o $@ $(CLI_O) $(BUILD)/libnvfp4.a $(LDFLAGS) $(CUDA_LIBS) $(BENCH_LIBS) $(LDLIBS)
+	$(CC) -o $@ $(CLI_O) $(BUILD)/libnvfp4.a $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
 
 $(BUILD)/obj/%.o: %.c include/nvfp4.h
 	@mkdir -p $(@D)

@@ -8,6 +8,7 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,68 @@
 #include "cuda/sm90_heuristics.cuh"
 
 int nvfp4_cli_bench(int argc, char **argv);
+
+/* cuBLAS and cuBLASLt are opened here, by bench, rather than linked: every
+ * other command would otherwise map 200+ MB of libraries it never calls. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define CUBLAS_FNS(X)                                                                        \
+    X(0, cublasCreate_v2) X(0, cublasDestroy_v2) X(0, cublasSetWorkspace_v2) X(0, cublasGemmEx) \
+    X(1, cublasLtCreate) X(1, cublasLtDestroy) X(1, cublasLtMatmul)                          \
+    X(1, cublasLtMatmulAlgoGetHeuristic) X(1, cublasLtMatmulDescCreate)                       \
+    X(1, cublasLtMatmulDescDestroy) X(1, cublasLtMatmulDescSetAttribute)                      \
+    X(1, cublasLtMatmulPreferenceCreate) X(1, cublasLtMatmulPreferenceDestroy)                \
+    X(1, cublasLtMatmulPreferenceSetAttribute) X(1, cublasLtMatrixLayoutCreate)               \
+    X(1, cublasLtMatrixLayoutDestroy)
+
+static struct {
+#define X(lib, fn) __typeof__(&fn) fn;
+    CUBLAS_FNS(X)
+#undef X
+} cublas_fns;
+
+/* 0, or 1 with a message on stderr. */
+static int load_cublas(void)
+{
+    static const char *names[2][2] = {
+        {"libcublas.so." STR(CUBLAS_VER_MAJOR), "libcublas.so"},
+        {"libcublasLt.so." STR(CUBLAS_VER_MAJOR), "libcublasLt.so"}};
+    void *lib[2];
+    for (int i = 0; i < 2; i++) {
+        lib[i] = dlopen(names[i][0], RTLD_NOW | RTLD_LOCAL);
+        if (!lib[i]) lib[i] = dlopen(names[i][1], RTLD_NOW | RTLD_LOCAL);
+        if (!lib[i]) {
+            fprintf(stderr, "nvfp4 bench: cannot load %s: %s\n", names[i][0], dlerror());
+            return 1;
+        }
+    }
+#define X(l, fn)                                                                   \
+    if (!(*(void **)&cublas_fns.fn = dlsym(lib[l], #fn))) {                         \
+        fprintf(stderr, "nvfp4 bench: %s has no %s\n", names[l][0], #fn);           \
+        return 1;                                                                  \
+    }
+    CUBLAS_FNS(X)
+#undef X
+    return 0; /* the libraries stay loaded for the rest of the process */
+}
+
+/* The calls below go through the table (a macro does not expand inside itself). */
+#define cublasCreate_v2 cublas_fns.cublasCreate_v2
+#define cublasDestroy_v2 cublas_fns.cublasDestroy_v2
+#define cublasSetWorkspace_v2 cublas_fns.cublasSetWorkspace_v2
+#define cublasGemmEx cublas_fns.cublasGemmEx
+#define cublasLtCreate cublas_fns.cublasLtCreate
+#define cublasLtDestroy cublas_fns.cublasLtDestroy
+#define cublasLtMatmul cublas_fns.cublasLtMatmul
+#define cublasLtMatmulAlgoGetHeuristic cublas_fns.cublasLtMatmulAlgoGetHeuristic
+#define cublasLtMatmulDescCreate cublas_fns.cublasLtMatmulDescCreate
+#define cublasLtMatmulDescDestroy cublas_fns.cublasLtMatmulDescDestroy
+#define cublasLtMatmulDescSetAttribute cublas_fns.cublasLtMatmulDescSetAttribute
+#define cublasLtMatmulPreferenceCreate cublas_fns.cublasLtMatmulPreferenceCreate
+#define cublasLtMatmulPreferenceDestroy cublas_fns.cublasLtMatmulPreferenceDestroy
+#define cublasLtMatmulPreferenceSetAttribute cublas_fns.cublasLtMatmulPreferenceSetAttribute
+#define cublasLtMatrixLayoutCreate cublas_fns.cublasLtMatrixLayoutCreate
+#define cublasLtMatrixLayoutDestroy cublas_fns.cublasLtMatrixLayoutDestroy
 
 #define BENCH_MAX_M 16
 
@@ -340,6 +403,7 @@ int nvfp4_cli_bench(int argc, char **argv)
     double copy_bw = 0, fp16_tflops = 0;
     void *lt_ws = NULL;
     const size_t lt_ws_bytes = (size_t)32 << 20;
+    if (load_cublas()) goto fail;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
     CB(cublasCreate(&hb), "cublasCreate");
@@ -702,12 +766,12 @@ int nvfp4_cli_bench(int argc, char **argv)
         }
         json_object_set_new(root, "results", rows);
         /* whole or not at all: a temporary file renamed into place */
-        char tmp[4200];
-        snprintf(tmp, sizeof tmp, "%s.tmp", json_path);
-        if (strlen(json_path) > 4000 || json_dump_file(root, tmp, JSON_INDENT(1)) != 0 ||
-            rename(tmp, json_path) != 0) {
-            fprintf(stderr, "nvfp4 bench: cannot write %s\n", json_path);
-            remove(tmp);
+        char *text = json_dumps(root, JSON_INDENT(1));
+        nvfp4_status st = text ? nvfp4_write_file_atomic(json_path, text, strlen(text))
+                               : NVFP4_ERR_OUT_OF_MEMORY;
+        free(text);
+        if (st != NVFP4_OK) {
+            fprintf(stderr, "nvfp4 bench: cannot write %s: %s\n", json_path, nvfp4_last_error());
             json_decref(root);
             goto fail;
         }

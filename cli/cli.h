@@ -37,6 +37,18 @@ int cli_ends_with(const char *s, const char *suffix);
 /* Monotone FP32 ordering: the distance in ULPs between two finite floats. */
 uint64_t cli_ulp_distance(float a, float b);
 
+/* 1 if both paths name the same existing file (st_dev and st_ino). */
+int cli_same_file(const char *a, const char *b);
+/* An error unless out is a different file than in (or force): 0 if fine. */
+int cli_refuse_same_file(const char *cmd, const char *in, const char *out, int force);
+
+/* s with control bytes (< 0x20, 0x7F) as \xNN, into buf (always terminated; a
+ * string that does not fit ends in "..."). */
+const char *cli_printable(char *buf, size_t len, const char *s);
+
+/* Count the NaN and Inf values of n elements of a float dtype (F32, F16, BF16). */
+int64_t cli_count_nonfinite(const void *data, nvfp4_dtype dtype, int64_t n);
+
 /* Shared by matmul, linear and check (cmd_matmul.c). */
 int cli_load_nvfp4_spec(const char *cmd, const char *spec, nvfp4_tensor *t);
 int cli_load_vector_spec(const char *cmd, const char *spec, int64_t n, float **out);

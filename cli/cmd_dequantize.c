@@ -15,7 +15,8 @@ static const char help[] =
     "options:\n"
     "  --only NAME   dequantize NAME only (repeatable); other NVFP4 tensors are copied\n"
     "  --f32         write F32 instead of BF16\n"
-    "  --threads N   worker threads (default: all cores)\n";
+    "  --threads N   worker threads (default: all cores)\n"
+    "  --force       write OUT even when it is IN\n";
 
 #define MAX_ONLY 4096
 
@@ -23,7 +24,7 @@ int cmd_dequantize(int argc, char **argv)
 {
     const char *C = "dequantize";
     const char *in = NULL, *outp = NULL, *only[MAX_ONLY];
-    int n_only = 0, f32 = 0;
+    int n_only = 0, f32 = 0, force = 0;
     long long threads = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -36,6 +37,8 @@ int cmd_dequantize(int argc, char **argv)
             only[n_only++] = argv[i];
         } else if (!strcmp(a, "--f32")) {
             f32 = 1;
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
         } else if (!strcmp(a, "--threads")) {
             if (++i >= argc || cli_parse_int(argv[i], &threads) || threads < 0 || threads > 1024)
                 return cli_error(C, "--threads needs a count (0 = all cores)");
@@ -50,6 +53,7 @@ int cmd_dequantize(int argc, char **argv)
         }
     }
     if (!in || !outp) return cli_error(C, "needs IN.safetensors and OUT.safetensors (try --help)");
+    if (cli_refuse_same_file(C, in, outp, force)) return 1;
     nvfp4_st_file *f = NULL;
     nvfp4_status st = nvfp4_st_open(&f, in);
     if (st != NVFP4_OK) return cli_lib_error(C, st, "cannot read input");

@@ -1,4 +1,5 @@
 /* cmd_linear.c -- `nvfp4 linear`: BF16 activations x a ComfyUI NVFP4 layer. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +24,10 @@ static const char help[] =
     "  --model sm90|exact|sm120      accumulation model (cpu backend; default sm90)\n"
     "  --dump-quantized FILE         also write the quantized activations (NVFP4, as\n"
     "                                x, x_scale, x_scale_2) to FILE\n"
-    "  --threads N                   CPU threads (default: all cores)\n";
+    "  --threads N                   CPU threads (default: all cores)\n"
+    "  --force                       write OUT even when it is one of the input files\n"
+    "\n"
+    "X's K must equal the weight's K.  NaN or Inf activations are counted on stderr.\n";
 
 int cmd_linear(int argc, char **argv)
 {
@@ -33,6 +37,7 @@ int cmd_linear(int argc, char **argv)
     nvfp4_variant variant = NVFP4_VARIANT_EAGER;
     nvfp4_model model = NVFP4_MODEL_SM90;
     long long threads = 0;
+    int force = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -59,6 +64,8 @@ int cmd_linear(int argc, char **argv)
         } else if (!strcmp(a, "--model")) {
             if (++i >= argc || nvfp4_model_from_name(&model, argv[i]) != NVFP4_OK)
                 return cli_error(C, "--model needs sm90, exact or sm120");
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
         } else if (!strcmp(a, "--dump-quantized")) {
             if (++i >= argc) return cli_error(C, "--dump-quantized needs a file");
             dump = argv[i];
@@ -86,6 +93,10 @@ int cmd_linear(int argc, char **argv)
     const char *layer, *xname;
     if (cli_split_spec(sw, wpath, sizeof wpath, &layer)) return cli_error(C, "'%s' is not FILE:LAYER", sw);
     if (cli_split_spec(sx, xpath, sizeof xpath, &xname)) return cli_error(C, "'%s' is not FILE:NAME", sx);
+    if (cli_refuse_same_file(C, wpath, outp, force) || cli_refuse_same_file(C, xpath, outp, force) ||
+        (dump && (cli_refuse_same_file(C, wpath, dump, force) ||
+                  cli_refuse_same_file(C, xpath, dump, force))))
+        return 1;
 
     int rc = 1;
     nvfp4_st_file *wf = NULL, *xf = NULL;
@@ -147,6 +158,22 @@ int cmd_linear(int argc, char **argv)
         goto done;
     }
     int64_t m = X->shape[0], n = W.rows;
+    if (X->shape[1] != W.cols) {
+        cli_error(C, "'%s' has K = %lld but the weight %s has K = %lld: the activations' K "
+                     "must equal the weight's", xname, (long long)X->shape[1], layer,
+                  (long long)W.cols);
+        goto done;
+    }
+    if (m < 1 || m > INT64_MAX / 4 / (n ? n : 1)) {
+        cli_error(C, "'%s' has %lld rows: need 1 to %lld", xname, (long long)m,
+                  (long long)(INT64_MAX / 4 / (n ? n : 1)));
+        goto done;
+    }
+    int64_t nonfinite = cli_count_nonfinite(X->data, X->dtype, m * X->shape[1]);
+    if (nonfinite)
+        fprintf(stderr, "nvfp4 linear: warning: '%s' holds %lld NaN/Inf value%s; the outputs of "
+                        "their rows are not finite\n", xname, (long long)nonfinite,
+                nonfinite == 1 ? "" : "s");
     raw = malloc((size_t)(m * n) * 4);
     out = malloc((size_t)(m * n) * 2);
     if (!raw || !out) {

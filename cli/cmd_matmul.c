@@ -1,5 +1,6 @@
 /* cmd_matmul.c -- `nvfp4 matmul`: NVFP4 x NVFP4 under an accumulation model. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,8 @@ static const char help[] =
     "  --bias FILE:NAME           a 1-D float tensor of N values added in FP32\n"
     "  --compare-exact            also report the ULP distance of raw and out from the\n"
     "                             exact (correctly rounded) oracle\n"
-    "  --threads N                CPU threads (default: all cores)\n";
+    "  --threads N                CPU threads (default: all cores)\n"
+    "  --force                    write OUT even when it is one of the input files\n";
 
 int cli_load_nvfp4_spec(const char *C, const char *spec, nvfp4_tensor *t)
 {
@@ -118,7 +120,7 @@ int cmd_matmul(int argc, char **argv)
     const char *C = "matmul";
     const char *sa = NULL, *sb = NULL, *outp = NULL, *sbias = NULL, *backend = "auto";
     nvfp4_model model = NVFP4_MODEL_SM90;
-    int cmp_exact = 0;
+    int cmp_exact = 0, force = 0;
     long long threads = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -141,6 +143,8 @@ int cmd_matmul(int argc, char **argv)
             sbias = argv[i];
         } else if (!strcmp(a, "--compare-exact")) {
             cmp_exact = 1;
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
         } else if (!strcmp(a, "--threads")) {
             if (++i >= argc || cli_parse_int(argv[i], &threads) || threads < 0 || threads > 1024)
                 return cli_error(C, "--threads needs a count (0 = all cores)");
@@ -161,6 +165,14 @@ int cmd_matmul(int argc, char **argv)
     if (use_cuda && model != NVFP4_MODEL_SM90)
         return cli_error(C, "--backend cuda computes the sm90 model only; use --backend cpu "
                             "for --model %s", nvfp4_model_name(model));
+    const char *inputs[3] = {sa, sb, sbias};
+    for (int i = 0; i < 3; i++) {
+        char path[4096];
+        const char *name;
+        if (inputs[i] && !cli_split_spec(inputs[i], path, sizeof path, &name) &&
+            cli_refuse_same_file(C, path, outp, force))
+            return 1;
+    }
 
     nvfp4_tensor A = {0}, B = {0};
     float *bias = NULL, *raw = NULL;
@@ -173,6 +185,10 @@ int cmd_matmul(int argc, char **argv)
         goto done;
     }
     if (sbias && cli_load_vector_spec(C, sbias, B.rows, &bias)) goto done;
+    if (A.rows > INT64_MAX / 4 / (B.rows ? B.rows : 1)) {
+        cli_error(C, "a %lld x %lld result is too large", (long long)A.rows, (long long)B.rows);
+        goto done;
+    }
     size_t mn = (size_t)(A.rows * B.rows);
     raw = malloc(mn * 4);
     out = malloc(mn * 2);

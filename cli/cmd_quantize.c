@@ -1,4 +1,5 @@
 /* cmd_quantize.c -- `nvfp4 quantize`: float tensors -> ComfyUI NVFP4 layers. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +24,8 @@ static const char help[] =
     "  --variant eager|cuda   comfy-kitchen's eager (divide, default) or CUDA\n"
     "                         (multiply by the reciprocal) rounding path\n"
     "  --per-tensor-scale X   use X instead of amax|T| / (448 * 6)\n"
-    "  --threads N            worker threads (default: all cores)\n";
+    "  --threads N            worker threads (default: all cores)\n"
+    "  --force                write OUT even when it is IN\n";
 
 #define MAX_ONLY 4096
 
@@ -42,6 +44,7 @@ int cmd_quantize(int argc, char **argv)
     int n_only = 0, have_pts = 0;
     long long threads = 0;
     float pts = 0;
+    int force = 0;
     nvfp4_variant variant = NVFP4_VARIANT_EAGER;
 
     for (int i = 1; i < argc; i++) {
@@ -59,9 +62,11 @@ int cmd_quantize(int argc, char **argv)
             else if (!strcmp(argv[i], "cuda")) variant = NVFP4_VARIANT_CUDA;
             else return cli_error(C, "--variant: '%s' is not eager or cuda", argv[i]);
         } else if (!strcmp(a, "--per-tensor-scale")) {
-            if (++i >= argc || cli_parse_float(argv[i], &pts) || !(pts > 0))
-                return cli_error(C, "--per-tensor-scale needs a positive number");
+            if (++i >= argc || cli_parse_float(argv[i], &pts) || !(pts > 0) || !isfinite(pts))
+                return cli_error(C, "--per-tensor-scale needs a positive finite number");
             have_pts = 1;
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
         } else if (!strcmp(a, "--threads")) {
             if (++i >= argc || cli_parse_int(argv[i], &threads) || threads < 0 || threads > 1024)
                 return cli_error(C, "--threads needs a count (0 = all cores)");
@@ -76,6 +81,7 @@ int cmd_quantize(int argc, char **argv)
         }
     }
     if (!in || !outp) return cli_error(C, "needs IN.safetensors and OUT.safetensors (try --help)");
+    if (cli_refuse_same_file(C, in, outp, force)) return 1;
 
     nvfp4_st_file *f = NULL;
     nvfp4_status st = nvfp4_st_open(&f, in);

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -149,4 +150,51 @@ int cli_ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && !strcmp(s + n - m, suffix);
+}
+
+int cli_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+int cli_refuse_same_file(const char *cmd, const char *in, const char *out, int force)
+{
+    if (force || !cli_same_file(in, out)) return 0;
+    char a[512], b[512];
+    return cli_error(cmd, "the output %s is the input %s: it would be replaced (use another "
+                          "name, or --force)", cli_printable(a, sizeof a, out),
+                     cli_printable(b, sizeof b, in));
+}
+
+const char *cli_printable(char *buf, size_t len, const char *s)
+{
+    size_t o = 0;
+    for (; *s && o + 5 < len; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f) o += (size_t)snprintf(buf + o, len - o, "\\x%02X", c);
+        else buf[o++] = (char)c;
+    }
+    if (*s && o + 4 <= len) o += (size_t)snprintf(buf + o, len - o, "...");
+    buf[o < len ? o : len - 1] = '\0';
+    return buf;
+}
+
+int64_t cli_count_nonfinite(const void *data, nvfp4_dtype dtype, int64_t n)
+{
+    const uint8_t *p = data;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t b;
+        if (dtype == NVFP4_DTYPE_F32) {
+            memcpy(&b, p + 4 * i, 4);
+            bad += (b & 0x7F800000u) == 0x7F800000u;
+        } else {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            bad += dtype == NVFP4_DTYPE_F16 ? (h & 0x7C00u) == 0x7C00u : (h & 0x7F80u) == 0x7F80u;
+        }
+    }
+    return bad;
 }

@@ -600,6 +600,46 @@ nvfp4_status nvfp4_st_writer_write(nvfp4_st_writer *w, const char *path,
 void nvfp4_st_writer_free(nvfp4_st_writer *w);
 
 /*-**************************************************************************
+ *  Files written atomically (src/io/atomic.c)
+ *  Bytes go to a temporary file ".NAME.tmp-XXXXXX" beside the target, then
+ *  fsync, rename over the target: a reader sees the old file or the whole
+ *  new one.  Interrupted writes: the first temporary file hooks SIGINT,
+ *  SIGTERM and SIGHUP where their action is still the default; the hook
+ *  removes every open temporary file and re-raises the signal (the process
+ *  ends as it would have).  A program with its own handlers for those
+ *  signals calls nvfp4_remove_temp_files() from them.  SIGKILL cannot be
+ *  caught: a killed writer leaves its temporary file behind.
+ *  nvfp4_st_writer_write() writes through these functions.
+ ****************************************************************************/
+typedef struct nvfp4_atomic_file nvfp4_atomic_file;
+
+/*! nvfp4_atomic_open() :
+ *  Create the temporary file for `path` now (so an unwritable directory
+ *  fails before any work; the message says why).
+ *  @return NVFP4_OK with *out set, or an error (*out NULL). */
+nvfp4_status nvfp4_atomic_open(nvfp4_atomic_file **out, const char *path);
+
+/*! nvfp4_atomic_write() : append n bytes.  @return NVFP4_OK or NVFP4_ERR_IO. */
+nvfp4_status nvfp4_atomic_write(nvfp4_atomic_file *f, const void *data, size_t n);
+
+/*! nvfp4_atomic_commit() :
+ *  fsync, rename onto the path (keeping the replaced file's mode, else
+ *  0644) and free f; on failure the temporary file is removed and the target
+ *  left as it was.  @return NVFP4_OK or NVFP4_ERR_IO. */
+nvfp4_status nvfp4_atomic_commit(nvfp4_atomic_file *f);
+
+/*! nvfp4_atomic_discard() : remove the temporary file, free f.  NULL-safe. */
+void nvfp4_atomic_discard(nvfp4_atomic_file *f);
+
+/*! nvfp4_write_file_atomic() : open, write n bytes, commit.  @return status. */
+nvfp4_status nvfp4_write_file_atomic(const char *path, const void *data, size_t n);
+
+/*! nvfp4_remove_temp_files() :
+ *  Unlink the temporary files of every write in progress (async-signal-safe;
+ *  for signal handlers; those writes then fail at their rename). */
+void nvfp4_remove_temp_files(void);
+
+/*-**************************************************************************
  *  ComfyUI NVFP4 layers in safetensors (src/io/layer.c)
  *  NAME (U8 [rows, cols/2], hi-first), NAME_scale (F8_E4M3, tiled,
  *  [roundup(rows,128), roundup(cols/16,4)]), NAME_scale_2 (F32 scalar).
