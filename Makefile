@@ -33,7 +33,7 @@ OPT      ?= -O2
 # depends on every FP32 operation rounding where the source says it does.
 CFLAGS   ?=
 CFLAGS   += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Werror -fPIC \
-            -ffp-contract=off -fno-fast-math -Iinclude -Isrc/core -Isrc
+            -ffp-contract=off -fno-fast-math -fvisibility=hidden -Iinclude -Isrc/core -Isrc
 # jansson is linked statically when its archive exists, so binaries built here
 # also run on machines without the package (the GPU machine, for one).
 comma    := ,
@@ -43,7 +43,7 @@ SANFLAGS ?=
 CFLAGS   += $(SANFLAGS)
 LDFLAGS  += $(SANFLAGS)
 
-NVCCFLAGS ?= -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC \
+NVCCFLAGS ?= -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
              -Xcompiler -Wall -Werror all-warnings -fmad=false -Iinclude -Isrc/core -Isrc \
              -lineinfo
 

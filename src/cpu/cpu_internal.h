@@ -127,8 +127,7 @@ void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btil
 void nvfp4_cpu_sm90_kernel_avx512vnni(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
                                       int64_t row_begin, int64_t row_end, float *acc);
 
-/* Testing hook: allow (1, the default) or forbid (0) the VNNI variant of the
- * AVX-512 kernel, so that tests can run both on a VNNI machine. */
-void nvfp4_cpu_allow_vnni(int allow);
+/* nvfp4_cpu_allow_vnni, nvfp4_cpu_force_simd: the testing hooks. */
+#include "nvfp4_testing.h"
 
 #endif

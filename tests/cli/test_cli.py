@@ -325,6 +325,20 @@ def issue15_cases(tmp, p):
     rc, _, err = run("--version", env={"LD_DEBUG": "libs"})
     check(rc == 0 and "libc.so" in err and "cublas" not in err.lower(), "--version loads no cuBLAS")
 
+    # the shared library exports the public API (NVFP4_API in nvfp4.h) and nothing else
+    so = os.path.join(os.path.dirname(NVFP4), "libnvfp4.so")
+    if os.path.exists(so) and shutil.which("nm"):
+        import re
+        hdr = open(os.path.join(HERE, "..", "..", "include", "nvfp4.h")).read()
+        public = set(re.findall(r"^NVFP4_API [^(]*?\b(nvfp4_\w+)\(", hdr, re.M))
+        nm = subprocess.run(["nm", "-D", "--defined-only", so], capture_output=True, text=True).stdout
+        exported = {line.split()[-1] for line in nm.splitlines() if line.strip()}
+        check(len(public) > 50 and exported == public,
+              f"libnvfp4.so exports exactly the public API: extra {sorted(exported - public)[:5]}, "
+              f"missing {sorted(public - exported)[:5]}")
+    else:
+        print(f"note: {so} not built; export check not run")
+
     # an input truncated while mapped: an error, not SIGBUS; no temporary file left
     big = p("big.st")
     rows, cols = 8192, 8192
