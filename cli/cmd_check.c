@@ -444,34 +444,6 @@ static double memory_estimate(int64_t m, int64_t n, int64_t k, int cuda, int str
     return per_elem * (double)k * ((double)n + (double)m) + 6.0 * results * (double)m * (double)n;
 }
 
-static int load_layer(const char *C, nvfp4_st_file *f, const char *layer, nvfp4_tensor *W,
-                      float *input_scale, int *has_input_scale, float **bias)
-{
-    char name[300];
-    snprintf(name, sizeof name, "%.255s.weight", layer);
-    nvfp4_status st = nvfp4_st_load_nvfp4(W, f, name);
-    if (st != NVFP4_OK) return cli_lib_error(C, st, name);
-    snprintf(name, sizeof name, "%.255s.input_scale", layer);
-    const nvfp4_st_tensor *t = nvfp4_st_find(f, name);
-    *has_input_scale = t && t->dtype == NVFP4_DTYPE_F32 && t->nbytes == 4;
-    if (*has_input_scale) memcpy(input_scale, t->data, 4);
-    snprintf(name, sizeof name, "%.255s.bias", layer);
-    t = nvfp4_st_find(f, name);
-    if (t) {
-        if (t->ndim != 1 || t->shape[0] > W->rows || cli_tensor_to_f32(t, bias) != NVFP4_OK)
-            return cli_error(C, "'%s' must be a 1-D float tensor of at most %lld values", name,
-                             (long long)W->rows);
-        if (t->shape[0] < W->rows) {
-            float *b2 = calloc((size_t)W->rows, 4);
-            if (!b2) return cli_error(C, "out of memory");
-            memcpy(b2, *bias, (size_t)t->shape[0] * 4);
-            free(*bias);
-            *bias = b2;
-        }
-    }
-    return 0;
-}
-
 int cmd_check(int argc, char **argv)
 {
     const char *C = "check";
@@ -653,12 +625,19 @@ int cmd_check(int argc, char **argv)
         nvfp4_status st = NVFP4_OK;
         uint64_t lseed = (uint64_t)seed * 1000003ULL + (uint64_t)i * 7919ULL;
         if (cf) {
-            if (load_layer(C, cf, lins[i].name, &W, &in_scale, &has_in, &bias)) {
+            nvfp4_layer L = {0};
+            nvfp4_status ls = nvfp4_st_load_layer(&L, cf, lins[i].name);
+            if (ls != NVFP4_OK) {
+                cli_lib_error(C, ls, lins[i].name);
                 r->error = 1;
                 snprintf(r->error_msg, sizeof r->error_msg, "cannot load layer");
                 all_ok = 0;
                 continue;
             }
+            W = L.weight; /* W and bias own the layer's arrays from here */
+            bias = L.bias;
+            in_scale = L.input_scale;
+            has_in = L.has_input_scale;
             r->lin.n = W.rows;
             r->lin.k = W.cols;
         } else {

@@ -81,8 +81,7 @@ int cmd_dequantize(int argc, char **argv)
     for (size_t i = 0; i < count; i++) {
         const nvfp4_st_tensor *t = nvfp4_st_get(f, i);
         char nm[4096];
-        snprintf(nm, sizeof nm, "%s_scale_2", t->name);
-        if (t->dtype != NVFP4_DTYPE_U8 || !nvfp4_st_find(f, nm)) continue;
+        if (!nvfp4_st_is_nvfp4(f, t->name)) continue;
         int sel = !n_only;
         for (int j = 0; j < n_only; j++) sel |= !strcmp(only[j], t->name);
         if (!sel) continue;
@@ -94,8 +93,7 @@ int cmd_dequantize(int argc, char **argv)
             if (!strncmp(o, t->name, L) && (!strcmp(o + L, "_scale") || !strcmp(o + L, "_scale_2")))
                 role[k] = 2;
         }
-        if (cli_ends_with(t->name, ".weight")) {
-            snprintf(nm, sizeof nm, "%.*s.comfy_quant", (int)(strlen(t->name) - 7), t->name);
+        if (nvfp4_st_marker_name(nm, sizeof nm, t->name)) {
             for (size_t k = 0; k < count; k++)
                 if (!strcmp(nvfp4_st_get(f, k)->name, nm)) role[k] = 2;
         }

@@ -95,9 +95,7 @@ int cmd_inspect(int argc, char **argv)
     int layers = 0;
     for (size_t i = 0; i < count; i++) {
         const nvfp4_st_tensor *t = nvfp4_st_get(f, i);
-        char name[4096];
-        snprintf(name, sizeof name, "%s_scale_2", t->name);
-        if (t->dtype != NVFP4_DTYPE_U8 || !nvfp4_st_find(f, name)) continue;
+        if (!nvfp4_st_is_nvfp4(f, t->name)) continue;
         if (!layers++) printf("NVFP4 tensors:\n");
         nvfp4_tensor q = {0};
         st = nvfp4_st_load_nvfp4(&q, f, t->name);

@@ -108,40 +108,21 @@ int cmd_linear(int argc, char **argv)
         cli_lib_error(C, st, "cannot read weights");
         goto done;
     }
-    snprintf(name, sizeof name, "%s.weight", layer);
-    if ((st = nvfp4_st_load_nvfp4(&W, wf, name)) != NVFP4_OK) {
-        cli_lib_error(C, st, name);
+    nvfp4_layer L = {0};
+    if ((st = nvfp4_st_load_layer(&L, wf, layer)) != NVFP4_OK) {
+        cli_lib_error(C, st, layer); /* the message names the tensor */
         goto done;
     }
-    snprintf(name, sizeof name, "%s.input_scale", layer);
-    const nvfp4_st_tensor *is = nvfp4_st_find(wf, name);
-    if (scale_mode == -1) scale_mode = is ? 0 : 1;
+    W = L.weight; /* the layer's arrays now belong to W and bias */
+    bias = L.bias;
+    if (scale_mode == -1) scale_mode = L.has_input_scale ? 0 : 1;
     if (scale_mode == 0) {
-        if (!is) {
+        snprintf(name, sizeof name, "%s.input_scale", layer);
+        if (!L.has_input_scale) {
             cli_error(C, "%s has no '%s'; use --input-scale dynamic", wpath, name);
             goto done;
         }
-        if (is->dtype != NVFP4_DTYPE_F32 || is->nbytes != 4) {
-            cli_error(C, "'%s' must be one F32 value", name);
-            goto done;
-        }
-        memcpy(&input_scale, is->data, 4);
-    }
-    snprintf(name, sizeof name, "%s.bias", layer);
-    const nvfp4_st_tensor *bt = nvfp4_st_find(wf, name);
-    if (bt) {
-        if (bt->ndim != 1 || bt->shape[0] > W.rows || cli_tensor_to_f32(bt, &bias) != NVFP4_OK) {
-            cli_error(C, "'%s' must be a 1-D float tensor of at most %lld values", name,
-                      (long long)W.rows);
-            goto done;
-        }
-        if (bt->shape[0] < W.rows) { /* ComfyUI pads N to 16 and zero-extends the bias */
-            float *b2 = calloc((size_t)W.rows, sizeof *b2);
-            if (!b2) goto done;
-            memcpy(b2, bias, (size_t)bt->shape[0] * 4);
-            free(bias);
-            bias = b2;
-        }
+        input_scale = L.input_scale;
     }
     if ((st = nvfp4_st_open(&xf, xpath)) != NVFP4_OK) {
         cli_lib_error(C, st, "cannot read activations");

@@ -34,8 +34,6 @@ static int is_float(nvfp4_dtype d)
     return d == NVFP4_DTYPE_BF16 || d == NVFP4_DTYPE_F16 || d == NVFP4_DTYPE_F32;
 }
 
-static const char marker_json[] = "{\"format\": \"nvfp4\"}";
-
 int cmd_quantize(int argc, char **argv)
 {
     const char *C = "quantize";
@@ -171,18 +169,19 @@ int cmd_quantize(int argc, char **argv)
             goto done;
         }
     }
-    int64_t marker_shape[1] = {(int64_t)strlen(marker_json)};
     for (size_t i = 0; i < count; i++) {
         const nvfp4_st_tensor *t = nvfp4_st_get(f, i);
         if (selected[i]) {
-            st = nvfp4_st_add_nvfp4(w, t->name, &q[i]);
-            if (st == NVFP4_OK && cli_ends_with(t->name, ".weight")) {
-                char marker[4096];
-                snprintf(marker, sizeof marker, "%.*s.comfy_quant",
-                         (int)(strlen(t->name) - strlen(".weight")), t->name);
-                if (!nvfp4_st_find(f, marker))
-                    st = nvfp4_st_writer_add(w, marker, NVFP4_DTYPE_U8, 1, marker_shape,
-                                             marker_json, strlen(marker_json));
+            /* a LAYER.weight becomes a whole ComfyUI layer, marker included
+             * (unless the input already has the marker, which is copied) */
+            char marker[4096];
+            if (nvfp4_st_marker_name(marker, sizeof marker, t->name) && !nvfp4_st_find(f, marker)) {
+                char layer[4096];
+                snprintf(layer, sizeof layer, "%.*s", (int)(strlen(t->name) - strlen(".weight")),
+                         t->name);
+                st = nvfp4_st_add_nvfp4_layer(w, layer, &q[i]);
+            } else {
+                st = nvfp4_st_add_nvfp4(w, t->name, &q[i]);
             }
         } else {
             st = nvfp4_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, t->nbytes);

@@ -660,8 +660,49 @@ NVFP4_API nvfp4_status nvfp4_st_load_nvfp4(nvfp4_tensor *out, const nvfp4_st_fil
 
 /*! nvfp4_st_add_nvfp4() :
  *  Queue NAME, NAME_scale, NAME_scale_2 for t (must be hi-first, tiled; its
- *  arrays are borrowed until the write).  @return NVFP4_OK or an error. */
+ *  arrays are borrowed until the write).  The tensor only: for a layer that
+ *  ComfyUI loads, nvfp4_st_add_nvfp4_layer() adds its marker too.
+ *  @return NVFP4_OK or an error. */
 NVFP4_API nvfp4_status nvfp4_st_add_nvfp4(nvfp4_st_writer *w, const char *name, const nvfp4_tensor *t);
+
+/*! nvfp4_st_is_nvfp4() :
+ *  @return 1 if NAME is stored as an NVFP4 tensor (NAME is U8 and
+ *  NAME_scale_2 exists; nvfp4_st_load_nvfp4() checks the rest), else 0. */
+NVFP4_API int nvfp4_st_is_nvfp4(const nvfp4_st_file *f, const char *name);
+
+/*! nvfp4_st_marker_name() :
+ *  For "LAYER.weight", writes ComfyUI's layer marker name "LAYER.comfy_quant"
+ *  into buf.  @return 1, or 0 when the name does not end in ".weight" or
+ *  buf is too short. */
+NVFP4_API int nvfp4_st_marker_name(char *buf, size_t len, const char *weight_name);
+
+/*! nvfp4_st_add_nvfp4_layer() :
+ *  Queue a whole ComfyUI NVFP4 layer: LAYER.weight, LAYER.weight_scale,
+ *  LAYER.weight_scale_2 (as nvfp4_st_add_nvfp4) and the marker
+ *  LAYER.comfy_quant (U8, the JSON {"format": "nvfp4"}) ComfyUI looks for.
+ *  All or nothing.  @return NVFP4_OK or an error. */
+NVFP4_API nvfp4_status nvfp4_st_add_nvfp4_layer(nvfp4_st_writer *w, const char *layer,
+                                                const nvfp4_tensor *t);
+
+/*! A ComfyUI NVFP4 linear layer as loaded from a checkpoint. */
+typedef struct nvfp4_layer {
+    nvfp4_tensor weight;  /* LAYER.weight: N x K, hi-first, tiled */
+    float input_scale;    /* LAYER.input_scale, when has_input_scale */
+    int has_input_scale;
+    float *bias;          /* LAYER.bias widened to FP32 and zero-padded to N, or NULL */
+} nvfp4_layer;
+
+/*! nvfp4_st_load_layer() :
+ *  Load LAYER.weight (nvfp4_st_load_nvfp4), the optional LAYER.input_scale
+ *  (one F32) and the optional LAYER.bias (1-D F32/F16/BF16 of at most N
+ *  values; ComfyUI pads N to 16, so shorter biases are zero-extended).
+ *  Free with nvfp4_layer_free().  @return NVFP4_OK, NVFP4_ERR_NOT_FOUND, or
+ *  NVFP4_ERR_MALFORMED (the message names the tensor); *out zeroed on error. */
+NVFP4_API nvfp4_status nvfp4_st_load_layer(nvfp4_layer *out, const nvfp4_st_file *f,
+                                           const char *layer);
+
+/*! nvfp4_layer_free() : release the weight and bias; l is zeroed.  NULL-safe. */
+NVFP4_API void nvfp4_layer_free(nvfp4_layer *l);
 
 #ifdef __cplusplus
 }

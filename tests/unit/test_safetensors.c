@@ -230,6 +230,58 @@ static void test_atomic_file(void)
     unlink(target);
 }
 
+/* ComfyUI layers: writer adds the marker, loader pads the bias, checks dtypes. */
+static void test_layer_api(void)
+{
+    nvfp4_tensor t;
+    CHECK(nvfp4_tensor_alloc(&t, 20, 32, NVFP4_HI_FIRST, NVFP4_SCALES_TILED) == NVFP4_OK);
+    for (size_t i = 0; i < 20 * 16; i++) t.codes[i] = (uint8_t)(i * 37);
+    t.scales[0] = 0x38;
+    t.per_tensor_scale = 0.5f;
+    float bias[18], in_scale = 0.25f, bad_scale[2] = {1, 2};
+    for (int i = 0; i < 18; i++) bias[i] = (float)i - 3.5f;
+    int64_t bshape[1] = {18}, s2[1] = {2};
+    nvfp4_st_writer *w = NULL;
+    CHECK(nvfp4_st_writer_new(&w) == NVFP4_OK);
+    CHECK(nvfp4_st_add_nvfp4_layer(w, "blk.lin", &t) == NVFP4_OK);
+    CHECK(nvfp4_st_writer_add(w, "blk.lin.bias", NVFP4_DTYPE_F32, 1, bshape, bias, sizeof bias) == NVFP4_OK);
+    CHECK(nvfp4_st_writer_add(w, "blk.lin.input_scale", NVFP4_DTYPE_F32, 0, NULL, &in_scale, 4) == NVFP4_OK);
+    CHECK(nvfp4_st_add_nvfp4_layer(w, "bad", &t) == NVFP4_OK);
+    CHECK(nvfp4_st_writer_add(w, "bad.input_scale", NVFP4_DTYPE_F32, 1, s2, bad_scale, 8) == NVFP4_OK);
+    CHECK(nvfp4_st_add_nvfp4_layer(w, "blk.lin", &t) != NVFP4_OK); /* duplicate: nothing queued */
+    const char *path = tmp_path("layer-api.safetensors");
+    CHECK(nvfp4_st_writer_write(w, path, NULL, NULL) == NVFP4_OK);
+    nvfp4_st_writer_free(w);
+    nvfp4_st_file *f = NULL;
+    CHECK(nvfp4_st_open(&f, path) == NVFP4_OK);
+    if (f) {
+        CHECK(nvfp4_st_count(f) == 11);
+        const nvfp4_st_tensor *mk = nvfp4_st_find(f, "blk.lin.comfy_quant");
+        CHECK(mk && mk->dtype == NVFP4_DTYPE_U8 && mk->nbytes == 19 &&
+              !memcmp(mk->data, "{\"format\": \"nvfp4\"}", 19));
+        CHECK(nvfp4_st_is_nvfp4(f, "blk.lin.weight") && !nvfp4_st_is_nvfp4(f, "blk.lin.bias") &&
+              !nvfp4_st_is_nvfp4(f, "blk.lin.weight_scale") && !nvfp4_st_is_nvfp4(f, "nope"));
+        nvfp4_layer L;
+        CHECKF(nvfp4_st_load_layer(&L, f, "blk.lin") == NVFP4_OK, "%s", nvfp4_last_error());
+        CHECK(L.weight.rows == 20 && L.weight.cols == 32 && L.has_input_scale && L.input_scale == 0.25f &&
+              !memcmp(L.weight.codes, t.codes, 20 * 16) && L.weight.per_tensor_scale == 0.5f);
+        int bias_ok = L.bias != NULL;
+        for (int i = 0; bias_ok && i < 20; i++) bias_ok = L.bias[i] == (i < 18 ? bias[i] : 0.0f);
+        CHECK(bias_ok); /* zero-extended to N */
+        nvfp4_layer_free(&L);
+        CHECK(L.bias == NULL && L.weight.codes == NULL);
+        CHECK(nvfp4_st_load_layer(&L, f, "bad") == NVFP4_ERR_MALFORMED && msg_has("bad.input_scale") &&
+              L.weight.codes == NULL);
+        CHECK(nvfp4_st_load_layer(&L, f, "absent") == NVFP4_ERR_NOT_FOUND);
+        nvfp4_st_close(f);
+    }
+    char buf[64];
+    CHECK(nvfp4_st_marker_name(buf, sizeof buf, "a.b.weight") && !strcmp(buf, "a.b.comfy_quant"));
+    CHECK(!nvfp4_st_marker_name(buf, sizeof buf, "a.b.bias") && !nvfp4_st_marker_name(buf, 8, "a.b.weight"));
+    nvfp4_tensor_free(&t);
+    unlink(path);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/nvfp4_st_XXXXXX");
@@ -778,6 +830,10 @@ int main(void)
 
     TEST("interrupted writes leave no temporary file") {
         test_interrupted_writes();
+    }
+
+    TEST("ComfyUI layer API") {
+        test_layer_api();
     }
 
     TEST("atomic files") {
