@@ -49,7 +49,7 @@ const char *cli_printable(char *buf, size_t len, const char *s);
 /* Count the NaN and Inf values of n elements of a float dtype (F32, F16, BF16). */
 int64_t cli_count_nonfinite(const void *data, nvfp4_dtype dtype, int64_t n);
 
-/* Shared by matmul, linear and check (cmd_matmul.c). */
+/* Shared by matmul, linear and check (common.c). */
 int cli_load_nvfp4_spec(const char *cmd, const char *spec, nvfp4_tensor *t);
 int cli_load_vector_spec(const char *cmd, const char *spec, int64_t n, float **out);
 int cli_write_result(const char *cmd, const char *path, const float *raw, const uint16_t *out,

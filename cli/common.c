@@ -1,4 +1,5 @@
-/* common.c -- errors, progress, parsing for the nvfp4 command. */
+/* common.c -- what the nvfp4 commands share: errors, progress, parsing, file
+ * checks, and loading / writing / comparing GEMM operands and results. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -197,4 +198,96 @@ int64_t cli_count_nonfinite(const void *data, nvfp4_dtype dtype, int64_t n)
         }
     }
     return bad;
+}
+
+/*------------------- shared by matmul, linear and check -------------------*/
+
+int cli_load_nvfp4_spec(const char *C, const char *spec, nvfp4_tensor *t)
+{
+    char path[4096];
+    const char *name;
+    if (cli_split_spec(spec, path, sizeof path, &name))
+        return cli_error(C, "'%s' is not FILE:NAME", spec);
+    nvfp4_st_file *f = NULL;
+    nvfp4_status st = nvfp4_st_open(&f, path);
+    if (st != NVFP4_OK) return cli_lib_error(C, st, "cannot read");
+    st = nvfp4_st_load_nvfp4(t, f, name);
+    nvfp4_st_close(f);
+    if (st != NVFP4_OK) return cli_lib_error(C, st, spec);
+    return 0;
+}
+
+int cli_load_vector_spec(const char *C, const char *spec, int64_t n, float **out)
+{
+    char path[4096];
+    const char *name;
+    if (cli_split_spec(spec, path, sizeof path, &name))
+        return cli_error(C, "'%s' is not FILE:NAME", spec);
+    nvfp4_st_file *f = NULL;
+    nvfp4_status st = nvfp4_st_open(&f, path);
+    if (st != NVFP4_OK) return cli_lib_error(C, st, "cannot read");
+    const nvfp4_st_tensor *t = nvfp4_st_find(f, name);
+    int rc = 0;
+    if (!t) rc = cli_error(C, "%s has no tensor '%s'", path, name);
+    else if (t->ndim != 1 || t->shape[0] != n)
+        rc = cli_error(C, "'%s' must be 1-D with %lld values", spec, (long long)n);
+    else if (cli_tensor_to_f32(t, out) != NVFP4_OK)
+        rc = cli_error(C, "'%s' is %s; a bias must be F32, F16 or BF16", spec,
+                       nvfp4_dtype_name(t->dtype));
+    nvfp4_st_close(f);
+    return rc;
+}
+
+int cli_write_result(const char *C, const char *path, const float *raw, const uint16_t *out,
+                     int64_t m, int64_t n)
+{
+    nvfp4_st_writer *w = NULL;
+    int64_t shape[2] = {m, n};
+    nvfp4_status st = nvfp4_st_writer_new(&w);
+    if (st == NVFP4_OK)
+        st = nvfp4_st_writer_add(w, "raw", NVFP4_DTYPE_F32, 2, shape, raw, (size_t)(m * n) * 4);
+    if (st == NVFP4_OK)
+        st = nvfp4_st_writer_add(w, "out", NVFP4_DTYPE_BF16, 2, shape, out, (size_t)(m * n) * 2);
+    if (st == NVFP4_OK) st = nvfp4_st_writer_write(w, path, NULL, NULL);
+    nvfp4_st_writer_free(w);
+    return st == NVFP4_OK ? 0 : cli_lib_error(C, st, "cannot write output");
+}
+
+/* Print max / mean ULP distance of (raw, out) from the exact oracle's. */
+void cli_report_exact(const nvfp4_gemm_args *g, const float *raw, const uint16_t *out)
+{
+    size_t mn = (size_t)(g->a->rows * g->b->rows);
+    float *xr = malloc(mn * 4);
+    uint16_t *xo = malloc(mn * 2);
+    if (!xr || !xo) {
+        free(xr);
+        free(xo);
+        return;
+    }
+    nvfp4_gemm_args e = *g;
+    e.raw = xr;
+    e.out = xo;
+    e.model = NVFP4_MODEL_EXACT;
+    if (nvfp4_gemm_cpu(&e) == NVFP4_OK) {
+        uint64_t rmax = 0, omax = 0;
+        double rsum = 0, osum = 0;
+        size_t rdiff = 0, odiff = 0;
+        for (size_t i = 0; i < mn; i++) {
+            uint64_t d = cli_ulp_distance(raw[i], xr[i]);
+            uint64_t o = cli_ulp_distance(nvfp4_bf16_to_f32(out[i]), nvfp4_bf16_to_f32(xo[i]));
+            o = o == UINT64_MAX ? o : o >> 16; /* BF16 ULPs */
+            rmax = d > rmax ? d : rmax;
+            omax = o > omax ? o : omax;
+            rsum += (double)d;
+            osum += (double)o;
+            rdiff += d != 0;
+            odiff += o != 0;
+        }
+        printf("vs exact oracle: raw max %llu ULP, mean %.4f ULP, %.2f%% differ; "
+               "out max %llu BF16 ULP, mean %.4f, %.2f%% differ\n",
+               (unsigned long long)rmax, rsum / (double)mn, 100.0 * (double)rdiff / (double)mn,
+               (unsigned long long)omax, osum / (double)mn, 100.0 * (double)odiff / (double)mn);
+    }
+    free(xr);
+    free(xo);
 }

@@ -9,18 +9,11 @@
 
 #include "internal.h"
 
-uint32_t nvfp4_f32_bits(float v)
-{
-    uint32_t b;
-    memcpy(&b, &v, sizeof b);
-    return b;
-}
+uint32_t nvfp4_f32_bits(float v) { return nvfp4_bits_of_f32(v); }
 
 float nvfp4_f32_from_bits(uint32_t bits)
 {
-    float v;
-    memcpy(&v, &bits, sizeof v);
-    return v;
+    return nvfp4_f32_of_bits(bits);
 }
 
 /*-------------------------------- E2M1 --------------------------------*/
