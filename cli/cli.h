@@ -23,6 +23,15 @@ void cli_write_progress(void *ctx, uint64_t done, uint64_t total);
 int cli_parse_int(const char *s, long long *out);
 int cli_parse_float(const char *s, float *out);
 
+/* The options several commands share, parsed in one place: --threads N
+ * (0..1024, 0 = all cores) into *threads, --backend auto|cpu|cuda into
+ * *backend, --model sm90|exact|sm120 into *model; a NULL pointer means the
+ * command has no such option.  argv[*i] is the argument looked at; a match
+ * consumes its value (*i advances).  @return 1 matched, 0 not one of them,
+ * -1 a bad value (error printed). */
+int cli_shared_option(const char *cmd, int argc, char **argv, int *i, long long *threads,
+                      const char **backend, nvfp4_model *model);
+
 /* "FILE:NAME" -> file path and tensor name (split at the last ':'). */
 int cli_split_spec(const char *spec, char *path, size_t path_len, const char **name);
 

@@ -453,6 +453,9 @@ int cmd_check(int argc, char **argv)
     int streaming = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int shared = cli_shared_option(C, argc, argv, &i, &threads, &backend, NULL);
+        if (shared < 0) return 1;
+        if (shared) continue;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(help, stdout);
             return 0;
@@ -469,11 +472,6 @@ int cmd_check(int argc, char **argv)
             else if (i >= argc || cli_parse_int(argv[i], &ref_cols) || ref_cols < 2 ||
                      ref_cols > ORACLE_ALL)
                 return cli_error(C, "--oracle-cols needs a count >= 2, or all");
-        } else if (!strcmp(a, "--backend")) {
-            if (++i >= argc || (strcmp(argv[i], "cpu") && strcmp(argv[i], "cuda") &&
-                                strcmp(argv[i], "auto")))
-                return cli_error(C, "--backend needs auto, cuda or cpu");
-            backend = argv[i];
         } else if (!strcmp(a, "--checkpoint")) {
             if (++i >= argc) return cli_error(C, "--checkpoint needs a file");
             ckpt = argv[i];
@@ -487,9 +485,6 @@ int cmd_check(int argc, char **argv)
         } else if (!strcmp(a, "--json")) {
             if (++i >= argc) return cli_error(C, "--json needs a file (or '-')");
             json_path = argv[i];
-        } else if (!strcmp(a, "--threads")) {
-            if (++i >= argc || cli_parse_int(argv[i], &threads) || threads < 0 || threads > 1024)
-                return cli_error(C, "--threads needs a count (0 = all cores)");
         } else {
             return cli_error(C, "unknown argument '%s' (try --help)", a);
         }

@@ -40,6 +40,9 @@ int cmd_linear(int argc, char **argv)
     int force = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int shared = cli_shared_option(C, argc, argv, &i, &threads, &backend, &model);
+        if (shared < 0) return 1;
+        if (shared) continue;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(help, stdout);
             return 0;
@@ -56,22 +59,11 @@ int cmd_linear(int argc, char **argv)
             if (!strcmp(argv[i], "eager")) variant = NVFP4_VARIANT_EAGER;
             else if (!strcmp(argv[i], "cuda")) variant = NVFP4_VARIANT_CUDA;
             else return cli_error(C, "--variant: '%s' is not eager or cuda", argv[i]);
-        } else if (!strcmp(a, "--backend")) {
-            if (++i >= argc || (strcmp(argv[i], "cpu") && strcmp(argv[i], "cuda") &&
-                                strcmp(argv[i], "auto")))
-                return cli_error(C, "--backend needs cpu, cuda or auto");
-            backend = argv[i];
-        } else if (!strcmp(a, "--model")) {
-            if (++i >= argc || nvfp4_model_from_name(&model, argv[i]) != NVFP4_OK)
-                return cli_error(C, "--model needs sm90, exact or sm120");
         } else if (!strcmp(a, "--force")) {
             force = 1;
         } else if (!strcmp(a, "--dump-quantized")) {
             if (++i >= argc) return cli_error(C, "--dump-quantized needs a file");
             dump = argv[i];
-        } else if (!strcmp(a, "--threads")) {
-            if (++i >= argc || cli_parse_int(argv[i], &threads) || threads < 0 || threads > 1024)
-                return cli_error(C, "--threads needs a count (0 = all cores)");
         } else if (a[0] == '-' && a[1]) {
             return cli_error(C, "unknown option '%s' (try --help)", a);
         } else if (!sw) {

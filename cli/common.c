@@ -85,6 +85,30 @@ int cli_parse_float(const char *s, float *out)
     return 0;
 }
 
+int cli_shared_option(const char *C, int argc, char **argv, int *i, long long *threads,
+                      const char **backend, nvfp4_model *model)
+{
+    const char *a = argv[*i];
+    if (threads && !strcmp(a, "--threads")) {
+        if (++*i >= argc || cli_parse_int(argv[*i], threads) || *threads < 0 || *threads > 1024)
+            return cli_error(C, "--threads needs a count (0 = all cores)"), -1;
+        return 1;
+    }
+    if (backend && !strcmp(a, "--backend")) {
+        if (++*i >= argc || (strcmp(argv[*i], "cpu") && strcmp(argv[*i], "cuda") &&
+                             strcmp(argv[*i], "auto")))
+            return cli_error(C, "--backend needs cpu, cuda or auto"), -1;
+        *backend = argv[*i];
+        return 1;
+    }
+    if (model && !strcmp(a, "--model")) {
+        if (++*i >= argc || nvfp4_model_from_name(model, argv[*i]) != NVFP4_OK)
+            return cli_error(C, "--model needs sm90, exact or sm120"), -1;
+        return 1;
+    }
+    return 0;
+}
+
 int cli_split_spec(const char *spec, char *path, size_t path_len, const char **name)
 {
     const char *colon = strrchr(spec, ':');

@@ -315,6 +315,19 @@ def issue15_cases(tmp, p):
     rc, _, err = run("quantize", p("same.st"), p("same.st"), "--force")
     check(rc == 0 and read_st(p("same.st"))[0]["blocks.0.attn.qkv.weight"][0] == "U8", "quantize f f --force")
 
+    # the shared options: one parser, one message each
+    for cmd in ("check", "quantize", "dequantize", "linear", "matmul"):
+        rc, _, err = run(cmd, "--threads", "-1")
+        check(rc == 1 and err == f"nvfp4 {cmd}: --threads needs a count (0 = all cores)\n", f"{cmd} --threads -1: {err}")
+    for cmd in ("check", "linear", "matmul"):
+        rc, _, err = run(cmd, "--backend", "gpu")
+        check(rc == 1 and "--backend needs cpu, cuda or auto" in err, f"{cmd} --backend gpu: {err}")
+    for cmd in ("linear", "matmul"):
+        rc, _, err = run(cmd, "--model", "sm80")
+        check(rc == 1 and "--model needs sm90, exact or sm120" in err, f"{cmd} --model sm80: {err}")
+    rc, _, err = run("quantize", "--model", "sm90")
+    check(rc == 1 and "unknown option '--model'" in err, "quantize has no --model")
+
     # inspect: control bytes in names are escaped
     write_st(p("ctl.st"), [("evil\x1b[31m\x07name", "F32", [1], b"\0" * 4)], {"k\x1b": "v\nw"})
     rc, out, _ = run("inspect", p("ctl.st"))
