@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "formats/layout.h"
 
 #define NVFP4_CPU_LANES 16  /* columns per packed column group */
 #define NVFP4_CPU_GROUPS 4  /* column groups per B tile */
@@ -46,9 +47,7 @@ static inline size_t nvfp4_cpu_scale_offset(const nvfp4_tensor *t, int64_t r, in
 {
     if (t->scale_layout == NVFP4_SCALES_ROW_MAJOR)
         return (size_t)r * (size_t)(t->cols / NVFP4_BLOCK) + (size_t)cb;
-    size_t tiles_per_row = (size_t)((t->cols / NVFP4_BLOCK + 3) / 4); /* 128x4 tiles */
-    return ((size_t)(r / 128) * tiles_per_row + (size_t)(cb / 4)) * 512 + (size_t)(r % 32) * 16 +
-           (size_t)((r % 128) / 32) * 4 + (size_t)(cb % 4);
+    return nvfp4_tiled_offset(r, cb, (t->cols / NVFP4_BLOCK + 3) / 4); /* 128x4 tiles */
 }
 
 /* The guard, per lane, f = biased exponent field of c (f == 0: c == 0):

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "formats/layout.h"
 
 uint32_t nvfp4_f32_bits(float v) { return nvfp4_bits_of_f32(v); }
 
@@ -20,9 +21,7 @@ float nvfp4_f32_from_bits(uint32_t bits)
 
 float nvfp4_e2m1_to_f32(uint8_t code)
 {
-    static const float magnitude[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-    float m = magnitude[code & 7];
-    return (code & 8) ? -m : m;
+    return nvfp4_e2m1_value(code);
 }
 
 uint8_t nvfp4_e2m1_from_f32(float v)
