@@ -98,7 +98,9 @@ $(BUILD)/obj/%.o: %.c include/nvfp4.h
 	$(CC) $(CFLAGS) $(if $(findstring _avx512,$<),-mavx512f -mavx512bw -mavx512vl -mavx512dq -mbmi2) \
 	      $(if $(findstring _avx2,$<),-mavx2 -mbmi2) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/%.cu.o: %.cu include/nvfp4.h
+# nvcc writes no dependency files: the headers CUDA sources include, listed.
+CUDA_HDRS := include/nvfp4.h src/core/internal.h src/formats/layout.h $(wildcard src/cuda/*.h src/cuda/*.cuh)
+$(BUILD)/obj/%.cu.o: %.cu $(CUDA_HDRS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
