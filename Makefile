@@ -33,7 +33,7 @@ OPT      ?= -O2
 # depends on every FP32 operation rounding where the source says it does.
 CFLAGS   ?=
 CFLAGS   += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Werror -fPIC \
-            -ffp-contract=off -fno-fast-math -Iinclude -Isrc/core -Isrc
+            -ffp-contract=off -fno-fast-math -fvisibility=hidden -Iinclude -Isrc/core -Isrc
 # jansson is linked statically when its archive exists, so binaries built here
 # also run on machines without the package (the GPU machine, for one).
 comma    := ,
@@ -43,7 +43,7 @@ SANFLAGS ?=
 CFLAGS   += $(SANFLAGS)
 LDFLAGS  += $(SANFLAGS)
 
-NVCCFLAGS ?= -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC \
+NVCCFLAGS ?= -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
              -Xcompiler -Wall -Werror all-warnings -fmad=false -Iinclude -Isrc/core -Isrc \
              -lineinfo
 
@@ -54,13 +54,11 @@ ifeq ($(WITH_CUDA),1)
   CLI_C   := $(wildcard cli/*.c) $(wildcard bench/*.c)
   CFLAGS  += -DNVFP4_WITH_CUDA=1 -I$(CUDA_HOME)/include
   CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
-  BENCH_LIBS := -lcublasLt -lcublas
 else
   LIB_C   := $(filter-out src/cuda/%.c,$(LIB_C)) src/cuda/stub_nocuda.c
   CUDA_CU :=
   CLI_C   := $(wildcard cli/*.c)
   CUDA_LIBS :=
-  BENCH_LIBS :=
 endif
 
 LIB_O    := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_C)) $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CUDA_CU))
@@ -95,16 +93,16 @@ $(BUILD)/libnvfp4.so: $(LIB_O)
 	$(CC) -shared -o $@ $^ $(LDFLAGS) $(CUDA_LIBS) -ljansson -lpthread -lm
 
 $(BUILD)/nvfp4: $(CLI_O) $(BUILD)/libnvfp4.a
-	$(CC) -o $@ $(CLI_O) $(BUILD)/libnvfp4.a $(LDFLAGS) $(CUDA_LIBS) $(BENCH_LIBS) $(LDLIBS)
+	$(CC) -o $@ $(CLI_O) $(BUILD)/libnvfp4.a $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
 
 $(BUILD)/obj/%.o: %.c include/nvfp4.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(if $(findstring _avx512,$<),-mavx512f -mavx512bw -mavx512vl -mavx512dq -mbmi2) \
 	      $(if $(findstring _avx2,$<),-mavx2 -mbmi2) -MMD -MP -c $< -o $@
 
-# nvcc writes no dependency files here: every CUDA object depends on every
-# CUDA header (kernel bodies live in .cuh files).
-$(BUILD)/obj/%.cu.o: %.cu include/nvfp4.h $(wildcard src/cuda/*.cuh src/cuda/*.h src/core/*.h src/quant/*.h src/formats/*.h)
+# nvcc writes no dependency files: the headers CUDA sources include, listed.
+CUDA_HDRS := include/nvfp4.h $(wildcard src/core/*.h src/formats/*.h src/quant/*.h src/cuda/*.h src/cuda/*.cuh)
+$(BUILD)/obj/%.cu.o: %.cu $(CUDA_HDRS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 

@@ -8,6 +8,7 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,68 @@
 #include "cuda/sm90_heuristics.cuh"
 
 int nvfp4_cli_bench(int argc, char **argv);
+
+/* cuBLAS and cuBLASLt are opened here, by bench, rather than linked: every
+ * other command would otherwise map 200+ MB of libraries it never calls. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define CUBLAS_FNS(X)                                                                        \
+    X(0, cublasCreate_v2) X(0, cublasDestroy_v2) X(0, cublasSetWorkspace_v2) X(0, cublasGemmEx) \
+    X(1, cublasLtCreate) X(1, cublasLtDestroy) X(1, cublasLtMatmul)                          \
+    X(1, cublasLtMatmulAlgoGetHeuristic) X(1, cublasLtMatmulDescCreate)                       \
+    X(1, cublasLtMatmulDescDestroy) X(1, cublasLtMatmulDescSetAttribute)                      \
+    X(1, cublasLtMatmulPreferenceCreate) X(1, cublasLtMatmulPreferenceDestroy)                \
+    X(1, cublasLtMatmulPreferenceSetAttribute) X(1, cublasLtMatrixLayoutCreate)               \
+    X(1, cublasLtMatrixLayoutDestroy)
+
+static struct {
+#define X(lib, fn) __typeof__(&fn) fn;
+    CUBLAS_FNS(X)
+#undef X
+} cublas_fns;
+
+/* 0, or 1 with a message on stderr. */
+static int load_cublas(void)
+{
+    static const char *names[2][2] = {
+        {"libcublas.so." STR(CUBLAS_VER_MAJOR), "libcublas.so"},
+        {"libcublasLt.so." STR(CUBLAS_VER_MAJOR), "libcublasLt.so"}};
+    void *lib[2];
+    for (int i = 0; i < 2; i++) {
+        lib[i] = dlopen(names[i][0], RTLD_NOW | RTLD_LOCAL);
+        if (!lib[i]) lib[i] = dlopen(names[i][1], RTLD_NOW | RTLD_LOCAL);
+        if (!lib[i]) {
+            fprintf(stderr, "nvfp4 bench: cannot load %s: %s\n", names[i][0], dlerror());
+            return 1;
+        }
+    }
+#define X(l, fn)                                                                   \
+    if (!(*(void **)&cublas_fns.fn = dlsym(lib[l], #fn))) {                         \
+        fprintf(stderr, "nvfp4 bench: %s has no %s\n", names[l][0], #fn);           \
+        return 1;                                                                  \
+    }
+    CUBLAS_FNS(X)
+#undef X
+    return 0; /* the libraries stay loaded for the rest of the process */
+}
+
+/* The calls below go through the table (a macro does not expand inside itself). */
+#define cublasCreate_v2 cublas_fns.cublasCreate_v2
+#define cublasDestroy_v2 cublas_fns.cublasDestroy_v2
+#define cublasSetWorkspace_v2 cublas_fns.cublasSetWorkspace_v2
+#define cublasGemmEx cublas_fns.cublasGemmEx
+#define cublasLtCreate cublas_fns.cublasLtCreate
+#define cublasLtDestroy cublas_fns.cublasLtDestroy
+#define cublasLtMatmul cublas_fns.cublasLtMatmul
+#define cublasLtMatmulAlgoGetHeuristic cublas_fns.cublasLtMatmulAlgoGetHeuristic
+#define cublasLtMatmulDescCreate cublas_fns.cublasLtMatmulDescCreate
+#define cublasLtMatmulDescDestroy cublas_fns.cublasLtMatmulDescDestroy
+#define cublasLtMatmulDescSetAttribute cublas_fns.cublasLtMatmulDescSetAttribute
+#define cublasLtMatmulPreferenceCreate cublas_fns.cublasLtMatmulPreferenceCreate
+#define cublasLtMatmulPreferenceDestroy cublas_fns.cublasLtMatmulPreferenceDestroy
+#define cublasLtMatmulPreferenceSetAttribute cublas_fns.cublasLtMatmulPreferenceSetAttribute
+#define cublasLtMatrixLayoutCreate cublas_fns.cublasLtMatrixLayoutCreate
+#define cublasLtMatrixLayoutDestroy cublas_fns.cublasLtMatrixLayoutDestroy
 
 #define BENCH_MAX_M 16
 
@@ -289,31 +352,36 @@ static void usage(FILE *f)
           f);
 }
 
-int nvfp4_cli_bench(int argc, char **argv)
+typedef struct bench_opts {
+    const char *json_path;
+    int64_t ms[BENCH_MAX_M];
+    int nm, quick, all_tiles;
+} bench_opts;
+
+/* Parse: -1 to run, else the exit status (0 after --help, 2 on a bad argument). */
+static int bench_parse(int argc, char **argv, bench_opts *o)
 {
-    const char *json_path = NULL;
-    int64_t ms[BENCH_MAX_M] = {1, 16, 128, 512, 2048, 8192};
-    int nm = 6, quick = 0, all_tiles = 0;
+    *o = (bench_opts){.ms = {1, 16, 128, 512, 2048, 8192}, .nm = 6};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--quick")) {
-            quick = 1;
+            o->quick = 1;
         } else if (!strcmp(argv[i], "--all-tiles")) {
-            all_tiles = 1;
+            o->all_tiles = 1;
         } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
-            json_path = argv[++i];
+            o->json_path = argv[++i];
         } else if (!strcmp(argv[i], "--m") && i + 1 < argc) {
-            nm = 0;
+            o->nm = 0;
             char *s = argv[++i], *end;
-            while (*s && nm < BENCH_MAX_M) {
+            while (*s && o->nm < BENCH_MAX_M) {
                 long long v = strtoll(s, &end, 10);
                 if (end == s || v < 1 || v > 65536) {
                     fprintf(stderr, "nvfp4 bench: --m wants numbers 1..65536 separated by commas\n");
                     return 2;
                 }
-                ms[nm++] = v;
+                o->ms[o->nm++] = v;
                 s = *end == ',' ? end + 1 : end;
                 if (*end && *end != ',') {
                     fprintf(stderr, "nvfp4 bench: --m: unexpected '%c'\n", *end);
@@ -326,28 +394,14 @@ int nvfp4_cli_bench(int argc, char **argv)
             return 2;
         }
     }
-    char dev_name[128], cc[16];
-    if (!nvfp4_cuda_available() || nvfp4_cuda_device_name(dev_name, sizeof dev_name, cc, sizeof cc) != NVFP4_OK) {
-        fprintf(stderr, "nvfp4 bench: no usable sm_90 CUDA device (%s)\n", nvfp4_last_error());
-        return 1;
-    }
-    const int warmup = quick ? 3 : 10, iters = quick ? 15 : 60;
-    int rc = 1, dev = 0, l2 = 0;
-    cublasHandle_t hb = NULL;
-    cublasLtHandle_t hl = NULL;
-    result *res = calloc((size_t)(4 * nm), sizeof *res);
-    int nres = 0;
-    double copy_bw = 0, fp16_tflops = 0;
-    void *lt_ws = NULL;
-    const size_t lt_ws_bytes = (size_t)32 << 20;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
-    CB(cublasCreate(&hb), "cublasCreate");
-    CB(cublasLtCreate(&hl), "cublasLtCreate");
-    CK(cudaMalloc(&lt_ws, lt_ws_bytes), "cudaMalloc");
-    CB(cublasSetWorkspace(hb, lt_ws, lt_ws_bytes), "cublasSetWorkspace");
+    return -1;
+}
 
-    /* ceilings: device copy bandwidth, FP16 GEMM rate */
+/* The ceilings each time is read against: device copy bandwidth (bytes/s,
+ * read + write) and a large FP16 GEMM's rate.  0, or 1 after an error. */
+static int bench_ceilings(cublasHandle_t hb, int quick, double *copy_bw, double *fp16_tflops)
+{
+    int rc = 1;
     {
         size_t bytes = (size_t)2 << 30;
         void *a = NULL, *b = NULL;
@@ -357,7 +411,7 @@ int nvfp4_cli_bench(int argc, char **argv)
         void *p[3] = {b, a, (void *)bytes};
         double us;
         if (time_median(copy_launch, p, 1, 2, quick ? 5 : 15, &us)) goto fail;
-        copy_bw = 2.0 * (double)bytes / (us * 1e-6); /* read + write */
+        *copy_bw = 2.0 * (double)bytes / (us * 1e-6); /* read + write */
         cudaFree(a);
         cudaFree(b);
         bf16_ctx g = {0};
@@ -375,11 +429,123 @@ int nvfp4_cli_bench(int argc, char **argv)
         g.w[0] = w;
         g.x[0] = x;
         if (time_median(launch_cublas, &g, 1, 3, quick ? 5 : 15, &us)) goto fail;
-        fp16_tflops = 2.0 * (double)s * s * s / (us * 1e-6) / 1e12;
+        *fp16_tflops = 2.0 * (double)s * s * s / (us * 1e-6) / 1e12;
         cudaFree(w);
         cudaFree(x);
         cudaFree(g.y);
     }
+    rc = 0;
+fail:
+    return rc;
+}
+
+/* Report (1/2): the table on stdout. */
+static void bench_print_table(const result *res, int nres, double copy_bw, double fp16_tflops)
+{
+    printf("\n%-9s %6s %11s %11s %11s %8s %7s %8s %8s %-9s %11s %7s %11s\n", "linear", "M",
+           "nvfp4_us", "bf16_us", "fp8_us", "x_bf16", "x_fp8", "%bytes", "%fp16", "tile", "fused_us",
+           "x_pre", "unfused_us");
+    for (int i = 0; i < nres; i++) {
+        const result *R = &res[i];
+        double floor_us = R->bytes_nvfp4 / copy_bw * 1e6;
+        double tc_us = 2.0 * (double)R->m * R->n * R->k / (fp16_tflops * 1e12) * 1e6;
+        char tile[32] = "?";
+        if (R->variant >= 0) tile_label(tile, sizeof tile, R->variant);
+        printf("%-9s %6lld %11.1f %11.1f %11.1f %8.2f %7.2f %7.0f%% %7.0f%% %-9s %11.1f %7.2f %11.1f\n",
+               R->linear, (long long)R->m, R->us_nvfp4, R->us_bf16, R->us_fp8,
+               R->us_nvfp4 / R->us_bf16, R->us_fp8 > 0 ? R->us_nvfp4 / R->us_fp8 : 0.0,
+               100 * floor_us / R->us_nvfp4, 100 * tc_us / R->us_nvfp4, tile, R->us_fused,
+               R->us_fused / R->us_nvfp4, R->us_unfused);
+    }
+}
+
+/* Report (2/2): the JSON document. */
+static json_t *bench_json(const char *dev_name, const result *res, int nres, double copy_bw,
+                          double fp16_tflops, int iters, int all_tiles)
+{
+    json_t *root = json_object(), *rows = json_array();
+    json_object_set_new(root, "device", json_string(dev_name));
+    json_object_set_new(root, "copy_bytes_per_s", json_real(copy_bw));
+    json_object_set_new(root, "fp16_gemm_tflops", json_real(fp16_tflops));
+    json_object_set_new(root, "iters", json_integer(iters));
+    for (int i = 0; i < nres; i++) {
+        const result *R = &res[i];
+        double floor_us = R->bytes_nvfp4 / copy_bw * 1e6;
+        double tc_us = 2.0 * (double)R->m * R->n * R->k / (fp16_tflops * 1e12) * 1e6;
+        json_t *o = json_object();
+        json_object_set_new(o, "linear", json_string(R->linear));
+        json_object_set_new(o, "m", json_integer(R->m));
+        json_object_set_new(o, "n", json_integer(R->n));
+        json_object_set_new(o, "k", json_integer(R->k));
+        json_object_set_new(o, "nvfp4_us", json_real(R->us_nvfp4));
+        json_object_set_new(o, "cublas_bf16_us", json_real(R->us_bf16));
+        json_object_set_new(o, "cublaslt_fp8_us", R->us_fp8 > 0 ? json_real(R->us_fp8) : json_null());
+        json_object_set_new(o, "ratio_vs_bf16", json_real(R->us_nvfp4 / R->us_bf16));
+        json_object_set_new(o, "ratio_vs_fp8",
+                            R->us_fp8 > 0 ? json_real(R->us_nvfp4 / R->us_fp8) : json_null());
+        json_object_set_new(o, "fused_linear_us", json_real(R->us_fused));
+        json_object_set_new(o, "unfused_quantize_gemm_us", json_real(R->us_unfused));
+        json_object_set_new(o, "fused_vs_prequantized", json_real(R->us_fused / R->us_nvfp4));
+        json_object_set_new(o, "nvfp4_bytes", json_real(R->bytes_nvfp4));
+        json_object_set_new(o, "pct_byte_floor", json_real(100 * floor_us / R->us_nvfp4));
+        json_object_set_new(o, "pct_fp16_floor", json_real(100 * tc_us / R->us_nvfp4));
+        if (all_tiles) {
+            json_t *tv = json_object();
+            for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
+                char key[32];
+                tile_label(key, sizeof key, v);
+                json_object_set_new(tv, key, R->us_variant[v] >= 0 ? json_real(R->us_variant[v]) : json_null());
+            }
+            json_object_set_new(o, "nvfp4_us_by_tile", tv);
+        }
+        if (R->variant >= 0) {
+            char lab[24];
+            tile_label(lab, sizeof lab, R->variant);
+            json_object_set_new(o, "tile", json_string(lab));
+        }
+        json_array_append_new(rows, o);
+    }
+    json_object_set_new(root, "results", rows);
+    return root;
+}
+
+int nvfp4_cli_bench(int argc, char **argv)
+{
+    bench_opts opt;
+    int parsed = bench_parse(argc, argv, &opt);
+    if (parsed >= 0) return parsed;
+    const char *json_path = opt.json_path;
+    const int64_t *ms = opt.ms;
+    const int nm = opt.nm, quick = opt.quick, all_tiles = opt.all_tiles;
+    char dev_name[128], cc[16];
+    if (!nvfp4_cuda_available() || nvfp4_cuda_device_name(dev_name, sizeof dev_name, cc, sizeof cc) != NVFP4_OK) {
+        fprintf(stderr, "nvfp4 bench: no usable sm_90 CUDA device (%s)\n", nvfp4_last_error());
+        return 1;
+    }
+    /* the report file first: an unwritable path fails before minutes of timing */
+    nvfp4_atomic_file *report = NULL;
+    if (json_path && nvfp4_atomic_open(&report, json_path) != NVFP4_OK) {
+        fprintf(stderr, "nvfp4 bench: cannot write %s: %s\n", json_path, nvfp4_last_error());
+        return 1;
+    }
+    const int warmup = quick ? 3 : 10, iters = quick ? 15 : 60;
+    int rc = 1, dev = 0, l2 = 0;
+    cublasHandle_t hb = NULL;
+    cublasLtHandle_t hl = NULL;
+    result *res = calloc((size_t)(4 * nm), sizeof *res);
+    int nres = 0;
+    double copy_bw = 0, fp16_tflops = 0;
+    void *lt_ws = NULL;
+    const size_t lt_ws_bytes = (size_t)32 << 20;
+    if (load_cublas()) goto fail;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    CB(cublasCreate(&hb), "cublasCreate");
+    CB(cublasLtCreate(&hl), "cublasLtCreate");
+    CK(cudaMalloc(&lt_ws, lt_ws_bytes), "cudaMalloc");
+    CB(cublasSetWorkspace(hb, lt_ws, lt_ws_bytes), "cublasSetWorkspace");
+
+    if (bench_ceilings(hb, quick, &copy_bw, &fp16_tflops)) goto fail;
     printf("device: %s (%s), L2 %d MB; copy %.2f TB/s (read+write), FP16 GEMM 8192^3 %.0f TFLOP/s\n",
            dev_name, cc, l2 >> 20, copy_bw / 1e12, fp16_tflops);
     fflush(stdout);
@@ -641,80 +807,26 @@ int nvfp4_cli_bench(int argc, char **argv)
         cudaFree(d_scales);
     }
 
-    /* the table */
-    printf("\n%-9s %6s %11s %11s %11s %8s %7s %8s %8s %-9s %11s %7s %11s\n", "linear", "M",
-           "nvfp4_us", "bf16_us", "fp8_us", "x_bf16", "x_fp8", "%bytes", "%fp16", "tile", "fused_us",
-           "x_pre", "unfused_us");
-    for (int i = 0; i < nres; i++) {
-        const result *R = &res[i];
-        double floor_us = R->bytes_nvfp4 / copy_bw * 1e6;
-        double tc_us = 2.0 * (double)R->m * R->n * R->k / (fp16_tflops * 1e12) * 1e6;
-        char tile[32] = "?";
-        if (R->variant >= 0) tile_label(tile, sizeof tile, R->variant);
-        printf("%-9s %6lld %11.1f %11.1f %11.1f %8.2f %7.2f %7.0f%% %7.0f%% %-9s %11.1f %7.2f %11.1f\n",
-               R->linear, (long long)R->m, R->us_nvfp4, R->us_bf16, R->us_fp8,
-               R->us_nvfp4 / R->us_bf16, R->us_fp8 > 0 ? R->us_nvfp4 / R->us_fp8 : 0.0,
-               100 * floor_us / R->us_nvfp4, 100 * tc_us / R->us_nvfp4, tile, R->us_fused,
-               R->us_fused / R->us_nvfp4, R->us_unfused);
-    }
-    if (json_path) {
-        json_t *root = json_object(), *rows = json_array();
-        json_object_set_new(root, "device", json_string(dev_name));
-        json_object_set_new(root, "copy_bytes_per_s", json_real(copy_bw));
-        json_object_set_new(root, "fp16_gemm_tflops", json_real(fp16_tflops));
-        json_object_set_new(root, "iters", json_integer(iters));
-        for (int i = 0; i < nres; i++) {
-            const result *R = &res[i];
-            double floor_us = R->bytes_nvfp4 / copy_bw * 1e6;
-            double tc_us = 2.0 * (double)R->m * R->n * R->k / (fp16_tflops * 1e12) * 1e6;
-            json_t *o = json_object();
-            json_object_set_new(o, "linear", json_string(R->linear));
-            json_object_set_new(o, "m", json_integer(R->m));
-            json_object_set_new(o, "n", json_integer(R->n));
-            json_object_set_new(o, "k", json_integer(R->k));
-            json_object_set_new(o, "nvfp4_us", json_real(R->us_nvfp4));
-            json_object_set_new(o, "cublas_bf16_us", json_real(R->us_bf16));
-            json_object_set_new(o, "cublaslt_fp8_us", R->us_fp8 > 0 ? json_real(R->us_fp8) : json_null());
-            json_object_set_new(o, "ratio_vs_bf16", json_real(R->us_nvfp4 / R->us_bf16));
-            json_object_set_new(o, "ratio_vs_fp8",
-                                R->us_fp8 > 0 ? json_real(R->us_nvfp4 / R->us_fp8) : json_null());
-            json_object_set_new(o, "fused_linear_us", json_real(R->us_fused));
-            json_object_set_new(o, "unfused_quantize_gemm_us", json_real(R->us_unfused));
-            json_object_set_new(o, "fused_vs_prequantized", json_real(R->us_fused / R->us_nvfp4));
-            json_object_set_new(o, "nvfp4_bytes", json_real(R->bytes_nvfp4));
-            json_object_set_new(o, "pct_byte_floor", json_real(100 * floor_us / R->us_nvfp4));
-            json_object_set_new(o, "pct_fp16_floor", json_real(100 * tc_us / R->us_nvfp4));
-            if (all_tiles) {
-                json_t *tv = json_object();
-                for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
-                    char key[32];
-                    tile_label(key, sizeof key, v);
-                    json_object_set_new(tv, key, R->us_variant[v] >= 0 ? json_real(R->us_variant[v]) : json_null());
-                }
-                json_object_set_new(o, "nvfp4_us_by_tile", tv);
-            }
-            if (R->variant >= 0) {
-                char lab[24];
-                tile_label(lab, sizeof lab, R->variant);
-                json_object_set_new(o, "tile", json_string(lab));
-            }
-            json_array_append_new(rows, o);
-        }
-        json_object_set_new(root, "results", rows);
+    bench_print_table(res, nres, copy_bw, fp16_tflops);
+    if (report) {
         /* whole or not at all: a temporary file renamed into place */
-        char tmp[4200];
-        snprintf(tmp, sizeof tmp, "%s.tmp", json_path);
-        if (strlen(json_path) > 4000 || json_dump_file(root, tmp, JSON_INDENT(1)) != 0 ||
-            rename(tmp, json_path) != 0) {
-            fprintf(stderr, "nvfp4 bench: cannot write %s\n", json_path);
-            remove(tmp);
-            json_decref(root);
+        json_t *root = bench_json(dev_name, res, nres, copy_bw, fp16_tflops, iters, all_tiles);
+        char *text = json_dumps(root, JSON_INDENT(1));
+        json_decref(root);
+        nvfp4_status st = text ? nvfp4_atomic_write(report, text, strlen(text))
+                               : NVFP4_ERR_OUT_OF_MEMORY;
+        free(text);
+        if (st == NVFP4_OK) st = nvfp4_atomic_commit(report);
+        else nvfp4_atomic_discard(report);
+        report = NULL;
+        if (st != NVFP4_OK) {
+            fprintf(stderr, "nvfp4 bench: cannot write %s: %s\n", json_path, nvfp4_last_error());
             goto fail;
         }
-        json_decref(root);
     }
     rc = 0;
 fail:
+    nvfp4_atomic_discard(report);
     if (lt_ws) cudaFree(lt_ws);
     if (hb) cublasDestroy(hb);
     if (hl) cublasLtDestroy(hl);

@@ -23,6 +23,15 @@ void cli_write_progress(void *ctx, uint64_t done, uint64_t total);
 int cli_parse_int(const char *s, long long *out);
 int cli_parse_float(const char *s, float *out);
 
+/* The options several commands share, parsed in one place: --threads N
+ * (0..1024, 0 = all cores) into *threads, --backend auto|cpu|cuda into
+ * *backend, --model sm90|exact|sm120 into *model; a NULL pointer means the
+ * command has no such option.  argv[*i] is the argument looked at; a match
+ * consumes its value (*i advances).  @return 1 matched, 0 not one of them,
+ * -1 a bad value (error printed). */
+int cli_shared_option(const char *cmd, int argc, char **argv, int *i, long long *threads,
+                      const char **backend, nvfp4_model *model);
+
 /* "FILE:NAME" -> file path and tensor name (split at the last ':'). */
 int cli_split_spec(const char *spec, char *path, size_t path_len, const char **name);
 
@@ -37,7 +46,19 @@ int cli_ends_with(const char *s, const char *suffix);
 /* Monotone FP32 ordering: the distance in ULPs between two finite floats. */
 uint64_t cli_ulp_distance(float a, float b);
 
-/* Shared by matmul, linear and check (cmd_matmul.c). */
+/* 1 if both paths name the same existing file (st_dev and st_ino). */
+int cli_same_file(const char *a, const char *b);
+/* An error unless out is a different file than in (or force): 0 if fine. */
+int cli_refuse_same_file(const char *cmd, const char *in, const char *out, int force);
+
+/* s with control bytes (< 0x20, 0x7F) as \xNN, into buf (always terminated; a
+ * string that does not fit ends in "..."). */
+const char *cli_printable(char *buf, size_t len, const char *s);
+
+/* Count the NaN and Inf values of n elements of a float dtype (F32, F16, BF16). */
+int64_t cli_count_nonfinite(const void *data, nvfp4_dtype dtype, int64_t n);
+
+/* Shared by matmul, linear and check (common.c). */
 int cli_load_nvfp4_spec(const char *cmd, const char *spec, nvfp4_tensor *t);
 int cli_load_vector_spec(const char *cmd, const char *spec, int64_t n, float **out);
 int cli_write_result(const char *cmd, const char *path, const float *raw, const uint16_t *out,

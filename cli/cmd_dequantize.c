@@ -15,7 +15,8 @@ static const char help[] =
     "options:\n"
     "  --only NAME   dequantize NAME only (repeatable); other NVFP4 tensors are copied\n"
     "  --f32         write F32 instead of BF16\n"
-    "  --threads N   worker threads (default: all cores)\n";
+    "  --threads N   worker threads (default: all cores)\n"
+    "  --force       write OUT even when it is IN\n";
 
 #define MAX_ONLY 4096
 
@@ -23,10 +24,13 @@ int cmd_dequantize(int argc, char **argv)
 {
     const char *C = "dequantize";
     const char *in = NULL, *outp = NULL, *only[MAX_ONLY];
-    int n_only = 0, f32 = 0;
+    int n_only = 0, f32 = 0, force = 0;
     long long threads = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int shared = cli_shared_option(C, argc, argv, &i, &threads, NULL, NULL);
+        if (shared < 0) return 1;
+        if (shared) continue;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(help, stdout);
             return 0;
@@ -36,9 +40,8 @@ int cmd_dequantize(int argc, char **argv)
             only[n_only++] = argv[i];
         } else if (!strcmp(a, "--f32")) {
             f32 = 1;
-        } else if (!strcmp(a, "--threads")) {
-            if (++i >= argc || cli_parse_int(argv[i], &threads) || threads < 0 || threads > 1024)
-                return cli_error(C, "--threads needs a count (0 = all cores)");
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
         } else if (a[0] == '-' && a[1]) {
             return cli_error(C, "unknown option '%s' (try --help)", a);
         } else if (!in) {
@@ -50,6 +53,7 @@ int cmd_dequantize(int argc, char **argv)
         }
     }
     if (!in || !outp) return cli_error(C, "needs IN.safetensors and OUT.safetensors (try --help)");
+    if (cli_refuse_same_file(C, in, outp, force)) return 1;
     nvfp4_st_file *f = NULL;
     nvfp4_status st = nvfp4_st_open(&f, in);
     if (st != NVFP4_OK) return cli_lib_error(C, st, "cannot read input");
@@ -77,8 +81,7 @@ int cmd_dequantize(int argc, char **argv)
     for (size_t i = 0; i < count; i++) {
         const nvfp4_st_tensor *t = nvfp4_st_get(f, i);
         char nm[4096];
-        snprintf(nm, sizeof nm, "%s_scale_2", t->name);
-        if (t->dtype != NVFP4_DTYPE_U8 || !nvfp4_st_find(f, nm)) continue;
+        if (!nvfp4_st_is_nvfp4(f, t->name)) continue;
         int sel = !n_only;
         for (int j = 0; j < n_only; j++) sel |= !strcmp(only[j], t->name);
         if (!sel) continue;
@@ -90,8 +93,7 @@ int cmd_dequantize(int argc, char **argv)
             if (!strncmp(o, t->name, L) && (!strcmp(o + L, "_scale") || !strcmp(o + L, "_scale_2")))
                 role[k] = 2;
         }
-        if (cli_ends_with(t->name, ".weight")) {
-            snprintf(nm, sizeof nm, "%.*s.comfy_quant", (int)(strlen(t->name) - 7), t->name);
+        if (nvfp4_st_marker_name(nm, sizeof nm, t->name)) {
             for (size_t k = 0; k < count; k++)
                 if (!strcmp(nvfp4_st_get(f, k)->name, nm)) role[k] = 2;
         }

@@ -71,17 +71,22 @@ int cmd_inspect(int argc, char **argv)
     size_t count = nvfp4_st_count(f);
     uint64_t total = 0;
     for (size_t i = 0; i < count; i++) total += nvfp4_st_get(f, i)->nbytes;
-    printf("%s: %zu tensors, %.2f MiB of data\n", path, count, total / 1048576.0);
+    /* names, keys and values come from the file: control bytes are shown as \xNN */
+    char shown[4096], shown_v[1024];
+    printf("%s: %zu tensors, %.2f MiB of data\n", cli_printable(shown, sizeof shown, path), count,
+           total / 1048576.0);
     for (size_t i = 0; i < nvfp4_st_metadata_count(f); i++) {
         const char *k, *v;
         nvfp4_st_metadata(f, i, &k, &v);
-        printf("  metadata %s = %.200s%s\n", k, v, strlen(v) > 200 ? "..." : "");
+        printf("  metadata %s = %s\n", cli_printable(shown, sizeof shown, k),
+               cli_printable(shown_v, 204, v));
     }
     for (size_t i = 0; i < count; i++) {
         const nvfp4_st_tensor *t = nvfp4_st_get(f, i);
         char shape[256];
         shape_str(t, shape, sizeof shape);
-        printf("  %-48s %-8s %-20s %zu bytes\n", t->name, nvfp4_dtype_name(t->dtype), shape,
+        printf("  %-48s %-8s %-20s %zu bytes\n", cli_printable(shown, sizeof shown, t->name),
+               nvfp4_dtype_name(t->dtype), shape,
                t->nbytes);
         if (stats && (t->dtype == NVFP4_DTYPE_F32 || t->dtype == NVFP4_DTYPE_F16 ||
                       t->dtype == NVFP4_DTYPE_BF16))
@@ -90,17 +95,17 @@ int cmd_inspect(int argc, char **argv)
     int layers = 0;
     for (size_t i = 0; i < count; i++) {
         const nvfp4_st_tensor *t = nvfp4_st_get(f, i);
-        char name[4096];
-        snprintf(name, sizeof name, "%s_scale_2", t->name);
-        if (t->dtype != NVFP4_DTYPE_U8 || !nvfp4_st_find(f, name)) continue;
+        if (!nvfp4_st_is_nvfp4(f, t->name)) continue;
         if (!layers++) printf("NVFP4 tensors:\n");
         nvfp4_tensor q = {0};
         st = nvfp4_st_load_nvfp4(&q, f, t->name);
         if (st != NVFP4_OK) {
-            printf("  %s: NOT a valid NVFP4 tensor: %s\n", t->name, nvfp4_last_error());
+            printf("  %s: NOT a valid NVFP4 tensor: %s\n", cli_printable(shown, sizeof shown, t->name),
+                   nvfp4_last_error());
             continue;
         }
-        printf("  %s: %lld x %lld, per-tensor scale %.9g", t->name, (long long)q.rows,
+        printf("  %s: %lld x %lld, per-tensor scale %.9g", cli_printable(shown, sizeof shown, t->name),
+               (long long)q.rows,
                (long long)q.cols, q.per_tensor_scale);
         if (stats) {
             float smin = INFINITY, smax = 0;

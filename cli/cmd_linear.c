@@ -1,4 +1,5 @@
 /* cmd_linear.c -- `nvfp4 linear`: BF16 activations x a ComfyUI NVFP4 layer. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,10 @@ static const char help[] =
     "  --dump-quantized FILE         also write the quantized activations (NVFP4, as\n"
     "                                x, x_scale, x_scale_2) to FILE\n"
     "  --threads N                   CPU threads (default: all cores)\n"
-    "  --k-slices S                  K slices (docs/CONTRACT.md; default 1: one chain)\n";
+    "  --k-slices S                  K slices (docs/CONTRACT.md; default 1: one chain)\n"
+    "  --force                       write OUT even when it is one of the input files\n"
+    "\n"
+    "X's K must equal the weight's K.  NaN or Inf activations are counted on stderr.\n";
 
 int cmd_linear(int argc, char **argv)
 {
@@ -34,8 +38,12 @@ int cmd_linear(int argc, char **argv)
     nvfp4_variant variant = NVFP4_VARIANT_EAGER;
     nvfp4_model model = NVFP4_MODEL_SM90;
     long long threads = 0, k_slices = 1;
+    int force = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int shared = cli_shared_option(C, argc, argv, &i, &threads, &backend, &model);
+        if (shared < 0) return 1;
+        if (shared) continue;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(help, stdout);
             return 0;
@@ -52,20 +60,11 @@ int cmd_linear(int argc, char **argv)
             if (!strcmp(argv[i], "eager")) variant = NVFP4_VARIANT_EAGER;
             else if (!strcmp(argv[i], "cuda")) variant = NVFP4_VARIANT_CUDA;
             else return cli_error(C, "--variant: '%s' is not eager or cuda", argv[i]);
-        } else if (!strcmp(a, "--backend")) {
-            if (++i >= argc || (strcmp(argv[i], "cpu") && strcmp(argv[i], "cuda") &&
-                                strcmp(argv[i], "auto")))
-                return cli_error(C, "--backend needs cpu, cuda or auto");
-            backend = argv[i];
-        } else if (!strcmp(a, "--model")) {
-            if (++i >= argc || nvfp4_model_from_name(&model, argv[i]) != NVFP4_OK)
-                return cli_error(C, "--model needs sm90, exact or sm120");
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
         } else if (!strcmp(a, "--dump-quantized")) {
             if (++i >= argc) return cli_error(C, "--dump-quantized needs a file");
             dump = argv[i];
-        } else if (!strcmp(a, "--threads")) {
-            if (++i >= argc || cli_parse_int(argv[i], &threads) || threads < 0 || threads > 1024)
-                return cli_error(C, "--threads needs a count (0 = all cores)");
         } else if (!strcmp(a, "--k-slices")) {
             if (++i >= argc || cli_parse_int(argv[i], &k_slices) || k_slices < 1 ||
                 k_slices > NVFP4_MAX_K_SLICES)
@@ -91,6 +90,10 @@ int cmd_linear(int argc, char **argv)
     const char *layer, *xname;
     if (cli_split_spec(sw, wpath, sizeof wpath, &layer)) return cli_error(C, "'%s' is not FILE:LAYER", sw);
     if (cli_split_spec(sx, xpath, sizeof xpath, &xname)) return cli_error(C, "'%s' is not FILE:NAME", sx);
+    if (cli_refuse_same_file(C, wpath, outp, force) || cli_refuse_same_file(C, xpath, outp, force) ||
+        (dump && (cli_refuse_same_file(C, wpath, dump, force) ||
+                  cli_refuse_same_file(C, xpath, dump, force))))
+        return 1;
 
     int rc = 1;
     nvfp4_st_file *wf = NULL, *xf = NULL;
@@ -102,40 +105,21 @@ int cmd_linear(int argc, char **argv)
         cli_lib_error(C, st, "cannot read weights");
         goto done;
     }
-    snprintf(name, sizeof name, "%s.weight", layer);
-    if ((st = nvfp4_st_load_nvfp4(&W, wf, name)) != NVFP4_OK) {
-        cli_lib_error(C, st, name);
+    nvfp4_layer L = {0};
+    if ((st = nvfp4_st_load_layer(&L, wf, layer)) != NVFP4_OK) {
+        cli_lib_error(C, st, layer); /* the message names the tensor */
         goto done;
     }
-    snprintf(name, sizeof name, "%s.input_scale", layer);
-    const nvfp4_st_tensor *is = nvfp4_st_find(wf, name);
-    if (scale_mode == -1) scale_mode = is ? 0 : 1;
+    W = L.weight; /* the layer's arrays now belong to W and bias */
+    bias = L.bias;
+    if (scale_mode == -1) scale_mode = L.has_input_scale ? 0 : 1;
     if (scale_mode == 0) {
-        if (!is) {
+        snprintf(name, sizeof name, "%s.input_scale", layer);
+        if (!L.has_input_scale) {
             cli_error(C, "%s has no '%s'; use --input-scale dynamic", wpath, name);
             goto done;
         }
-        if (is->dtype != NVFP4_DTYPE_F32 || is->nbytes != 4) {
-            cli_error(C, "'%s' must be one F32 value", name);
-            goto done;
-        }
-        memcpy(&input_scale, is->data, 4);
-    }
-    snprintf(name, sizeof name, "%s.bias", layer);
-    const nvfp4_st_tensor *bt = nvfp4_st_find(wf, name);
-    if (bt) {
-        if (bt->ndim != 1 || bt->shape[0] > W.rows || cli_tensor_to_f32(bt, &bias) != NVFP4_OK) {
-            cli_error(C, "'%s' must be a 1-D float tensor of at most %lld values", name,
-                      (long long)W.rows);
-            goto done;
-        }
-        if (bt->shape[0] < W.rows) { /* ComfyUI pads N to 16 and zero-extends the bias */
-            float *b2 = calloc((size_t)W.rows, sizeof *b2);
-            if (!b2) goto done;
-            memcpy(b2, bias, (size_t)bt->shape[0] * 4);
-            free(bias);
-            bias = b2;
-        }
+        input_scale = L.input_scale;
     }
     if ((st = nvfp4_st_open(&xf, xpath)) != NVFP4_OK) {
         cli_lib_error(C, st, "cannot read activations");
@@ -152,6 +136,22 @@ int cmd_linear(int argc, char **argv)
         goto done;
     }
     int64_t m = X->shape[0], n = W.rows;
+    if (X->shape[1] != W.cols) {
+        cli_error(C, "'%s' has K = %lld but the weight %s has K = %lld: the activations' K "
+                     "must equal the weight's", xname, (long long)X->shape[1], layer,
+                  (long long)W.cols);
+        goto done;
+    }
+    if (m < 1 || m > INT64_MAX / 4 / (n ? n : 1)) {
+        cli_error(C, "'%s' has %lld rows: need 1 to %lld", xname, (long long)m,
+                  (long long)(INT64_MAX / 4 / (n ? n : 1)));
+        goto done;
+    }
+    int64_t nonfinite = cli_count_nonfinite(X->data, X->dtype, m * X->shape[1]);
+    if (nonfinite)
+        fprintf(stderr, "nvfp4 linear: warning: '%s' holds %lld NaN/Inf value%s; the outputs of "
+                        "their rows are not finite\n", xname, (long long)nonfinite,
+                nonfinite == 1 ? "" : "s");
     raw = malloc((size_t)(m * n) * 4);
     out = malloc((size_t)(m * n) * 2);
     if (!raw || !out) {

@@ -1,5 +1,6 @@
 /* cmd_matmul.c -- `nvfp4 matmul`: NVFP4 x NVFP4 under an accumulation model. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,133 +23,38 @@ static const char help[] =
     "  --compare-exact            also report the ULP distance of raw and out from the\n"
     "                             exact (correctly rounded) oracle\n"
     "  --threads N                CPU threads (default: all cores)\n"
-    "  --k-slices S               K slices (docs/CONTRACT.md; default 1: one chain)\n";
-
-int cli_load_nvfp4_spec(const char *C, const char *spec, nvfp4_tensor *t)
-{
-    char path[4096];
-    const char *name;
-    if (cli_split_spec(spec, path, sizeof path, &name))
-        return cli_error(C, "'%s' is not FILE:NAME", spec);
-    nvfp4_st_file *f = NULL;
-    nvfp4_status st = nvfp4_st_open(&f, path);
-    if (st != NVFP4_OK) return cli_lib_error(C, st, "cannot read");
-    st = nvfp4_st_load_nvfp4(t, f, name);
-    nvfp4_st_close(f);
-    if (st != NVFP4_OK) return cli_lib_error(C, st, spec);
-    return 0;
-}
-
-int cli_load_vector_spec(const char *C, const char *spec, int64_t n, float **out)
-{
-    char path[4096];
-    const char *name;
-    if (cli_split_spec(spec, path, sizeof path, &name))
-        return cli_error(C, "'%s' is not FILE:NAME", spec);
-    nvfp4_st_file *f = NULL;
-    nvfp4_status st = nvfp4_st_open(&f, path);
-    if (st != NVFP4_OK) return cli_lib_error(C, st, "cannot read");
-    const nvfp4_st_tensor *t = nvfp4_st_find(f, name);
-    int rc = 0;
-    if (!t) rc = cli_error(C, "%s has no tensor '%s'", path, name);
-    else if (t->ndim != 1 || t->shape[0] != n)
-        rc = cli_error(C, "'%s' must be 1-D with %lld values", spec, (long long)n);
-    else if (cli_tensor_to_f32(t, out) != NVFP4_OK)
-        rc = cli_error(C, "'%s' is %s; a bias must be F32, F16 or BF16", spec,
-                       nvfp4_dtype_name(t->dtype));
-    nvfp4_st_close(f);
-    return rc;
-}
-
-int cli_write_result(const char *C, const char *path, const float *raw, const uint16_t *out,
-                     int64_t m, int64_t n)
-{
-    nvfp4_st_writer *w = NULL;
-    int64_t shape[2] = {m, n};
-    nvfp4_status st = nvfp4_st_writer_new(&w);
-    if (st == NVFP4_OK)
-        st = nvfp4_st_writer_add(w, "raw", NVFP4_DTYPE_F32, 2, shape, raw, (size_t)(m * n) * 4);
-    if (st == NVFP4_OK)
-        st = nvfp4_st_writer_add(w, "out", NVFP4_DTYPE_BF16, 2, shape, out, (size_t)(m * n) * 2);
-    if (st == NVFP4_OK) st = nvfp4_st_writer_write(w, path, NULL, NULL);
-    nvfp4_st_writer_free(w);
-    return st == NVFP4_OK ? 0 : cli_lib_error(C, st, "cannot write output");
-}
-
-/* Print max / mean ULP distance of (raw, out) from the exact oracle's. */
-void cli_report_exact(const nvfp4_gemm_args *g, const float *raw, const uint16_t *out)
-{
-    size_t mn = (size_t)(g->a->rows * g->b->rows);
-    float *xr = malloc(mn * 4);
-    uint16_t *xo = malloc(mn * 2);
-    if (!xr || !xo) {
-        free(xr);
-        free(xo);
-        return;
-    }
-    nvfp4_gemm_args e = *g;
-    e.raw = xr;
-    e.out = xo;
-    e.model = NVFP4_MODEL_EXACT;
-    if (nvfp4_gemm_cpu(&e) == NVFP4_OK) {
-        uint64_t rmax = 0, omax = 0;
-        double rsum = 0, osum = 0;
-        size_t rdiff = 0, odiff = 0;
-        for (size_t i = 0; i < mn; i++) {
-            uint64_t d = cli_ulp_distance(raw[i], xr[i]);
-            uint64_t o = cli_ulp_distance(nvfp4_bf16_to_f32(out[i]), nvfp4_bf16_to_f32(xo[i]));
-            o = o == UINT64_MAX ? o : o >> 16; /* BF16 ULPs */
-            rmax = d > rmax ? d : rmax;
-            omax = o > omax ? o : omax;
-            rsum += (double)d;
-            osum += (double)o;
-            rdiff += d != 0;
-            odiff += o != 0;
-        }
-        printf("vs exact oracle: raw max %llu ULP, mean %.4f ULP, %.2f%% differ; "
-               "out max %llu BF16 ULP, mean %.4f, %.2f%% differ\n",
-               (unsigned long long)rmax, rsum / (double)mn, 100.0 * (double)rdiff / (double)mn,
-               (unsigned long long)omax, osum / (double)mn, 100.0 * (double)odiff / (double)mn);
-    }
-    free(xr);
-    free(xo);
-}
+    "  --k-slices S               K slices (docs/CONTRACT.md; default 1: one chain)\n"
+    "  --force                    write OUT even when it is one of the input files\n";
 
 int cmd_matmul(int argc, char **argv)
 {
     const char *C = "matmul";
     const char *sa = NULL, *sb = NULL, *outp = NULL, *sbias = NULL, *backend = "auto";
     nvfp4_model model = NVFP4_MODEL_SM90;
-    int cmp_exact = 0;
+    int cmp_exact = 0, force = 0;
     long long threads = 0, k_slices = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int shared = cli_shared_option(C, argc, argv, &i, &threads, &backend, &model);
+        if (shared < 0) return 1;
+        if (shared) continue;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(help, stdout);
             return 0;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             if (++i >= argc) return cli_error(C, "-o needs a file");
             outp = argv[i];
-        } else if (!strcmp(a, "--model")) {
-            if (++i >= argc || nvfp4_model_from_name(&model, argv[i]) != NVFP4_OK)
-                return cli_error(C, "--model needs sm90, exact or sm120");
-        } else if (!strcmp(a, "--backend")) {
-            if (++i >= argc || (strcmp(argv[i], "cpu") && strcmp(argv[i], "cuda") &&
-                                strcmp(argv[i], "auto")))
-                return cli_error(C, "--backend needs cpu, cuda or auto");
-            backend = argv[i];
         } else if (!strcmp(a, "--bias")) {
             if (++i >= argc) return cli_error(C, "--bias needs FILE:NAME");
             sbias = argv[i];
         } else if (!strcmp(a, "--compare-exact")) {
             cmp_exact = 1;
-        } else if (!strcmp(a, "--threads")) {
-            if (++i >= argc || cli_parse_int(argv[i], &threads) || threads < 0 || threads > 1024)
-                return cli_error(C, "--threads needs a count (0 = all cores)");
         } else if (!strcmp(a, "--k-slices")) {
             if (++i >= argc || cli_parse_int(argv[i], &k_slices) || k_slices < 1 ||
                 k_slices > NVFP4_MAX_K_SLICES)
                 return cli_error(C, "--k-slices needs a count in 1..%d", NVFP4_MAX_K_SLICES);
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
         } else if (a[0] == '-' && a[1]) {
             return cli_error(C, "unknown option '%s' (try --help)", a);
         } else if (!sa) {
@@ -166,6 +72,14 @@ int cmd_matmul(int argc, char **argv)
     if (use_cuda && model != NVFP4_MODEL_SM90)
         return cli_error(C, "--backend cuda computes the sm90 model only; use --backend cpu "
                             "for --model %s", nvfp4_model_name(model));
+    const char *inputs[3] = {sa, sb, sbias};
+    for (int i = 0; i < 3; i++) {
+        char path[4096];
+        const char *name;
+        if (inputs[i] && !cli_split_spec(inputs[i], path, sizeof path, &name) &&
+            cli_refuse_same_file(C, path, outp, force))
+            return 1;
+    }
 
     nvfp4_tensor A = {0}, B = {0};
     float *bias = NULL, *raw = NULL;
@@ -178,6 +92,10 @@ int cmd_matmul(int argc, char **argv)
         goto done;
     }
     if (sbias && cli_load_vector_spec(C, sbias, B.rows, &bias)) goto done;
+    if (A.rows > INT64_MAX / 4 / (B.rows ? B.rows : 1)) {
+        cli_error(C, "a %lld x %lld result is too large", (long long)A.rows, (long long)B.rows);
+        goto done;
+    }
     size_t mn = (size_t)(A.rows * B.rows);
     raw = malloc(mn * 4);
     out = malloc(mn * 2);

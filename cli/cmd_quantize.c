@@ -1,4 +1,5 @@
 /* cmd_quantize.c -- `nvfp4 quantize`: float tensors -> ComfyUI NVFP4 layers. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +24,8 @@ static const char help[] =
     "  --variant eager|cuda   comfy-kitchen's eager (divide, default) or CUDA\n"
     "                         (multiply by the reciprocal) rounding path\n"
     "  --per-tensor-scale X   use X instead of amax|T| / (448 * 6)\n"
-    "  --threads N            worker threads (default: all cores)\n";
+    "  --threads N            worker threads (default: all cores)\n"
+    "  --force                write OUT even when it is IN\n";
 
 #define MAX_ONLY 4096
 
@@ -31,8 +33,6 @@ static int is_float(nvfp4_dtype d)
 {
     return d == NVFP4_DTYPE_BF16 || d == NVFP4_DTYPE_F16 || d == NVFP4_DTYPE_F32;
 }
-
-static const char marker_json[] = "{\"format\": \"nvfp4\"}";
 
 int cmd_quantize(int argc, char **argv)
 {
@@ -42,10 +42,14 @@ int cmd_quantize(int argc, char **argv)
     int n_only = 0, have_pts = 0;
     long long threads = 0;
     float pts = 0;
+    int force = 0;
     nvfp4_variant variant = NVFP4_VARIANT_EAGER;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int shared = cli_shared_option(C, argc, argv, &i, &threads, NULL, NULL);
+        if (shared < 0) return 1;
+        if (shared) continue;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(help, stdout);
             return 0;
@@ -59,12 +63,11 @@ int cmd_quantize(int argc, char **argv)
             else if (!strcmp(argv[i], "cuda")) variant = NVFP4_VARIANT_CUDA;
             else return cli_error(C, "--variant: '%s' is not eager or cuda", argv[i]);
         } else if (!strcmp(a, "--per-tensor-scale")) {
-            if (++i >= argc || cli_parse_float(argv[i], &pts) || !(pts > 0))
-                return cli_error(C, "--per-tensor-scale needs a positive number");
+            if (++i >= argc || cli_parse_float(argv[i], &pts) || !(pts > 0) || !isfinite(pts))
+                return cli_error(C, "--per-tensor-scale needs a positive finite number");
             have_pts = 1;
-        } else if (!strcmp(a, "--threads")) {
-            if (++i >= argc || cli_parse_int(argv[i], &threads) || threads < 0 || threads > 1024)
-                return cli_error(C, "--threads needs a count (0 = all cores)");
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
         } else if (a[0] == '-' && a[1]) {
             return cli_error(C, "unknown option '%s' (try --help)", a);
         } else if (!in) {
@@ -76,6 +79,7 @@ int cmd_quantize(int argc, char **argv)
         }
     }
     if (!in || !outp) return cli_error(C, "needs IN.safetensors and OUT.safetensors (try --help)");
+    if (cli_refuse_same_file(C, in, outp, force)) return 1;
 
     nvfp4_st_file *f = NULL;
     nvfp4_status st = nvfp4_st_open(&f, in);
@@ -165,18 +169,19 @@ int cmd_quantize(int argc, char **argv)
             goto done;
         }
     }
-    int64_t marker_shape[1] = {(int64_t)strlen(marker_json)};
     for (size_t i = 0; i < count; i++) {
         const nvfp4_st_tensor *t = nvfp4_st_get(f, i);
         if (selected[i]) {
-            st = nvfp4_st_add_nvfp4(w, t->name, &q[i]);
-            if (st == NVFP4_OK && cli_ends_with(t->name, ".weight")) {
-                char marker[4096];
-                snprintf(marker, sizeof marker, "%.*s.comfy_quant",
-                         (int)(strlen(t->name) - strlen(".weight")), t->name);
-                if (!nvfp4_st_find(f, marker))
-                    st = nvfp4_st_writer_add(w, marker, NVFP4_DTYPE_U8, 1, marker_shape,
-                                             marker_json, strlen(marker_json));
+            /* a LAYER.weight becomes a whole ComfyUI layer, marker included
+             * (unless the input already has the marker, which is copied) */
+            char marker[4096];
+            if (nvfp4_st_marker_name(marker, sizeof marker, t->name) && !nvfp4_st_find(f, marker)) {
+                char layer[4096];
+                snprintf(layer, sizeof layer, "%.*s", (int)(strlen(t->name) - strlen(".weight")),
+                         t->name);
+                st = nvfp4_st_add_nvfp4_layer(w, layer, &q[i]);
+            } else {
+                st = nvfp4_st_add_nvfp4(w, t->name, &q[i]);
             }
         } else {
             st = nvfp4_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, t->nbytes);

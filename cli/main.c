@@ -1,6 +1,8 @@
 /* main.c -- the nvfp4 command: dispatch and top-level help. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -24,8 +26,29 @@ static const char usage[] =
     "`nvfp4 <command> --help` describes each.  Exit status 0 only on success.\n"
     "Docs: README.md, docs/CONTRACT.md (the GEMM contract), docs/FORMATS.md.\n";
 
+/* Input files are memory-mapped: if another process truncates one while it
+ * is read, the access raises SIGBUS.  Answer it as an error, not a crash:
+ * remove the temporary files of writes in progress, say what happened, exit 1. */
+static void on_sigbus(int sig)
+{
+    (void)sig;
+    static const char msg[] =
+        "nvfp4: an input file changed size while it was being read (truncated by another "
+        "process?); no output was left half-written\n";
+    nvfp4_remove_temp_files();
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(1);
+}
+
 int main(int argc, char **argv)
 {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigbus;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+
     if (argc < 2) {
         fputs(usage, stderr);
         return 2;

@@ -26,6 +26,14 @@
 extern "C" {
 #endif
 
+/* Every public function carries NVFP4_API; the library is built with
+ * -fvisibility=hidden, so the shared library exports these and nothing else. */
+#if defined(__GNUC__) || defined(__clang__)
+#define NVFP4_API __attribute__((visibility("default")))
+#else
+#define NVFP4_API
+#endif
+
 #define NVFP4_VERSION_MAJOR 0
 #define NVFP4_VERSION_MINOR 1
 #define NVFP4_VERSION_PATCH 0
@@ -49,18 +57,18 @@ typedef enum nvfp4_status {
 
 /*! nvfp4_status_str() :
  *  @return a static, human-readable name for a status code. */
-const char *nvfp4_status_str(nvfp4_status status);
+NVFP4_API const char *nvfp4_status_str(nvfp4_status status);
 
 /*! nvfp4_last_error() :
  *  @return the message of the last failure on the calling thread ("" if none).
  *  Valid until the next failing call on the same thread. */
-const char *nvfp4_last_error(void);
+NVFP4_API const char *nvfp4_last_error(void);
 
 /*! nvfp4_clear_error() : forget the calling thread's last message. */
-void nvfp4_clear_error(void);
+NVFP4_API void nvfp4_clear_error(void);
 
 /*! nvfp4_default_threads() : @return the number of online cores (>= 1). */
-int nvfp4_default_threads(void);
+NVFP4_API int nvfp4_default_threads(void);
 
 /*-**************************************************************************
  *  Scalar formats (src/formats)
@@ -70,7 +78,7 @@ int nvfp4_default_threads(void);
  ****************************************************************************/
 
 /*! nvfp4_e2m1_to_f32() : @return the value of the low 4 bits of code. */
-float nvfp4_e2m1_to_f32(uint8_t code);
+NVFP4_API float nvfp4_e2m1_to_f32(uint8_t code);
 
 /*! nvfp4_e2m1_from_f32() :
  *  Round to nearest, ties to even mantissa, saturating to +-6; the sign is
@@ -78,28 +86,28 @@ float nvfp4_e2m1_to_f32(uint8_t code);
  *  applied to the NaN's bits gives 2, 3 or 4 by payload (quiet NaN
  *  0x7FC00000 -> 3) with the NaN's sign; reproduced exactly (docs/FORMATS.md).
  *  @return a code in 0..15. */
-uint8_t nvfp4_e2m1_from_f32(float v);
+NVFP4_API uint8_t nvfp4_e2m1_from_f32(float v);
 
 /*! nvfp4_e4m3_to_f32() : @return the value of an E4M3 byte (NaN for 0x7F/0xFF). */
-float nvfp4_e4m3_to_f32(uint8_t byte);
+NVFP4_API float nvfp4_e4m3_to_f32(uint8_t byte);
 
 /*! nvfp4_e4m3_from_f32() :
  *  PyTorch's float -> float8_e4m3fn cast: round to nearest even, tiny values
  *  to subnormals or zero (sign kept), |v| >= 480 and NaN -> NaN (0x7F with
  *  the sign); no saturation (callers clamp to 448 first, as ComfyUI does).
  *  @return the E4M3 byte. */
-uint8_t nvfp4_e4m3_from_f32(float v);
+NVFP4_API uint8_t nvfp4_e4m3_from_f32(float v);
 
 /*! 16-bit float conversions.  *_from_f32 round to nearest even; NaN stays a
  *  quiet NaN of the same sign. */
-float    nvfp4_bf16_to_f32(uint16_t bits);
-uint16_t nvfp4_bf16_from_f32(float v);
-float    nvfp4_f16_to_f32(uint16_t bits);
-uint16_t nvfp4_f16_from_f32(float v);
+NVFP4_API float    nvfp4_bf16_to_f32(uint16_t bits);
+NVFP4_API uint16_t nvfp4_bf16_from_f32(float v);
+NVFP4_API float    nvfp4_f16_to_f32(uint16_t bits);
+NVFP4_API uint16_t nvfp4_f16_from_f32(float v);
 
 /*! Bit casts (no rounding). */
-uint32_t nvfp4_f32_bits(float v);
-float    nvfp4_f32_from_bits(uint32_t bits);
+NVFP4_API uint32_t nvfp4_f32_bits(float v);
+NVFP4_API float    nvfp4_f32_from_bits(uint32_t bits);
 
 /*-**************************************************************************
  *  Element types (shared by the quantizer and the safetensors I/O)
@@ -125,11 +133,11 @@ typedef enum nvfp4_dtype {
 } nvfp4_dtype;
 
 /*! nvfp4_dtype_size() : @return bytes per element (0 for INVALID). */
-size_t nvfp4_dtype_size(nvfp4_dtype dtype);
+NVFP4_API size_t nvfp4_dtype_size(nvfp4_dtype dtype);
 /*! nvfp4_dtype_name() : @return the safetensors spelling ("BF16", "F8_E4M3", ...). */
-const char *nvfp4_dtype_name(nvfp4_dtype dtype);
+NVFP4_API const char *nvfp4_dtype_name(nvfp4_dtype dtype);
 /*! nvfp4_dtype_from_name() : @return the dtype, or NVFP4_DTYPE_INVALID. */
-nvfp4_dtype nvfp4_dtype_from_name(const char *name);
+NVFP4_API nvfp4_dtype nvfp4_dtype_from_name(const char *name);
 
 /*-**************************************************************************
  *  NVFP4 tensors (src/formats/tensor.c)
@@ -162,43 +170,43 @@ typedef struct nvfp4_tensor {
 } nvfp4_tensor;
 
 /*! nvfp4_scales_bytes() : @return bytes of the scale array in that layout. */
-size_t nvfp4_scales_bytes(int64_t rows, int64_t cols, nvfp4_scale_layout layout);
+NVFP4_API size_t nvfp4_scales_bytes(int64_t rows, int64_t cols, nvfp4_scale_layout layout);
 
 /*! nvfp4_tiled_scale_offset() :
  *  @return the byte offset of the scale of row r, block column cb in the
  *  128x4 tiled layout of a tensor with `cols` columns. */
-size_t nvfp4_tiled_scale_offset(int64_t r, int64_t cb, int64_t cols);
+NVFP4_API size_t nvfp4_tiled_scale_offset(int64_t r, int64_t cb, int64_t cols);
 
 /*! nvfp4_tensor_alloc() :
  *  Allocate zeroed codes and scales for rows x cols (cols % 16 == 0),
  *  per_tensor_scale = 1.  Free with nvfp4_tensor_free(). */
-nvfp4_status nvfp4_tensor_alloc(nvfp4_tensor *t, int64_t rows, int64_t cols,
+NVFP4_API nvfp4_status nvfp4_tensor_alloc(nvfp4_tensor *t, int64_t rows, int64_t cols,
                                 nvfp4_nibble_order order, nvfp4_scale_layout layout);
 
 /*! nvfp4_tensor_free() : release codes and scales; t is zeroed.  NULL-safe. */
-void nvfp4_tensor_free(nvfp4_tensor *t);
+NVFP4_API void nvfp4_tensor_free(nvfp4_tensor *t);
 
 /*! nvfp4_tensor_code() : @return the E2M1 code (0..15) of element (r, c). */
-uint8_t nvfp4_tensor_code(const nvfp4_tensor *t, int64_t r, int64_t c);
+NVFP4_API uint8_t nvfp4_tensor_code(const nvfp4_tensor *t, int64_t r, int64_t c);
 
 /*! nvfp4_tensor_scale() : @return the E4M3 byte of row r, block column cb. */
-uint8_t nvfp4_tensor_scale(const nvfp4_tensor *t, int64_t r, int64_t cb);
+NVFP4_API uint8_t nvfp4_tensor_scale(const nvfp4_tensor *t, int64_t r, int64_t cb);
 
 /*! nvfp4_tensor_convert() :
  *  Allocate *dst as a copy of src in another nibble order and/or scale
  *  layout (padding written as zero).  @return NVFP4_OK or an error. */
-nvfp4_status nvfp4_tensor_convert(nvfp4_tensor *dst, const nvfp4_tensor *src,
+NVFP4_API nvfp4_status nvfp4_tensor_convert(nvfp4_tensor *dst, const nvfp4_tensor *src,
                                   nvfp4_nibble_order order, nvfp4_scale_layout layout);
 
 /*! nvfp4_swap_nibbles() : swap the two nibbles of every byte (dst may equal src). */
-void nvfp4_swap_nibbles(uint8_t *dst, const uint8_t *src, size_t nbytes);
+NVFP4_API void nvfp4_swap_nibbles(uint8_t *dst, const uint8_t *src, size_t nbytes);
 
 /*! nvfp4_scales_tile() / nvfp4_scales_untile() :
  *  Row-major (rows x cols/16) <-> 128x4 tiled.  The tiled buffer holds
  *  nvfp4_scales_bytes(rows, cols, NVFP4_SCALES_TILED) bytes; tiling zeroes
  *  its padding. */
-void nvfp4_scales_tile(uint8_t *tiled, const uint8_t *row_major, int64_t rows, int64_t cols);
-void nvfp4_scales_untile(uint8_t *row_major, const uint8_t *tiled, int64_t rows, int64_t cols);
+NVFP4_API void nvfp4_scales_tile(uint8_t *tiled, const uint8_t *row_major, int64_t rows, int64_t cols);
+NVFP4_API void nvfp4_scales_untile(uint8_t *row_major, const uint8_t *tiled, int64_t rows, int64_t cols);
 
 /*-**************************************************************************
  *  Quantizer (src/quant): comfy-kitchen's quantize_nvfp4, bit for bit.
@@ -228,7 +236,7 @@ typedef enum nvfp4_variant {
  *  or F32): FP32(amax|x| / (448 * 6)).  A NaN anywhere makes it the NaN
  *  torch.amax gives: 0x7FC00000 (BF16, F32 input) or 0x7FFFFFFF (F16).
  *  @return NVFP4_OK with *out set, or an error. */
-nvfp4_status nvfp4_per_tensor_scale(float *out, const void *x, nvfp4_dtype dtype,
+NVFP4_API nvfp4_status nvfp4_per_tensor_scale(float *out, const void *x, nvfp4_dtype dtype,
                                     int64_t rows, int64_t cols);
 
 /*! nvfp4_quantize() :
@@ -237,13 +245,13 @@ nvfp4_status nvfp4_per_tensor_scale(float *out, const void *x, nvfp4_dtype dtype
  *  per_tensor_scale: NULL to compute it as nvfp4_per_tensor_scale() does.
  *  Multi-threaded over rows (nthreads, 0 = all cores).
  *  @return NVFP4_OK or an error (out is left zeroed on error). */
-nvfp4_status nvfp4_quantize(nvfp4_tensor *out, const void *x, nvfp4_dtype dtype,
+NVFP4_API nvfp4_status nvfp4_quantize(nvfp4_tensor *out, const void *x, nvfp4_dtype dtype,
                             int64_t rows, int64_t cols, const float *per_tensor_scale,
                             nvfp4_variant variant, int nthreads);
 
 /*! nvfp4_quantize_ref() : the same contract, written plainly, one thread.
  *  Reference for tests; slow. */
-nvfp4_status nvfp4_quantize_ref(nvfp4_tensor *out, const void *x, nvfp4_dtype dtype,
+NVFP4_API nvfp4_status nvfp4_quantize_ref(nvfp4_tensor *out, const void *x, nvfp4_dtype dtype,
                                 int64_t rows, int64_t cols, const float *per_tensor_scale,
                                 nvfp4_variant variant);
 
@@ -251,7 +259,7 @@ nvfp4_status nvfp4_quantize_ref(nvfp4_tensor *out, const void *x, nvfp4_dtype dt
  *  out[r * cols + c] = FP32(FP32(e2m1 * e4m3) * per_tensor_scale), the exact
  *  product of code and block scale, then one rounding for the per-tensor
  *  scale.  out holds t->rows * t->cols floats.  @return NVFP4_OK or error. */
-nvfp4_status nvfp4_dequantize(float *out, const nvfp4_tensor *t, int nthreads);
+NVFP4_API nvfp4_status nvfp4_dequantize(float *out, const nvfp4_tensor *t, int nthreads);
 
 /*-**************************************************************************
  *  Accumulation models (src/oracle): how the hardware adds.  docs/CONTRACT.md
@@ -272,8 +280,8 @@ typedef enum nvfp4_model {
 
 /*! nvfp4_model_name() : "sm90", "exact", "sm120".
  *  nvfp4_model_from_name() : @return NVFP4_OK and *out, or INVALID_ARGUMENT. */
-const char *nvfp4_model_name(nvfp4_model model);
-nvfp4_status nvfp4_model_from_name(nvfp4_model *out, const char *name);
+NVFP4_API const char *nvfp4_model_name(nvfp4_model model);
+NVFP4_API nvfp4_status nvfp4_model_from_name(nvfp4_model *out, const char *name);
 
 typedef enum nvfp4_operand {
     NVFP4_OPERAND_F16 = 0,
@@ -284,23 +292,23 @@ typedef enum nvfp4_operand {
  *  One Hopper k16 tensor-core step d = c + sum_i a[i] * b[i] with 16-bit
  *  operands of type `type` (bit patterns) and an FP32 accumulator c.
  *  @return d, bit for bit what wgmma / mma.sync m16n8k16 return. */
-float nvfp4_sm90_step(float c, const uint16_t a[16], const uint16_t b[16], nvfp4_operand type);
+NVFP4_API float nvfp4_sm90_step(float c, const uint16_t a[16], const uint16_t b[16], nvfp4_operand type);
 
 /*! nvfp4_sm90_dot() :
  *  Chain of sm90 steps over k (k % 16 == 0), acc starting at `c`, in
  *  increasing k.  @return the final accumulator. */
-float nvfp4_sm90_dot(float c, const uint16_t *a, const uint16_t *b, int64_t k, nvfp4_operand type);
+NVFP4_API float nvfp4_sm90_dot(float c, const uint16_t *a, const uint16_t *b, int64_t k, nvfp4_operand type);
 
 /*! nvfp4_exact_dot() :
  *  c + sum a[i] * b[i] computed exactly (integer arithmetic), rounded once
  *  to FP32 (RNE).  NaN/Inf follow IEEE.  @return the rounded sum. */
-float nvfp4_exact_dot(float c, const uint16_t *a, const uint16_t *b, int64_t k, nvfp4_operand type);
+NVFP4_API float nvfp4_exact_dot(float c, const uint16_t *a, const uint16_t *b, int64_t k, nvfp4_operand type);
 
 /*! nvfp4_sm120_step() :
  *  One GB10 block-scaled k64 step on four NVFP4 blocks of each operand:
  *  a_codes / b_codes hold 64 E2M1 codes (one per byte, 0..15), a_scales /
  *  b_scales the 4 E4M3 block scales.  @return the new FP32 accumulator. */
-float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scales[4],
+NVFP4_API float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scales[4],
                        const uint8_t b_codes[64], const uint8_t b_scales[4]);
 
 /*-**************************************************************************
@@ -340,31 +348,27 @@ typedef struct nvfp4_gemm_args {
  *  @return the elements per K slice, 64 * ceil(ceil(K/64) / S), for K >= 0
  *  and 1 <= S <= NVFP4_MAX_K_SLICES (S <= 1 gives K rounded up to 64:
  *  one slice); slice s covers [s * len, min((s + 1) * len, K)). */
-int64_t nvfp4_k_slice_elems(int64_t k, int k_slices);
+NVFP4_API int64_t nvfp4_k_slice_elems(int64_t k, int k_slices);
 
 /*! nvfp4_gemm_alpha() : @return FP32_RNE(scale_2_a * scale_2_b). */
-float nvfp4_gemm_alpha(float scale_2_a, float scale_2_b);
+NVFP4_API float nvfp4_gemm_alpha(float scale_2_a, float scale_2_b);
 
 /*! nvfp4_epilogue() : @return BF16_RNE(FP32_RNE(alpha * acc) [+ *bias]). bias may be NULL. */
-uint16_t nvfp4_epilogue(float acc, float alpha, const float *bias);
+NVFP4_API uint16_t nvfp4_epilogue(float acc, float alpha, const float *bias);
 
 /*! nvfp4_gemm_ref() : the contract written plainly, one thread, through the
  *  model functions above.  The oracle.  @return NVFP4_OK or an error. */
-nvfp4_status nvfp4_gemm_ref(const nvfp4_gemm_args *args);
+NVFP4_API nvfp4_status nvfp4_gemm_ref(const nvfp4_gemm_args *args);
 
 /*! nvfp4_gemm_cpu() : the fast CPU backend: pthreads, AVX-512 / AVX2 paths
  *  chosen at run time, portable C otherwise; bit-identical to
  *  nvfp4_gemm_ref() for every model.  @return NVFP4_OK or an error. */
-nvfp4_status nvfp4_gemm_cpu(const nvfp4_gemm_args *args);
+NVFP4_API nvfp4_status nvfp4_gemm_cpu(const nvfp4_gemm_args *args);
 
 /*! nvfp4_cpu_simd_name() : @return the SIMD path nvfp4_gemm_cpu() uses here
  *  ("avx512", "avx2" or "portable"). */
-const char *nvfp4_cpu_simd_name(void);
+NVFP4_API const char *nvfp4_cpu_simd_name(void);
 
-/*! nvfp4_cpu_force_simd() : testing hook: force a path by name ("portable",
- *  "avx2", "avx512") or NULL for automatic.  @return NVFP4_UNSUPPORTED if
- *  the CPU lacks it. */
-nvfp4_status nvfp4_cpu_force_simd(const char *name);
 
 /*-**************************************************************************
  *  explain (src/explain): which contract produced another GEMM's outputs?
@@ -442,7 +446,7 @@ typedef struct nvfp4_linear_args {
 } nvfp4_linear_args;
 
 /*! nvfp4_linear_cpu() : quantize x, then nvfp4_gemm_cpu.  @return status. */
-nvfp4_status nvfp4_linear_cpu(const nvfp4_linear_args *args);
+NVFP4_API nvfp4_status nvfp4_linear_cpu(const nvfp4_linear_args *args);
 
 /*-**************************************************************************
  *  Quantizer and linear layer on the H200 (src/cuda/sm90_quantize.cu,
@@ -472,7 +476,7 @@ typedef struct nvfp4_cuda_quantize_args {
  *  a NaN giving 0x7FC00000 as on the CPU) then FP32(amax / 2688), all on
  *  the device.
  *  @return NVFP4_OK or an error (launch errors are reported). */
-nvfp4_status nvfp4_quantize_cuda(const nvfp4_cuda_quantize_args *args);
+NVFP4_API nvfp4_status nvfp4_quantize_cuda(const nvfp4_cuda_quantize_args *args);
 
 typedef struct nvfp4_cuda_linear_args {
     const uint16_t *x;                        /* m x k BF16 activations, row-major */
@@ -496,17 +500,18 @@ typedef struct nvfp4_cuda_linear_args {
 /*! nvfp4_linear_cuda_workspace() :
  *  @return the device scratch bytes nvfp4_linear_cuda() needs for m rows of
  *  k activation columns against an n x roundup(k,16) weight (0 if invalid). */
-size_t nvfp4_linear_cuda_workspace(int64_t m, int64_t n, int64_t k);
+NVFP4_API size_t nvfp4_linear_cuda_workspace(int64_t m, int64_t n, int64_t k);
 
 /*! nvfp4_linear_cuda() :
  *  ComfyUI's NVFP4 linear on the H200, nvfp4_linear_cpu() bit for bit (raw
- *  and out; model SM90).  The activation quantization is fused into the
- *  GEMM's A producer: it reads BF16 blocks of 16, rounds the E4M3 block
- *  scale and the E2M1 codes exactly as nvfp4_quantize() does and writes the
- *  exact 16-bit operands e2m1 * |e4m3| the tensor-core kernel consumes; the
- *  NVFP4 activations go to memory only when x_codes / x_scales ask for them.
+ *  and out; model SM90).  A producer kernel ahead of the GEMM (no separate
+ *  quantize pass and no GEMM pre-pass) reads BF16 blocks of 16, rounds the
+ *  E4M3 block scale and the E2M1 codes exactly as nvfp4_quantize() does and
+ *  writes the exact 16-bit operands e2m1 * |e4m3| into the GEMM's activation
+ *  workspace, which the tensor-core kernel then consumes; the NVFP4
+ *  activations go to memory only when x_codes / x_scales ask for them.
  *  @return NVFP4_OK or an error. */
-nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args);
+NVFP4_API nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args);
 
 /*! nvfp4_linear_cuda_host() :
  *  Convenience for host data, taking the same arguments as
@@ -515,9 +520,10 @@ nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args);
  *  to the device, runs nvfp4_linear_cuda(), copies raw/out (and, when
  *  args->x_quantized is set, the quantized activations exactly as
  *  nvfp4_quantize() returns them) back and frees everything.  *kernel_ms
- *  (optional): the fused call's device time (one launch after a warm-up).
+ *  (optional): the fused call's device time (one launch after a warm-up;
+ *  without it, one launch).
  *  Synchronous.  @return NVFP4_OK, NVFP4_ERR_NO_DEVICE, or an error. */
-nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel_ms);
+NVFP4_API nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel_ms);
 
 /*-**************************************************************************
  *  CUDA backend (src/cuda; sm_90a).  Device pointers, caller's stream.
@@ -526,11 +532,11 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel
 
 /*! nvfp4_cuda_available() : @return 1 if a CUDA device of compute capability
  *  9.0 is usable by this build, else 0 (never fails). */
-int nvfp4_cuda_available(void);
+NVFP4_API int nvfp4_cuda_available(void);
 
 /*! nvfp4_cuda_device_name() : writes the device name and "SMxy" into the
  *  buffers (may be NULL).  @return NVFP4_OK or NVFP4_ERR_NO_DEVICE. */
-nvfp4_status nvfp4_cuda_device_name(char *name, size_t name_len, char *cc, size_t cc_len);
+NVFP4_API nvfp4_status nvfp4_cuda_device_name(char *name, size_t name_len, char *cc, size_t cc_len);
 
 /*! An NVFP4 operand in device memory, as a ComfyUI checkpoint stores it:
  *  codes hi-first (rows x cols/2 bytes), scales in the 128x4 tiled layout,
@@ -557,21 +563,22 @@ typedef struct nvfp4_cuda_gemm_args {
 
 /*! nvfp4_cuda_gemm_workspace() : @return device scratch bytes a GEMM of this
  *  shape needs (the dequantized 16-bit activations, for instance). */
-size_t nvfp4_cuda_gemm_workspace(int64_t m, int64_t n, int64_t k);
+NVFP4_API size_t nvfp4_cuda_gemm_workspace(int64_t m, int64_t n, int64_t k);
 
 /*! nvfp4_gemm_cuda() : the H200 kernel.  Same results as nvfp4_gemm_ref()
  *  with NVFP4_MODEL_SM90, bit for bit.  Asynchronous on args->stream.
  *  @return NVFP4_OK or an error (launch errors are reported). */
-nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args);
+NVFP4_API nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args);
 
 /*! nvfp4_gemm_cuda_host() :
  *  Convenience for host data: copies A, B (converted to hi-first + tiled if
  *  needed), the per-tensor scales and bias to the device, runs
  *  nvfp4_gemm_cuda() (args->model must be NVFP4_MODEL_SM90), copies raw/out
  *  back, frees everything.  *kernel_ms (optional) receives the GEMM's device
- *  time (CUDA events, one launch after one warm-up).  Synchronous.
+ *  time (CUDA events, one launch after one warm-up; without kernel_ms the
+ *  kernel is launched once).  Synchronous.
  *  @return NVFP4_OK, NVFP4_ERR_NO_DEVICE, or an error. */
-nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms);
+NVFP4_API nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms);
 
 /*-**************************************************************************
  *  safetensors (src/io): mmap'ed reader, atomic writer.
@@ -594,64 +601,104 @@ typedef struct nvfp4_st_file nvfp4_st_file;
  *  shapes x dtype == byte ranges, ranges inside the data and not
  *  overlapping, unique names, sane sizes.  Errors name the file and tensor.
  *  @return NVFP4_OK with *out set, or an error (*out NULL). */
-nvfp4_status nvfp4_st_open(nvfp4_st_file **out, const char *path);
+NVFP4_API nvfp4_status nvfp4_st_open(nvfp4_st_file **out, const char *path);
 
 /*! nvfp4_st_open_memory() : the same over a caller's buffer (kept, not
  *  copied; it must outlive the handle).  `label` names it in errors. */
-nvfp4_status nvfp4_st_open_memory(nvfp4_st_file **out, const void *bytes, size_t nbytes,
+NVFP4_API nvfp4_status nvfp4_st_open_memory(nvfp4_st_file **out, const void *bytes, size_t nbytes,
                                   const char *label);
 
 /*! nvfp4_st_close() : unmap and free.  NULL-safe. */
-void nvfp4_st_close(nvfp4_st_file *f);
+NVFP4_API void nvfp4_st_close(nvfp4_st_file *f);
 
 /*! nvfp4_st_count() : @return number of tensors (in file order of offsets). */
-size_t nvfp4_st_count(const nvfp4_st_file *f);
+NVFP4_API size_t nvfp4_st_count(const nvfp4_st_file *f);
 
 /*! nvfp4_st_get() : @return the i-th tensor (i < count). */
-const nvfp4_st_tensor *nvfp4_st_get(const nvfp4_st_file *f, size_t i);
+NVFP4_API const nvfp4_st_tensor *nvfp4_st_get(const nvfp4_st_file *f, size_t i);
 
 /*! nvfp4_st_find() : @return the tensor named `name`, or NULL. */
-const nvfp4_st_tensor *nvfp4_st_find(const nvfp4_st_file *f, const char *name);
+NVFP4_API const nvfp4_st_tensor *nvfp4_st_find(const nvfp4_st_file *f, const char *name);
 
 /*! nvfp4_st_metadata_count() / nvfp4_st_metadata() :
  *  the "__metadata__" string map, in file order. */
-size_t nvfp4_st_metadata_count(const nvfp4_st_file *f);
-void nvfp4_st_metadata(const nvfp4_st_file *f, size_t i, const char **key, const char **value);
+NVFP4_API size_t nvfp4_st_metadata_count(const nvfp4_st_file *f);
+NVFP4_API void nvfp4_st_metadata(const nvfp4_st_file *f, size_t i, const char **key, const char **value);
 
 /*! nvfp4_st_path() : @return the path or label the file was opened with. */
-const char *nvfp4_st_path(const nvfp4_st_file *f);
+NVFP4_API const char *nvfp4_st_path(const nvfp4_st_file *f);
 
 typedef struct nvfp4_st_writer nvfp4_st_writer;
 
 /*! nvfp4_st_writer_new() : @return NVFP4_OK with an empty writer. */
-nvfp4_status nvfp4_st_writer_new(nvfp4_st_writer **out);
+NVFP4_API nvfp4_status nvfp4_st_writer_new(nvfp4_st_writer **out);
 
 /*! nvfp4_st_writer_add() :
  *  Queue a tensor.  `data` is borrowed (not copied) and must stay valid
  *  until nvfp4_st_writer_write() returns.  Names must be unique.
  *  @return NVFP4_OK or an error. */
-nvfp4_status nvfp4_st_writer_add(nvfp4_st_writer *w, const char *name, nvfp4_dtype dtype,
+NVFP4_API nvfp4_status nvfp4_st_writer_add(nvfp4_st_writer *w, const char *name, nvfp4_dtype dtype,
                                  int ndim, const int64_t *shape, const void *data, size_t nbytes);
 
 /*! nvfp4_st_writer_add_copy() : as _add, but copies the bytes. */
-nvfp4_status nvfp4_st_writer_add_copy(nvfp4_st_writer *w, const char *name, nvfp4_dtype dtype,
+NVFP4_API nvfp4_status nvfp4_st_writer_add_copy(nvfp4_st_writer *w, const char *name, nvfp4_dtype dtype,
                                       int ndim, const int64_t *shape, const void *data,
                                       size_t nbytes);
 
 /*! nvfp4_st_writer_set_metadata() : one "__metadata__" entry (copied). */
-nvfp4_status nvfp4_st_writer_set_metadata(nvfp4_st_writer *w, const char *key, const char *value);
+NVFP4_API nvfp4_status nvfp4_st_writer_set_metadata(nvfp4_st_writer *w, const char *key, const char *value);
 
 /*! nvfp4_st_writer_write() :
  *  Write everything to `path` through a temporary file in the same
  *  directory, fsync'ed and renamed into place: an interrupted write leaves
  *  no partial file at `path`.  progress (optional) is called with bytes
  *  written so far and the total.  @return NVFP4_OK or an error. */
-nvfp4_status nvfp4_st_writer_write(nvfp4_st_writer *w, const char *path,
+NVFP4_API nvfp4_status nvfp4_st_writer_write(nvfp4_st_writer *w, const char *path,
                                    void (*progress)(void *ctx, uint64_t done, uint64_t total),
                                    void *progress_ctx);
 
 /*! nvfp4_st_writer_free() : NULL-safe. */
-void nvfp4_st_writer_free(nvfp4_st_writer *w);
+NVFP4_API void nvfp4_st_writer_free(nvfp4_st_writer *w);
+
+/*-**************************************************************************
+ *  Files written atomically (src/io/atomic.c)
+ *  Bytes go to a temporary file ".NAME.tmp-XXXXXX" beside the target, then
+ *  fsync, rename over the target: a reader sees the old file or the whole
+ *  new one.  Interrupted writes: the first temporary file hooks SIGINT,
+ *  SIGTERM and SIGHUP where their action is still the default; the hook
+ *  removes every open temporary file and re-raises the signal (the process
+ *  ends as it would have).  A program with its own handlers for those
+ *  signals calls nvfp4_remove_temp_files() from them.  SIGKILL cannot be
+ *  caught: a killed writer leaves its temporary file behind.
+ *  nvfp4_st_writer_write() writes through these functions.
+ ****************************************************************************/
+typedef struct nvfp4_atomic_file nvfp4_atomic_file;
+
+/*! nvfp4_atomic_open() :
+ *  Create the temporary file for `path` now (so an unwritable directory
+ *  fails before any work; the message says why).
+ *  @return NVFP4_OK with *out set, or an error (*out NULL). */
+NVFP4_API nvfp4_status nvfp4_atomic_open(nvfp4_atomic_file **out, const char *path);
+
+/*! nvfp4_atomic_write() : append n bytes.  @return NVFP4_OK or NVFP4_ERR_IO. */
+NVFP4_API nvfp4_status nvfp4_atomic_write(nvfp4_atomic_file *f, const void *data, size_t n);
+
+/*! nvfp4_atomic_commit() :
+ *  fsync, rename onto the path (keeping the replaced file's mode, else
+ *  0644) and free f; on failure the temporary file is removed and the target
+ *  left as it was.  @return NVFP4_OK or NVFP4_ERR_IO. */
+NVFP4_API nvfp4_status nvfp4_atomic_commit(nvfp4_atomic_file *f);
+
+/*! nvfp4_atomic_discard() : remove the temporary file, free f.  NULL-safe. */
+NVFP4_API void nvfp4_atomic_discard(nvfp4_atomic_file *f);
+
+/*! nvfp4_write_file_atomic() : open, write n bytes, commit.  @return status. */
+NVFP4_API nvfp4_status nvfp4_write_file_atomic(const char *path, const void *data, size_t n);
+
+/*! nvfp4_remove_temp_files() :
+ *  Unlink the temporary files of every write in progress (async-signal-safe;
+ *  for signal handlers; those writes then fail at their rename). */
+NVFP4_API void nvfp4_remove_temp_files(void);
 
 /*-**************************************************************************
  *  ComfyUI NVFP4 layers in safetensors (src/io/layer.c)
@@ -663,12 +710,53 @@ void nvfp4_st_writer_free(nvfp4_st_writer *w);
  *  Copy the NVFP4 tensor stored under NAME into *out (hi-first, tiled).
  *  @return NVFP4_OK, NVFP4_ERR_NOT_FOUND, or NVFP4_ERR_MALFORMED when the
  *  three tensors disagree in shape or dtype. */
-nvfp4_status nvfp4_st_load_nvfp4(nvfp4_tensor *out, const nvfp4_st_file *f, const char *name);
+NVFP4_API nvfp4_status nvfp4_st_load_nvfp4(nvfp4_tensor *out, const nvfp4_st_file *f, const char *name);
 
 /*! nvfp4_st_add_nvfp4() :
  *  Queue NAME, NAME_scale, NAME_scale_2 for t (must be hi-first, tiled; its
- *  arrays are borrowed until the write).  @return NVFP4_OK or an error. */
-nvfp4_status nvfp4_st_add_nvfp4(nvfp4_st_writer *w, const char *name, const nvfp4_tensor *t);
+ *  arrays are borrowed until the write).  The tensor only: for a layer that
+ *  ComfyUI loads, nvfp4_st_add_nvfp4_layer() adds its marker too.
+ *  @return NVFP4_OK or an error. */
+NVFP4_API nvfp4_status nvfp4_st_add_nvfp4(nvfp4_st_writer *w, const char *name, const nvfp4_tensor *t);
+
+/*! nvfp4_st_is_nvfp4() :
+ *  @return 1 if NAME is stored as an NVFP4 tensor (NAME is U8 and
+ *  NAME_scale_2 exists; nvfp4_st_load_nvfp4() checks the rest), else 0. */
+NVFP4_API int nvfp4_st_is_nvfp4(const nvfp4_st_file *f, const char *name);
+
+/*! nvfp4_st_marker_name() :
+ *  For "LAYER.weight", writes ComfyUI's layer marker name "LAYER.comfy_quant"
+ *  into buf.  @return 1, or 0 when the name does not end in ".weight" or
+ *  buf is too short. */
+NVFP4_API int nvfp4_st_marker_name(char *buf, size_t len, const char *weight_name);
+
+/*! nvfp4_st_add_nvfp4_layer() :
+ *  Queue a whole ComfyUI NVFP4 layer: LAYER.weight, LAYER.weight_scale,
+ *  LAYER.weight_scale_2 (as nvfp4_st_add_nvfp4) and the marker
+ *  LAYER.comfy_quant (U8, the JSON {"format": "nvfp4"}) ComfyUI looks for.
+ *  All or nothing.  @return NVFP4_OK or an error. */
+NVFP4_API nvfp4_status nvfp4_st_add_nvfp4_layer(nvfp4_st_writer *w, const char *layer,
+                                                const nvfp4_tensor *t);
+
+/*! A ComfyUI NVFP4 linear layer as loaded from a checkpoint. */
+typedef struct nvfp4_layer {
+    nvfp4_tensor weight;  /* LAYER.weight: N x K, hi-first, tiled */
+    float input_scale;    /* LAYER.input_scale, when has_input_scale */
+    int has_input_scale;
+    float *bias;          /* LAYER.bias widened to FP32 and zero-padded to N, or NULL */
+} nvfp4_layer;
+
+/*! nvfp4_st_load_layer() :
+ *  Load LAYER.weight (nvfp4_st_load_nvfp4), the optional LAYER.input_scale
+ *  (one F32) and the optional LAYER.bias (1-D F32/F16/BF16 of at most N
+ *  values; ComfyUI pads N to 16, so shorter biases are zero-extended).
+ *  Free with nvfp4_layer_free().  @return NVFP4_OK, NVFP4_ERR_NOT_FOUND, or
+ *  NVFP4_ERR_MALFORMED (the message names the tensor); *out zeroed on error. */
+NVFP4_API nvfp4_status nvfp4_st_load_layer(nvfp4_layer *out, const nvfp4_st_file *f,
+                                           const char *layer);
+
+/*! nvfp4_layer_free() : release the weight and bias; l is zeroed.  NULL-safe. */
+NVFP4_API void nvfp4_layer_free(nvfp4_layer *l);
 
 #ifdef __cplusplus
 }

@@ -9,8 +9,14 @@ Each case is one safetensors file in tests/golden/comfy-kitchen/:
 made by comfy-kitchen's eager quantize_nvfp4 (the code ComfyUI runs), with pad_16x when a
 dimension is not a multiple of 16.  The generator and torch versions go in the metadata.
 
+With --raw DIR it also (re)makes the expected outputs of the raw 256 x 1024 cases in DIR
+(tests/golden/comfy-quantize/, read by tests/unit/test_quant.c and tests/cli/test_cli.py): the
+inputs CASE.x.bf16 (BF16 bits) and CASE.gs.f32 (the per-tensor scale, checked to be
+torch.amax(|x|) / 2688) are data; written are CASE.eager.q.u8 (codes, high nibble first),
+CASE.eager.s.u8 (tiled E4M3 scales) and CASE.eager.dq.f32 (comfy-kitchen's dequantize_nvfp4 to FP32).
+
 Needs torch and comfy-kitchen (pip install torch comfy-kitchen packaging); not run by the tests:
-    python3 tools/gen_comfy_golden.py tests/golden/comfy-kitchen
+    python3 tools/gen_comfy_golden.py tests/golden/comfy-kitchen --raw tests/golden/comfy-quantize
 """
 import importlib.metadata
 import json
@@ -102,8 +108,42 @@ def cases():
     return c
 
 
+RAW_CASES = ("gauss", "outliers", "ties")
+RAW_ROWS, RAW_COLS = 256, 1024
+
+
+def write_bytes(path, data):
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def make_raw(d):
+    for name in RAW_CASES:
+        xb = open(os.path.join(d, name + ".x.bf16"), "rb").read()
+        assert len(xb) == RAW_ROWS * RAW_COLS * 2, name
+        x = torch.frombuffer(bytearray(xb), dtype=torch.int16).view(torch.bfloat16).reshape(RAW_ROWS, RAW_COLS)
+        gs = torch.frombuffer(bytearray(open(os.path.join(d, name + ".gs.f32"), "rb").read()), dtype=torch.float32)
+        pts = torch.amax(torch.abs(x)).float() / (448.0 * 6.0)
+        assert gs.shape == (1,) and gs.view(torch.int32).item() == pts.reshape(1).view(torch.int32).item(), name
+        codes, scales = ck_eager.quantize_nvfp4(x, pts, 0.0, False, True)
+        dq = ck_eager.dequantize_nvfp4(codes, pts, scales, torch.float32, True)
+        write_bytes(os.path.join(d, name + ".eager.q.u8"), codes.contiguous().numpy().tobytes())
+        write_bytes(os.path.join(d, name + ".eager.s.u8"), scales.contiguous().view(torch.uint8).numpy().tobytes())
+        write_bytes(os.path.join(d, name + ".eager.dq.f32"), dq.contiguous().numpy().tobytes())
+        print(f"{name}: raw {RAW_ROWS}x{RAW_COLS} bf16")
+
+
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else "tests/golden/comfy-kitchen"
+    args = sys.argv[1:]
+    if "--raw" in args:
+        i = args.index("--raw")
+        make_raw(args[i + 1])
+        del args[i:i + 2]
+        if not args:
+            return
+    out = args[0] if args else "tests/golden/comfy-kitchen"
     os.makedirs(out, exist_ok=True)
     meta = {"generator": f"comfy-kitchen {importlib.metadata.version('comfy-kitchen')} eager quantize_nvfp4, "
                          f"torch {torch.__version__} on the CPU; tools/gen_comfy_golden.py"}

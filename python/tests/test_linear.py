@@ -26,7 +26,13 @@ def checkpoint(tmp_path_factory):
     t["blocks.0.attn.qkv.input_scale"] = np.float32(0.021).reshape(())
     ck = d / "ck.safetensors"
     st_write(ck, t)
-    xs = {"x": st_read(ex)["x"], "x_odd": random_bf16(rng, 5, 200, 3.0),
+    x_odd = random_bf16(rng, 5, 200, 3.0)
+    # The CLI takes only activations of the weight's stored K; the library
+    # (and nvfp4.linear) zero-pads K to 16 as ComfyUI's quantizer does, so the
+    # CLI gets the same activations padded explicitly.
+    x_odd_padded = np.zeros((5, 208), dtype=x_odd.dtype)
+    x_odd_padded[:, :200] = x_odd
+    xs = {"x": st_read(ex)["x"], "x_odd": x_odd, "x_odd_padded": x_odd_padded,
           "x_f32": rng.standard_normal((3, 256)).astype(np.float32),
           "x_f16": rng.standard_normal((9, 1024)).astype(np.float16)}
     xf = d / "x.safetensors"
@@ -47,7 +53,8 @@ def test_against_cli(checkpoint, layer, xname, variant):
     modes = ["dynamic"] + (["static"] if L.input_scale is not None else [])
     for mode in modes:
         out_f = d / f"y-{layer}-{xname}-{variant}-{mode}.safetensors"
-        cli("linear", f"{ck}:{layer}", f"{xf}:{xname}", "-o", out_f, "--input-scale", mode,
+        cli_x = "x_odd_padded" if xname == "x_odd" else xname
+        cli("linear", f"{ck}:{layer}", f"{xf}:{cli_x}", "-o", out_f, "--input-scale", mode,
             "--variant", variant, "--backend", "cpu")
         want = st_read(out_f)
         raw, out = nvfp4.linear(x, L, input_scale=mode, variant=variant, return_raw=True)

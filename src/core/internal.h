@@ -2,6 +2,8 @@
 #ifndef NVFP4_INTERNAL_H
 #define NVFP4_INTERNAL_H
 
+#include <string.h>
+
 #include "nvfp4.h"
 
 #if defined(__GNUC__)
@@ -29,6 +31,22 @@ nvfp4_status nvfp4_check_gemm_operand(const nvfp4_tensor *t, const char *fn, con
 /* Every argument check nvfp4_gemm_cpu and nvfp4_gemm_ref share: args, both
  * operands, equal K, a known model, raw or out given.  fn names the caller. */
 nvfp4_status nvfp4_check_gemm_args(const nvfp4_gemm_args *args, const char *fn);
+
+/* FP32 <-> bits without rounding: the one definition, inline for hot loops
+ * (nvfp4_f32_bits / nvfp4_f32_from_bits are these, exported). */
+static inline uint32_t nvfp4_bits_of_f32(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+
+static inline float nvfp4_f32_of_bits(uint32_t u)
+{
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
 
 /* Overflow-checked size arithmetic: return 0 on overflow, else 1. */
 int nvfp4_mul_size(size_t a, size_t b, size_t *out);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "formats/layout.h"
 
 #define NVFP4_CPU_LANES 16  /* columns per packed column group */
 #define NVFP4_CPU_GROUPS 4  /* column groups per B tile */
@@ -46,9 +47,7 @@ static inline size_t nvfp4_cpu_scale_offset(const nvfp4_tensor *t, int64_t r, in
 {
     if (t->scale_layout == NVFP4_SCALES_ROW_MAJOR)
         return (size_t)r * (size_t)(t->cols / NVFP4_BLOCK) + (size_t)cb;
-    size_t tiles_per_row = (size_t)((t->cols / NVFP4_BLOCK + 3) / 4); /* 128x4 tiles */
-    return ((size_t)(r / 128) * tiles_per_row + (size_t)(cb / 4)) * 512 + (size_t)(r % 32) * 16 +
-           (size_t)((r % 128) / 32) * 4 + (size_t)(cb % 4);
+    return nvfp4_tiled_offset(r, cb, (t->cols / NVFP4_BLOCK + 3) / 4); /* 128x4 tiles */
 }
 
 /* The guard, per lane, f = biased exponent field of c (f == 0: c == 0):
@@ -140,8 +139,7 @@ void nvfp4_cpu_sm90_kernel_avx512vnni(const nvfp4_cpu_apack *a, const nvfp4_cpu_
 nvfp4_status nvfp4_cpu_gemm_slice(const nvfp4_tensor *a, const nvfp4_tensor *b, nvfp4_model model,
                                   int64_t k_begin, int64_t k_end, float *raw, int nthreads);
 
-/* Testing hook: allow (1, the default) or forbid (0) the VNNI variant of the
- * AVX-512 kernel, so that tests can run both on a VNNI machine. */
-void nvfp4_cpu_allow_vnni(int allow);
+/* nvfp4_cpu_allow_vnni, nvfp4_cpu_force_simd: the testing hooks. */
+#include "nvfp4_testing.h"
 
 #endif

@@ -339,19 +339,9 @@ void nvfp4_cpu_pack_btile_portable(nvfp4_cpu_btile *t, uint8_t *has_nan, const n
 /*-------------------------------------------------------------------------
  *  The exact sm90 step (slow path)
  *-------------------------------------------------------------------------*/
-static uint32_t f32_bits(float v)
-{
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    return u;
-}
-
-static float f32_from_bits(uint32_t u)
-{
-    float v;
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
+/* FP32 bit casts: nvfp4_bits_of_f32 / nvfp4_f32_of_bits (core/internal.h) */
+#define f32_bits nvfp4_bits_of_f32
+#define f32_from_bits nvfp4_f32_of_bits
 
 float nvfp4_cpu_sm90_slow(float c, const nvfp4_cpu_apack *a, int64_t row,
                           const nvfp4_cpu_btile *b, int col, int64_t block)

@@ -227,7 +227,7 @@ void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile 
 }
 
 #else
-/* Built without the flags: never chosen unless forced; same bits anyway. */
+/* Built without the flags: still chosen on an AVX2 CPU (dispatch asks the CPU); same bits. */
 void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4_tensor *b,
                                int64_t n0)
 {

@@ -49,8 +49,8 @@ static inline __m512i largest_product_exp(const int8_t *ae, const int8_t *be)
 #pragma GCC pop_options
 
 #else
-/* Built without the flags (another compiler or a hand build): never chosen
- * at run time unless forced, and then the portable kernel gives the same bits. */
+/* Built without the flags (another compiler or a hand build): still chosen
+ * on a CPU with AVX-512 (dispatch asks the CPU), and the portable kernel gives the same bits. */
 void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
                                   int64_t row_begin, int64_t row_end, int64_t block_begin,
                                     int64_t block_end, float *acc)

@@ -14,6 +14,8 @@
 
 #include <stdint.h>
 
+#include "formats/layout.h"
+
 /* internal.h declares nvfp4_fail() without C linkage guards. */
 #ifdef __cplusplus
 extern "C" {
@@ -244,8 +246,7 @@ NVFP4_Q_DEV void q_block(const float v[16], uint32_t amax_bits, float pts, int c
 NVFP4_Q_DEV uint32_t q_f16_operand(uint32_t code, uint32_t s8)
 {
     if ((s8 & 0x7Fu) == 0x7Fu) return 0x7FFFu;
-    /* 2 * |e2m1| is the integer 0,1,2,3,4,6,8,12. */
-    const uint32_t twice = (0xC8643210u >> (4u * (code & 7u))) & 15u;
+    const uint32_t twice = nvfp4_e2m1_twice(code); /* 2 * |e2m1|, an integer */
     const uint32_t f = __float_as_uint(__fmul_rn(__fmul_rn((float)twice, 0.5f),
                                                  q_e4m3_to_f32(s8 & 0x7Fu)));
     /* A positive normal FP32 with at most 6 significant bits and an exponent

@@ -153,9 +153,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
     }
     if (scales) {
         const int ncb = (nb + 3) / 4;
-        const size_t so = ((size_t)(r / 128) * ncb + cb / 4) * 512 + (r % 32) * 16 +
-                          ((r % 128) / 32) * 4 + cb % 4;
-        scales[so] = (uint8_t)s8;
+        scales[nvfp4_tiled_offset(r, cb, ncb)] = (uint8_t)s8;
     }
     if (act && r < m) {
         uint32_t h[8];

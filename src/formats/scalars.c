@@ -8,28 +8,20 @@
 #include <string.h>
 
 #include "internal.h"
+#include "formats/layout.h"
 
-uint32_t nvfp4_f32_bits(float v)
-{
-    uint32_t b;
-    memcpy(&b, &v, sizeof b);
-    return b;
-}
+uint32_t nvfp4_f32_bits(float v) { return nvfp4_bits_of_f32(v); }
 
 float nvfp4_f32_from_bits(uint32_t bits)
 {
-    float v;
-    memcpy(&v, &bits, sizeof v);
-    return v;
+    return nvfp4_f32_of_bits(bits);
 }
 
 /*-------------------------------- E2M1 --------------------------------*/
 
 float nvfp4_e2m1_to_f32(uint8_t code)
 {
-    static const float magnitude[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-    float m = magnitude[code & 7];
-    return (code & 8) ? -m : m;
+    return nvfp4_e2m1_value(code);
 }
 
 uint8_t nvfp4_e2m1_from_f32(float v)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "formats/layout.h"
 
 /* Scale matrix geometry: block columns, and the tiled (padded) extents. */
 static int64_t block_cols(int64_t cols) { return (cols + NVFP4_BLOCK - 1) / NVFP4_BLOCK; }
@@ -22,12 +23,7 @@ size_t nvfp4_scales_bytes(int64_t rows, int64_t cols, nvfp4_scale_layout layout)
 
 size_t nvfp4_tiled_scale_offset(int64_t r, int64_t cb, int64_t cols)
 {
-    /* A 128x4 tile is 512 bytes: row r%32 picks a 16-byte line, the row's
-     * quarter (r%128)/32 a 4-byte group in it, cb%4 the byte.  Tiles run
-     * along block columns first. */
-    size_t tiles_per_row = (size_t)(padded_block_cols(cols) / 4);
-    size_t tile = (size_t)(r / 128) * tiles_per_row + (size_t)(cb / 4);
-    return tile * 512 + (size_t)(r % 32) * 16 + (size_t)((r % 128) / 32) * 4 + (size_t)(cb % 4);
+    return nvfp4_tiled_offset(r, cb, padded_block_cols(cols) / 4);
 }
 
 void nvfp4_tensor_free(nvfp4_tensor *t)

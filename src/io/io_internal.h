@@ -20,4 +20,15 @@ const char *nvfp4_io_printable(char *buf, size_t len, const char *s);
 size_t nvfp4_st_writer_size(const nvfp4_st_writer *w);
 void nvfp4_st_writer_truncate(nvfp4_st_writer *w, size_t count);
 
+/* write(2) all n bytes (EINTR retried): 0 or an errno. */
+int nvfp4_write_all(int fd, const void *buf, size_t n);
+
+/* The temporary file's descriptor, for writers that stream their bytes. */
+int nvfp4_atomic_fd(const nvfp4_atomic_file *f);
+
+/* nvfp4_atomic_commit, or, when write_error (an errno from writing to the
+ * descriptor) is set, the discard with the message "cannot write it: ...".
+ * f is freed either way. */
+nvfp4_status nvfp4_atomic_commit_after(nvfp4_atomic_file *f, int write_error);
+
 #endif

@@ -146,3 +146,114 @@ nvfp4_status nvfp4_st_add_nvfp4(nvfp4_st_writer *w, const char *name, const nvfp
     free(scale2_name);
     return s;
 }
+
+/*-------------------------------------------------------------------------
+ *  ComfyUI layers: LAYER.weight (NVFP4), LAYER.input_scale, LAYER.bias and
+ *  the LAYER.comfy_quant marker.
+ *-------------------------------------------------------------------------*/
+static const char comfy_marker_json[] = "{\"format\": \"nvfp4\"}";
+static const char weight_suffix[] = ".weight";
+
+int nvfp4_st_is_nvfp4(const nvfp4_st_file *f, const char *name)
+{
+    if (!f || !name) return 0;
+    const nvfp4_st_tensor *t = nvfp4_st_find(f, name);
+    if (!t || t->dtype != NVFP4_DTYPE_U8) return 0;
+    char *s2 = suffixed(name, "_scale_2");
+    int found = s2 && nvfp4_st_find(f, s2) != NULL;
+    free(s2);
+    return found;
+}
+
+int nvfp4_st_marker_name(char *buf, size_t len, const char *weight_name)
+{
+    size_t n = weight_name ? strlen(weight_name) : 0, s = sizeof weight_suffix - 1;
+    if (n < s || strcmp(weight_name + n - s, weight_suffix)) return 0;
+    int w = snprintf(buf, len, "%.*s.comfy_quant", (int)(n - s), weight_name);
+    return w >= 0 && (size_t)w < len;
+}
+
+nvfp4_status nvfp4_st_add_nvfp4_layer(nvfp4_st_writer *w, const char *layer, const nvfp4_tensor *t)
+{
+    if (!w || !layer || !t)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_st_add_nvfp4_layer: NULL argument");
+    char *weight = suffixed(layer, weight_suffix), *marker = suffixed(layer, ".comfy_quant");
+    nvfp4_status s = NVFP4_OK;
+    if (!weight || !marker) s = nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_st_add_nvfp4_layer: no memory");
+    size_t before = nvfp4_st_writer_size(w);
+    int64_t marker_shape[1] = {(int64_t)(sizeof comfy_marker_json - 1)};
+    if (s == NVFP4_OK) s = nvfp4_st_add_nvfp4(w, weight, t);
+    if (s == NVFP4_OK)
+        s = nvfp4_st_writer_add(w, marker, NVFP4_DTYPE_U8, 1, marker_shape, comfy_marker_json,
+                                sizeof comfy_marker_json - 1);
+    if (s != NVFP4_OK) nvfp4_st_writer_truncate(w, before);
+    free(weight);
+    free(marker);
+    return s;
+}
+
+nvfp4_status nvfp4_st_load_layer(nvfp4_layer *out, const nvfp4_st_file *f, const char *layer)
+{
+    if (!out || !f || !layer)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_st_load_layer: NULL argument");
+    memset(out, 0, sizeof *out);
+    char *name = malloc(strlen(layer) + sizeof ".input_scale");
+    if (!name) return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_st_load_layer: no memory");
+    char shown[300];
+    sprintf(name, "%s.weight", layer);
+    nvfp4_status st = nvfp4_st_load_nvfp4(&out->weight, f, name);
+    if (st != NVFP4_OK) goto fail;
+    sprintf(name, "%s.input_scale", layer);
+    const nvfp4_st_tensor *t = nvfp4_st_find(f, name);
+    if (t) {
+        if (t->dtype != NVFP4_DTYPE_F32 || t->nbytes != 4) {
+            st = nvfp4_fail(NVFP4_ERR_MALFORMED, "'%s' must be one F32 value",
+                            nvfp4_io_printable(shown, sizeof shown, name));
+            goto fail;
+        }
+        memcpy(&out->input_scale, t->data, 4);
+        out->has_input_scale = 1;
+    }
+    sprintf(name, "%s.bias", layer);
+    t = nvfp4_st_find(f, name);
+    if (t) {
+        int64_t rows = out->weight.rows;
+        int is_float = t->dtype == NVFP4_DTYPE_F32 || t->dtype == NVFP4_DTYPE_F16 ||
+                       t->dtype == NVFP4_DTYPE_BF16;
+        if (t->ndim != 1 || t->shape[0] > rows || !is_float) {
+            st = nvfp4_fail(NVFP4_ERR_MALFORMED, "'%s' must be a 1-D float tensor of at most %lld values",
+                            nvfp4_io_printable(shown, sizeof shown, name), (long long)rows);
+            goto fail;
+        }
+        /* ComfyUI pads N to 16 and zero-extends the bias */
+        out->bias = calloc((size_t)rows, sizeof *out->bias);
+        if (!out->bias) {
+            st = nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_st_load_layer: no memory for the bias");
+            goto fail;
+        }
+        const uint8_t *p = t->data;
+        for (int64_t i = 0; i < t->shape[0]; i++) {
+            uint16_t h;
+            if (t->dtype == NVFP4_DTYPE_F32) {
+                memcpy(&out->bias[i], p + 4 * i, 4);
+            } else {
+                memcpy(&h, p + 2 * i, 2);
+                out->bias[i] = t->dtype == NVFP4_DTYPE_F16 ? nvfp4_f16_to_f32(h) : nvfp4_bf16_to_f32(h);
+            }
+        }
+    }
+    free(name);
+    return NVFP4_OK;
+fail:
+    free(name);
+    nvfp4_layer_free(out);
+    return st;
+}
+
+void nvfp4_layer_free(nvfp4_layer *l)
+{
+    if (!l) return;
+    nvfp4_tensor_free(&l->weight);
+    free(l->bias);
+    memset(l, 0, sizeof *l);
+}

@@ -305,22 +305,6 @@ static char *header_json(const nvfp4_st_writer *w)
     return text;
 }
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return errno;
-        }
-        if (k == 0) return EIO;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 typedef struct st_progress {
     void (*fn)(void *ctx, uint64_t done, uint64_t total);
     void *ctx;
@@ -346,7 +330,7 @@ static int write_contents(int fd, const nvfp4_st_writer *w, const char *json, st
     for (int i = 0; i < 8; i++) head[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
     memcpy(head + 8, json, jlen);
     memset(head + 8 + jlen, ' ', hlen - jlen);
-    int e = write_all(fd, head, 8 + hlen);
+    int e = nvfp4_write_all(fd, head, 8 + hlen);
     free(head);
     if (e) return e;
     advance(pr, 8 + hlen);
@@ -354,39 +338,13 @@ static int write_contents(int fd, const nvfp4_st_writer *w, const char *json, st
         const uint8_t *p = w->items[i].data;
         for (size_t left = w->items[i].nbytes; left > 0;) {
             size_t n = left < ST_WRITE_CHUNK ? left : ST_WRITE_CHUNK;
-            if ((e = write_all(fd, p, n)) != 0) return e;
+            if ((e = nvfp4_write_all(fd, p, n)) != 0) return e;
             p += n;
             left -= n;
             advance(pr, n);
         }
     }
     return 0;
-}
-
-/* "<dir>/.<base>.tmp-XXXXXX" beside path, or NULL (bad path / no memory). */
-static char *temp_template(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
-    const char *base = path + dirlen;
-    if (!base[0]) return NULL;
-    size_t n = dirlen + 1 + strlen(base) + sizeof ".tmp-XXXXXX";
-    char *t = malloc(n);
-    if (t) snprintf(t, n, "%.*s.%s.tmp-XXXXXX", (int)dirlen, path, base);
-    return t;
-}
-
-static void sync_directory(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) return;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd); /* best effort: the rename is already visible */
-        close(fd);
-    }
-    free(dir);
 }
 
 nvfp4_status nvfp4_st_writer_write(nvfp4_st_writer *w, const char *path,
@@ -411,47 +369,13 @@ nvfp4_status nvfp4_st_writer_write(nvfp4_st_writer *w, const char *path,
     size_t hlen = (strlen(json) + 7) & ~(size_t)7;
     st_progress pr = {progress, progress_ctx, 0, 0, 8 + hlen + data_bytes};
 
-    char *tmp = temp_template(path);
-    if (!tmp) {
+    nvfp4_atomic_file *af = NULL;
+    nvfp4_status st = nvfp4_atomic_open(&af, path);
+    if (st != NVFP4_OK) {
         free(json);
-        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
-                          "%s: not a file path (ends in '/'), or no memory", shown);
+        return st;
     }
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        free(json);
-        free(tmp);
-        return nvfp4_fail(NVFP4_ERR_IO, "%s: cannot create a temporary file beside it: %s",
-                          shown, strerror(e));
-    }
-    /* mkstemp makes the file 0600; keep the mode of the file being replaced,
-     * else give it the usual 0644. */
-    struct stat st;
-    mode_t mode = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? (st.st_mode & 07777) : 0644;
-    const char *step = "write";
-    int e = fchmod(fd, mode) != 0 ? errno : 0;
-    if (!e) e = write_contents(fd, w, json, &pr);
-    if (!e && fsync(fd) != 0) {
-        e = errno;
-        step = "fsync";
-    }
-    if (close(fd) != 0 && !e) {
-        e = errno;
-        step = "close";
-    }
-    if (!e && rename(tmp, path) != 0) {
-        e = errno;
-        step = "rename the temporary file onto";
-    }
+    int e = write_contents(nvfp4_atomic_fd(af), w, json, &pr);
     free(json);
-    if (e) {
-        unlink(tmp);
-        free(tmp);
-        return nvfp4_fail(NVFP4_ERR_IO, "%s: cannot %s it: %s (the file was left unchanged)",
-                          shown, step, strerror(e));
-    }
-    free(tmp);
-    sync_directory(path);
-    return NVFP4_OK;
+    return nvfp4_atomic_commit_after(af, e);
 }

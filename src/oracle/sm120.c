@@ -16,13 +16,13 @@
  *   (same overflow, subnormal, signed-zero and NaN rules). */
 #include <string.h>
 
+#include "formats/layout.h"
 #include "oracle/oracle_internal.h"
 
 /* Twice the magnitude of an E2M1 code: 0 1 2 3 4 6 8 12. */
 static int64_t e2m1_twice(uint8_t code)
 {
-    static const int64_t twice[8] = {0, 1, 2, 3, 4, 6, 8, 12};
-    int64_t v = twice[code & 7];
+    int64_t v = nvfp4_e2m1_twice(code);
     return (code & 8) ? -v : v;
 }
 

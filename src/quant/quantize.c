@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "formats/layout.h"
 #include "quant/quant_sm90.h"
 
 /* x86 SSE's NaN rules, made explicit so results do not depend on the CPU:
@@ -411,8 +412,6 @@ nvfp4_status nvfp4_quantize(nvfp4_tensor *out, const void *x, nvfp4_dtype dtype,
 
 /*---------------------------- dequantizer ----------------------------*/
 
-static const float e2m1_value[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
-                                     -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 
 typedef struct dequant_job {
     float *out;
@@ -435,8 +434,8 @@ static void dequantize_rows(void *ctx, int64_t begin, int64_t end)
                 uint8_t first = hi_first ? (uint8_t)(byte >> 4) : (uint8_t)(byte & 15);
                 uint8_t second = hi_first ? (uint8_t)(byte & 15) : (uint8_t)(byte >> 4);
                 /* e2m1 * e4m3 is exact in FP32; one rounding for pts. */
-                o[c] = (e2m1_value[first] * s) * pts;
-                o[c + 1] = (e2m1_value[second] * s) * pts;
+                o[c] = (nvfp4_e2m1_value(first) * s) * pts;
+                o[c + 1] = (nvfp4_e2m1_value(second) * s) * pts;
             }
         }
     }

@@ -8,6 +8,7 @@ for malformed files, and the `check` report's JSON keys.
 Prints one closing line: "cli: N passed, N failed"."""
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -15,8 +16,7 @@ import tempfile
 
 NVFP4 = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/nvfp4")
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED = os.environ.get("NVFP4_SHARED", os.path.join(HERE, "..", "..", "..", "shared"))
-GOLDEN = os.path.join(SHARED, "golden", "comfy-quantize")
+GOLDEN = os.environ.get("NVFP4_GOLDEN", os.path.join(HERE, "..", "golden", "comfy-quantize"))
 passed = failed = 0
 
 
@@ -29,12 +29,15 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def run(*args, env=None):
+def run(*args, env=None, timeout=None):
     e = dict(os.environ)
     e["NVFP4_NO_PROGRESS"] = "1"
     if env:
         e.update(env)
-    p = subprocess.run([NVFP4, *args], capture_output=True, text=True, env=e)
+    try:
+        p = subprocess.run([NVFP4, *args], capture_output=True, text=True, env=e, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return -1000, "", f"timed out after {timeout} s"
     return p.returncode, p.stdout, p.stderr
 
 
@@ -67,6 +70,13 @@ def read_st(path):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="nvfp4-cli-")
+    try:
+        return cases(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def cases(tmp):
     p = lambda name: os.path.join(tmp, name)
 
     # --help everywhere, exit codes
@@ -220,8 +230,156 @@ def main():
               and r.get("fused_alpha_equal") is True and r.get("rows_compared_with_cpu_oracle") == 2,
               f"{r.get('linear')} streaming bit-exact, every row compared")
 
+    issue15_cases(tmp, p)
+
     print(f"cli: {passed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def issue15_cases(tmp, p):
+    """A check that cannot pass on nothing, inputs never replaced, clear errors, no signals."""
+    # --oracle-rows: no int truncation to 0, no silent default, 'all' compares every output
+    for bad in ("4294967296", "4294967295", "0", "-1", "17"):
+        rc, out, err = run("check", "--backend", "cpu", "--rows", "16", "--oracle-rows", bad, "--json", "-")
+        check(rc == 1 and "--oracle-rows" in err and "P0 passed" not in out, f"check --oracle-rows {bad} refused")
+    ck = ["check", "--backend", "cpu", "--checkpoint", p("q.st"), "--layers", "blocks.0.attn.qkv", "--rows", "3"]
+    rc, out, err = run(*ck, "--oracle-rows", "all", "--json", p("all.json"))
+    rep = json.load(open(p("all.json"))) if rc == 0 else {}
+    res = rep.get("results", [{}])[0]
+    check(rc == 0 and rep.get("every_output_compared") is True and res.get("outputs_compared") == 3 * 768
+          and res.get("rows_compared_with_reference_model") == 3 and "sampled" not in out
+          and "every output compared" in out, "check --oracle-rows all compares every output: " + err)
+    rc, out, err = run(*ck, "--json", p("sampled.json"))
+    rep = json.load(open(p("sampled.json"))) if rc == 0 else {}
+    check(rc == 0 and rep.get("every_output_compared") is False and "P0 passed on sampled outputs" in out
+          and "sampled 2x768 ref" in out, "a sampled check says so: " + out)
+    check("(none)" not in out and " time " in out and "0 rows all cols" not in out, "check table wording")
+    # --layers: a 65th name is checked, not dropped
+    rc, out, err = run("check", "--backend", "cpu", "--checkpoint", p("q.st"), "--rows", "1",
+                       "--layers", ",".join(["blocks.0.mlp.fc2"] * 65), "--json", p("l65.json"))
+    rep = json.load(open(p("l65.json"))) if rc == 0 else {}
+    check(rc == 0 and len(rep.get("results", [])) == 65, "check --layers with 65 names checks 65: " + err)
+    # --rows beyond the machine's memory: refused at once with the estimate
+    rc, out, err = run("check", "--backend", "cpu", "--rows", "1048576", "--json", "-", timeout=30)
+    check(rc == 1 and "GiB" in err and "linear " not in out, "check --rows 1048576 refused: " + err)
+    # --json to an unwritable place: fails first, with the reason
+    rc, out, err = run("check", "--backend", "cpu", "--rows", "1", "--json", p("nodir/r.json"), timeout=60)
+    check(rc == 1 and "No such file or directory" in err and "EXACT" not in out, "check --json checked first: " + err)
+
+    # non-finite per-tensor scales
+    for bad in ("inf", "-inf", "nan", "1e39"):
+        rc, _, err = run("quantize", p("ex.st"), p("never.st"), "--per-tensor-scale", bad)
+        check(rc == 1 and "finite" in err and not os.path.exists(p("never.st")), f"--per-tensor-scale {bad} refused")
+
+    # linear: K must match; sizes validated before arithmetic; NaN/Inf counted
+    import random
+    rnd = random.Random(15)
+    def bf16(vals):
+        return b"".join(struct.pack("<f", v)[2:] for v in vals)
+    write_st(p("x241.st"), [("x", "BF16", [4, 241], bf16([rnd.uniform(-1, 1) for _ in range(4 * 241)]))])
+    rc, _, err = run("linear", p("q.st") + ":blocks.0.attn.qkv", p("x241.st") + ":x", "-o", p("never.st"), "--backend", "cpu")
+    check(rc == 1 and "K = 241" in err and "K = 256" in err and not os.path.exists(p("never.st")),
+          "linear refuses K = 241 against K = 256: " + err)
+    write_st(p("xhuge.st"), [("x", "BF16", [2 ** 62, 0], b"")])
+    rc, _, err = run("linear", p("q.st") + ":blocks.0.attn.qkv", p("xhuge.st") + ":x", "-o", p("never.st"), "--backend", "cpu")
+    check(rc == 1 and err.count("\n") == 1, "linear with x [2^62, 0]: a clear error: " + err)
+    write_st(p("xhuge2.st"), [("x", "BF16", [2 ** 62, 256], b"")])
+    rc, _, err = run("inspect", p("xhuge2.st"))
+    check(rc == 1, "a [2^62, 256] tensor without its bytes is malformed")
+    vals = [rnd.uniform(-1, 1) for _ in range(4 * 256)]
+    vals[5], vals[300], vals[301] = float("nan"), float("inf"), float("-inf")
+    write_st(p("xnan.st"), [("x", "BF16", [4, 256], bf16(vals))])
+    rc, _, err = run("linear", p("q.st") + ":blocks.0.attn.qkv", p("xnan.st") + ":x", "-o", p("ynan.st"), "--backend", "cpu")
+    check(rc == 0 and "3 NaN/Inf values" in err, "linear warns about NaN/Inf activations: " + err)
+
+    # an output that is an input is refused (unless --force): nothing replaced
+    import shutil
+    shutil.copy(p("ex.st"), p("same.st"))
+    before = open(p("same.st"), "rb").read()
+    rc, _, err = run("quantize", p("same.st"), p("same.st"))
+    check(rc == 1 and "--force" in err and open(p("same.st"), "rb").read() == before, "quantize f f refused")
+    os.link(p("same.st"), p("same-link.st"))
+    rc, _, err = run("quantize", p("same.st"), p("same-link.st"))
+    check(rc == 1 and open(p("same.st"), "rb").read() == before, "quantize f hardlink-of-f refused")
+    shutil.copy(p("q.st"), p("qsame.st"))
+    qbefore = open(p("qsame.st"), "rb").read()
+    rc, _, err = run("dequantize", p("qsame.st"), p("qsame.st"))
+    check(rc == 1 and open(p("qsame.st"), "rb").read() == qbefore, "dequantize f f refused")
+    rc, _, err = run("linear", p("qsame.st") + ":blocks.0.attn.qkv", p("ex.st") + ":x", "-o", p("qsame.st"), "--backend", "cpu")
+    check(rc == 1 and open(p("qsame.st"), "rb").read() == qbefore, "linear -o WEIGHTS refused")
+    rc, _, err = run("linear", p("qsame.st") + ":blocks.0.attn.qkv", p("ex.st") + ":x", "-o", p("y.st"),
+                     "--backend", "cpu", "--dump-quantized", p("qsame.st"))
+    check(rc == 1 and open(p("qsame.st"), "rb").read() == qbefore, "linear --dump-quantized WEIGHTS refused")
+    rc, _, err = run("matmul", p("xq.st") + ":x", p("qsame.st") + ":blocks.0.attn.qkv.weight", "-o", p("qsame.st"), "--backend", "cpu")
+    check(rc == 1 and open(p("qsame.st"), "rb").read() == qbefore, "matmul -o B refused")
+    rc, _, err = run("quantize", p("same.st"), p("same.st"), "--force")
+    check(rc == 0 and read_st(p("same.st"))[0]["blocks.0.attn.qkv.weight"][0] == "U8", "quantize f f --force")
+
+    # the shared options: one parser, one message each
+    for cmd in ("check", "quantize", "dequantize", "linear", "matmul"):
+        rc, _, err = run(cmd, "--threads", "-1")
+        check(rc == 1 and err == f"nvfp4 {cmd}: --threads needs a count (0 = all cores)\n", f"{cmd} --threads -1: {err}")
+    for cmd in ("check", "linear", "matmul"):
+        rc, _, err = run(cmd, "--backend", "gpu")
+        check(rc == 1 and "--backend needs cpu, cuda or auto" in err, f"{cmd} --backend gpu: {err}")
+    for cmd in ("linear", "matmul"):
+        rc, _, err = run(cmd, "--model", "sm80")
+        check(rc == 1 and "--model needs sm90, exact or sm120" in err, f"{cmd} --model sm80: {err}")
+    rc, _, err = run("quantize", "--model", "sm90")
+    check(rc == 1 and "unknown option '--model'" in err, "quantize has no --model")
+
+    # inspect: control bytes in names are escaped
+    write_st(p("ctl.st"), [("evil\x1b[31m\x07name", "F32", [1], b"\0" * 4)], {"k\x1b": "v\nw"})
+    rc, out, _ = run("inspect", p("ctl.st"))
+    check(rc == 0 and "\x1b" not in out and "\x07" not in out and "evil\\x1B[31m\\x07name" in out
+          and "k\\x1B = v\\x0Aw" in out, "inspect escapes control bytes: " + repr(out))
+
+    # cuBLAS is loaded by bench only: no other command maps it
+    rc, _, err = run("--version", env={"LD_DEBUG": "libs"})
+    check(rc == 0 and "libc.so" in err and "cublas" not in err.lower(), "--version loads no cuBLAS")
+
+    # the shared library exports the public API (NVFP4_API in nvfp4.h) and nothing else
+    so = os.path.join(os.path.dirname(NVFP4), "libnvfp4.so")
+    if os.path.exists(so) and shutil.which("nm"):
+        import re
+        hdr = open(os.path.join(HERE, "..", "..", "include", "nvfp4.h")).read()
+        public = set(re.findall(r"^NVFP4_API [^(]*?\b(nvfp4_\w+)\(", hdr, re.M))
+        nm = subprocess.run(["nm", "-D", "--defined-only", so], capture_output=True, text=True).stdout
+        exported = {line.split()[-1] for line in nm.splitlines() if line.strip()}
+        check(len(public) > 50 and exported == public,
+              f"libnvfp4.so exports exactly the public API: extra {sorted(exported - public)[:5]}, "
+              f"missing {sorted(public - exported)[:5]}")
+    else:
+        print(f"note: {so} not built; export check not run")
+
+    # an input truncated while mapped: an error, not SIGBUS; no temporary file left
+    big = p("big.st")
+    rows, cols = 8192, 8192
+    with open(big, "wb") as f:
+        h = json.dumps({"t.weight": {"dtype": "BF16", "shape": [rows, cols], "data_offsets": [0, rows * cols * 2]}}).encode()
+        h += b" " * (-len(h) % 8)
+        f.write(struct.pack("<Q", len(h)) + h)
+        chunk = bf16([rnd.uniform(-1, 1) for _ in range(cols)])
+        for _ in range(rows):
+            f.write(chunk)
+    e = dict(os.environ, NVFP4_NO_PROGRESS="1")
+    proc = subprocess.Popen([NVFP4, "quantize", big, p("bigq.st"), "--threads", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
+    mapped = False
+    for _ in range(20000):
+        try:
+            if big in open(f"/proc/{proc.pid}/maps").read():
+                mapped = True
+                break
+        except OSError:
+            break
+    if mapped:
+        os.truncate(big, 4096)
+    out, err = proc.communicate()
+    check(mapped and proc.returncode == 1 and "changed size" in err, f"truncated input: rc {proc.returncode}: {err}")
+    check(not any(".tmp-" in f for f in os.listdir(tmp)) and not os.path.exists(p("bigq.st")),
+          "truncated input: no output or temporary file left")
+    os.unlink(big)
 
 
 if __name__ == "__main__":

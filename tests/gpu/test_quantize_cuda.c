@@ -262,7 +262,7 @@ static void all_modes(const char *label, const uint16_t *x, int64_t m, int64_t k
 }
 
 /* comfy-kitchen's own outputs (eager, dynamic scale) for 256 x 1024 BF16
- * inputs: shared/golden/comfy-quantize (NVFP4_SHARED names the shared dir). */
+ * inputs: tests/golden/comfy-quantize (NVFP4_GOLDEN names another dir). */
 static void check_golden(const char *name)
 {
     char path[512], what[200];
@@ -272,12 +272,12 @@ static void check_golden(const char *name)
     size_t got[4] = {0};
     int ok = 1;
     for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof path, "%s/golden/comfy-quantize/%s.%s", test_shared_dir(), name, sfx[i]);
+        snprintf(path, sizeof path, "%s/%s.%s", test_golden_dir(), name, sfx[i]);
         buf[i] = test_read_file(path, &got[i]);
         ok &= buf[i] != NULL && got[i] == want[i];
     }
     if (!ok) {
-        printf("SKIP golden %s: files not found under %s (set NVFP4_SHARED)\n", name, test_shared_dir());
+        printf("SKIP golden %s: files not found under %s (set NVFP4_GOLDEN)\n", name, test_golden_dir());
     } else {
         gpu_result g;
         uint16_t *d;

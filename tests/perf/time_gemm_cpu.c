@@ -19,6 +19,7 @@
 #include <math.h>
 
 #include "nvfp4.h"
+#include "nvfp4_testing.h" /* nvfp4_cpu_force_simd */
 #include "cpu/cpu_internal.h" /* nvfp4_cpu_allow_vnni() */
 
 static uint64_t rng_state = 88172645463325252ULL;

@@ -32,7 +32,7 @@ static uint16_t bf16_trunc(float v) { return (uint16_t)(bits(v) >> 16); }
 static void *golden(const char *name, const char *suffix, size_t want)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/golden/comfy-quantize/%s.%s", test_shared_dir(), name, suffix);
+    snprintf(path, sizeof path, "%s/%s.%s", test_golden_dir(), name, suffix);
     size_t n = 0;
     void *p = test_read_file(path, &n);
     CHECKF(p && n == want, "%s: read %zu bytes, want %zu", path, n, want);

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nvfp4.h"
@@ -122,6 +123,163 @@ static void record_progress(void *ctx, uint64_t done, uint64_t total)
     log[0]++;
     log[1] = done;
     log[2] = total;
+}
+
+/* progress callback that interrupts the write before its rename: raises *ctx once */
+static void raise_on_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    (void)done, (void)total;
+    int *sig = ctx;
+    if (*sig) {
+        int s = *sig;
+        *sig = 0;
+        raise(s);
+    }
+}
+
+static volatile sig_atomic_t app_handler_ran;
+static void app_handler(int sig)
+{
+    (void)sig;
+    app_handler_ran = 1;
+    nvfp4_remove_temp_files();
+}
+
+/* A writer interrupted by SIGINT, SIGTERM or SIGHUP (default action) dies of
+ * that signal and leaves neither the target nor its temporary file; with
+ * the application's own handler calling nvfp4_remove_temp_files(), the
+ * write fails and leaves nothing either. */
+static void test_interrupted_writes(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    size_t big = 1 << 20;
+    uint8_t *payload = calloc(big, 1);
+    int64_t shape[1] = {(int64_t)big};
+    for (int i = 0; i < 3; i++) {
+        char dir[128];
+        snprintf(dir, sizeof dir, "%s/sig%d", tmpdir, sigs[i]);
+        mkdir(dir, 0755);
+        char target[200];
+        snprintf(target, sizeof target, "%s/out.safetensors", dir);
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            nvfp4_st_writer *w = NULL;
+            int sig = sigs[i];
+            if (nvfp4_st_writer_new(&w) != NVFP4_OK ||
+                nvfp4_st_writer_add(w, "payload", NVFP4_DTYPE_U8, 1, shape, payload, big) != NVFP4_OK)
+                _exit(3);
+            nvfp4_st_writer_write(w, target, raise_on_progress, &sig);
+            _exit(4); /* not reached when the signal ends the process */
+        }
+        int status = 0;
+        CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+        CHECKF(WIFSIGNALED(status) && WTERMSIG(status) == sigs[i], "signal %d: status 0x%x",
+               sigs[i], status);
+        CHECKF(count_entries(dir) == 0, "signal %d: %d files left in %s", sigs[i],
+               count_entries(dir), dir);
+        rmdir(dir);
+    }
+    /* the application's handler: the library leaves it in place */
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = app_handler;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, &old);
+    nvfp4_st_writer *w = NULL;
+    CHECK(nvfp4_st_writer_new(&w) == NVFP4_OK &&
+          nvfp4_st_writer_add(w, "payload", NVFP4_DTYPE_U8, 1, shape, payload, big) == NVFP4_OK);
+    int sig = SIGTERM;
+    const char *target = tmp_path("handled.safetensors");
+    nvfp4_status st = nvfp4_st_writer_write(w, target, raise_on_progress, &sig);
+    sigaction(SIGTERM, &old, NULL);
+    CHECKF(app_handler_ran && st == NVFP4_ERR_IO && count_entries(tmpdir) == 0,
+           "handled SIGTERM: ran %d, status %d, %d files", (int)app_handler_ran, (int)st,
+           count_entries(tmpdir));
+    nvfp4_st_writer_free(w);
+    free(payload);
+}
+
+/* nvfp4_atomic_*: bytes appear at commit, never before; discard leaves nothing. */
+static void test_atomic_file(void)
+{
+    const char *target = tmp_path("atomic.txt");
+    nvfp4_atomic_file *f = NULL;
+    CHECK(nvfp4_atomic_open(&f, target) == NVFP4_OK && f);
+    CHECK(nvfp4_atomic_write(f, "hello ", 6) == NVFP4_OK && nvfp4_atomic_write(f, "world", 5) == NVFP4_OK);
+    CHECK(access(target, F_OK) != 0 && count_entries(tmpdir) == 1); /* only the temporary */
+    CHECK(nvfp4_atomic_commit(f) == NVFP4_OK);
+    size_t n = 0;
+    char *got = test_read_file(target, &n);
+    CHECK(got && n == 11 && !memcmp(got, "hello world", 11));
+    free(got);
+    CHECK(nvfp4_atomic_open(&f, target) == NVFP4_OK && nvfp4_atomic_write(f, "x", 1) == NVFP4_OK);
+    nvfp4_atomic_discard(f);
+    got = test_read_file(target, &n);
+    CHECK(got && n == 11 && count_entries(tmpdir) == 1); /* unchanged, no temporary */
+    free(got);
+    CHECK(nvfp4_write_file_atomic(target, "abc", 3) == NVFP4_OK);
+    got = test_read_file(target, &n);
+    CHECK(got && n == 3 && !memcmp(got, "abc", 3));
+    free(got);
+    const char *nodir = tmp_path("no-such-dir/r.json");
+    f = (nvfp4_atomic_file *)1;
+    CHECK(nvfp4_atomic_open(&f, nodir) == NVFP4_ERR_IO && !f && msg_has("No such file") &&
+          msg_has(nodir));
+    nvfp4_atomic_discard(NULL);
+    unlink(target);
+}
+
+/* ComfyUI layers: writer adds the marker, loader pads the bias, checks dtypes. */
+static void test_layer_api(void)
+{
+    nvfp4_tensor t;
+    CHECK(nvfp4_tensor_alloc(&t, 20, 32, NVFP4_HI_FIRST, NVFP4_SCALES_TILED) == NVFP4_OK);
+    for (size_t i = 0; i < 20 * 16; i++) t.codes[i] = (uint8_t)(i * 37);
+    t.scales[0] = 0x38;
+    t.per_tensor_scale = 0.5f;
+    float bias[18], in_scale = 0.25f, bad_scale[2] = {1, 2};
+    for (int i = 0; i < 18; i++) bias[i] = (float)i - 3.5f;
+    int64_t bshape[1] = {18}, s2[1] = {2};
+    nvfp4_st_writer *w = NULL;
+    CHECK(nvfp4_st_writer_new(&w) == NVFP4_OK);
+    CHECK(nvfp4_st_add_nvfp4_layer(w, "blk.lin", &t) == NVFP4_OK);
+    CHECK(nvfp4_st_writer_add(w, "blk.lin.bias", NVFP4_DTYPE_F32, 1, bshape, bias, sizeof bias) == NVFP4_OK);
+    CHECK(nvfp4_st_writer_add(w, "blk.lin.input_scale", NVFP4_DTYPE_F32, 0, NULL, &in_scale, 4) == NVFP4_OK);
+    CHECK(nvfp4_st_add_nvfp4_layer(w, "bad", &t) == NVFP4_OK);
+    CHECK(nvfp4_st_writer_add(w, "bad.input_scale", NVFP4_DTYPE_F32, 1, s2, bad_scale, 8) == NVFP4_OK);
+    CHECK(nvfp4_st_add_nvfp4_layer(w, "blk.lin", &t) != NVFP4_OK); /* duplicate: nothing queued */
+    const char *path = tmp_path("layer-api.safetensors");
+    CHECK(nvfp4_st_writer_write(w, path, NULL, NULL) == NVFP4_OK);
+    nvfp4_st_writer_free(w);
+    nvfp4_st_file *f = NULL;
+    CHECK(nvfp4_st_open(&f, path) == NVFP4_OK);
+    if (f) {
+        CHECK(nvfp4_st_count(f) == 11);
+        const nvfp4_st_tensor *mk = nvfp4_st_find(f, "blk.lin.comfy_quant");
+        CHECK(mk && mk->dtype == NVFP4_DTYPE_U8 && mk->nbytes == 19 &&
+              !memcmp(mk->data, "{\"format\": \"nvfp4\"}", 19));
+        CHECK(nvfp4_st_is_nvfp4(f, "blk.lin.weight") && !nvfp4_st_is_nvfp4(f, "blk.lin.bias") &&
+              !nvfp4_st_is_nvfp4(f, "blk.lin.weight_scale") && !nvfp4_st_is_nvfp4(f, "nope"));
+        nvfp4_layer L;
+        CHECKF(nvfp4_st_load_layer(&L, f, "blk.lin") == NVFP4_OK, "%s", nvfp4_last_error());
+        CHECK(L.weight.rows == 20 && L.weight.cols == 32 && L.has_input_scale && L.input_scale == 0.25f &&
+              !memcmp(L.weight.codes, t.codes, 20 * 16) && L.weight.per_tensor_scale == 0.5f);
+        int bias_ok = L.bias != NULL;
+        for (int i = 0; bias_ok && i < 20; i++) bias_ok = L.bias[i] == (i < 18 ? bias[i] : 0.0f);
+        CHECK(bias_ok); /* zero-extended to N */
+        nvfp4_layer_free(&L);
+        CHECK(L.bias == NULL && L.weight.codes == NULL);
+        CHECK(nvfp4_st_load_layer(&L, f, "bad") == NVFP4_ERR_MALFORMED && msg_has("bad.input_scale") &&
+              L.weight.codes == NULL);
+        CHECK(nvfp4_st_load_layer(&L, f, "absent") == NVFP4_ERR_NOT_FOUND);
+        nvfp4_st_close(f);
+    }
+    char buf[64];
+    CHECK(nvfp4_st_marker_name(buf, sizeof buf, "a.b.weight") && !strcmp(buf, "a.b.comfy_quant"));
+    CHECK(!nvfp4_st_marker_name(buf, sizeof buf, "a.b.bias") && !nvfp4_st_marker_name(buf, 8, "a.b.weight"));
+    nvfp4_tensor_free(&t);
+    unlink(path);
 }
 
 int main(void)
@@ -668,6 +826,18 @@ int main(void)
         unlink(target);
         nvfp4_st_writer_free(w);
         free(payload);
+    }
+
+    TEST("interrupted writes leave no temporary file") {
+        test_interrupted_writes();
+    }
+
+    TEST("ComfyUI layer API") {
+        test_layer_api();
+    }
+
+    TEST("atomic files") {
+        test_atomic_file();
     }
 
     TEST("NVFP4 layer round trip and checks") {

@@ -104,11 +104,12 @@ static inline void *test_read_file(const char *path, size_t *n)
     return buf;
 }
 
-/* The shared/ folder beside the checkout (golden data); NVFP4_SHARED overrides. */
-static inline const char *test_shared_dir(void)
+/* comfy-kitchen's raw 256 x 1024 golden cases (tools/gen_comfy_golden.py --raw),
+ * relative to the repository root the tests run from; NVFP4_GOLDEN overrides. */
+static inline const char *test_golden_dir(void)
 {
-    const char *e = getenv("NVFP4_SHARED");
-    return e ? e : "../shared";
+    const char *e = getenv("NVFP4_GOLDEN");
+    return e ? e : "tests/golden/comfy-quantize";
 }
 
 static inline int test_summary(const char *name)
