@@ -416,10 +416,10 @@ typedef struct nvfp4_explain_args {
  *  through raw (per-tensor scales left out) when ref is given.
  *  @return NVFP4_OK with *json set (NUL-terminated UTF-8; free with
  *  nvfp4_free()), or an error (*json NULL). */
-nvfp4_status nvfp4_explain(const nvfp4_explain_args *args, char **json);
+NVFP4_API nvfp4_status nvfp4_explain(const nvfp4_explain_args *args, char **json);
 
 /*! nvfp4_free() : free memory the library returned (NULL-safe). */
-void nvfp4_free(void *p);
+NVFP4_API void nvfp4_free(void *p);
 
 /*-**************************************************************************
  *  Linear layer (src/linear): BF16 activations x NVFP4 weight -> BF16.

@@ -344,6 +344,8 @@ def issue15_cases(tmp, p):
         import re
         hdr = open(os.path.join(HERE, "..", "..", "include", "nvfp4.h")).read()
         public = set(re.findall(r"^NVFP4_API [^(]*?\b(nvfp4_\w+)\(", hdr, re.M))
+        bare = re.findall(r"^(?!NVFP4_API|#|typedef| |\/)[^(;\n]*?\b(nvfp4_\w+)\(", hdr, re.M)
+        check(not bare, f"every function nvfp4.h declares carries NVFP4_API: missing on {bare[:5]}")
         nm = subprocess.run(["nm", "-D", "--defined-only", so], capture_output=True, text=True).stdout
         exported = {line.split()[-1] for line in nm.splitlines() if line.strip()}
         check(len(public) > 50 and exported == public,
