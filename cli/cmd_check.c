@@ -38,6 +38,8 @@ static const char help[] =
     "  --checkpoint FILE   take the weights from a ComfyUI NVFP4 checkpoint ...\n"
     "  --layers L1,L2,...  ... these layers (LAYER.weight, _scale, _scale_2, optional\n"
     "                      LAYER.input_scale and LAYER.bias); activations stay synthetic\n"
+    "  --k-slices S        the contract with S K slices (docs/CONTRACT.md; default 1:\n"
+    "                      one chain per output), in the backend and every oracle\n"
     "  --streaming-a       feed BF16 activations to the backend's linear path (on a GPU\n"
     "                      the GEMM's fused A producer) and compare its outputs with\n"
     "                      quantize-then-GEMM and its NVFP4 activations with the C\n"
@@ -90,6 +92,7 @@ typedef struct result {
 
 typedef struct ctx {
     int cuda, threads, streaming;
+    int k_slices; /* the contract's K slices (docs/CONTRACT.md), 1 = one chain */
     nvfp4_model model;
 } ctx;
 
@@ -184,6 +187,7 @@ static nvfp4_status run_backend(const ctx *cx, nvfp4_gemm_args *g, float *kernel
 {
     g->model = cx->model;
     g->nthreads = cx->threads;
+    g->k_slices = cx->k_slices;
     return cx->cuda ? nvfp4_gemm_cuda_host(g, kernel_ms) : nvfp4_gemm_cpu(g);
 }
 
@@ -256,7 +260,8 @@ static void check_linear(const ctx *cx, result *res, const nvfp4_tensor *A, cons
         cli_progress("[%d/%d] %s: CPU oracle on all %lld rows ...", idx, total, res->lin.name,
                      (long long)m);
         nvfp4_gemm_args o = {.a = A, .b = B, .bias = bias, .raw = oraw, .out = oout,
-                             .model = cx->model, .nthreads = cx->threads};
+                             .model = cx->model, .nthreads = cx->threads,
+                             .k_slices = cx->k_slices};
         t0 = cli_now();
         if (nvfp4_gemm_cpu(&o) != NVFP4_OK) {
             fail_result(res, "CPU oracle");
@@ -307,7 +312,7 @@ static void check_linear(const ctx *cx, result *res, const nvfp4_tensor *A, cons
         cli_progress("[%d/%d] %s: reference model, row %lld (%d/%d) x %lld columns ...", idx, total,
                      res->lin.name, (long long)r, i + 1, oracle_rows, (long long)ns);
         nvfp4_gemm_args o = {.a = &a1, .b = &bsub, .bias = bias_sub, .raw = rr, .out = ro,
-                             .model = cx->model};
+                             .model = cx->model, .k_slices = cx->k_slices};
         t0 = cli_now();
         nvfp4_status st = nvfp4_gemm_ref(&o);
         res->t_ref_ms += 1e3 * (cli_now() - t0);
@@ -449,7 +454,7 @@ static double memory_estimate(int64_t m, int64_t n, int64_t k, int cuda, int str
 typedef struct check_opts {
     const char *backend, *ckpt, *layers, *json_path;
     /* oracle rows / cols: 0 = the default, ORACLE_ALL = every row / column */
-    long long rows, oracle_rows, threads, seed, ref_cols;
+    long long rows, oracle_rows, threads, seed, ref_cols, k_slices;
     int streaming;
 } check_opts;
 
@@ -472,7 +477,7 @@ static const char *const C = "check";
 /* Parse: 0 to run, 1 after an error, 2 after --help. */
 static int check_parse(int argc, char **argv, check_opts *o)
 {
-    *o = (check_opts){.backend = "auto", .json_path = "nvfp4-check.json", .seed = 2026};
+    *o = (check_opts){.backend = "auto", .json_path = "nvfp4-check.json", .seed = 2026, .k_slices = 1};
     const char *backend = o->backend;
     long long threads = 0;
     for (int i = 1; i < argc; i++) {
@@ -504,6 +509,10 @@ static int check_parse(int argc, char **argv, check_opts *o)
             o->layers = argv[i];
         } else if (!strcmp(a, "--streaming-a")) {
             o->streaming = 1;
+        } else if (!strcmp(a, "--k-slices")) {
+            if (++i >= argc || cli_parse_int(argv[i], &o->k_slices) || o->k_slices < 1 ||
+                o->k_slices > NVFP4_MAX_K_SLICES)
+                return cli_error(C, "--k-slices needs a count in 1..%d", NVFP4_MAX_K_SLICES);
         } else if (!strcmp(a, "--seed")) {
             if (++i >= argc || cli_parse_int(argv[i], &o->seed)) return cli_error(C, "--seed needs an integer");
         } else if (!strcmp(a, "--json")) {
@@ -528,7 +537,8 @@ static int check_prepare(check_state *s)
     const long long threads = o->threads;
     const char *backend = o->backend, *ckpt = o->ckpt, *layers = o->layers, *json_path = o->json_path;
     const int streaming = o->streaming;
-    ctx cx = {.threads = (int)threads, .model = NVFP4_MODEL_SM90, .streaming = streaming};
+    ctx cx = {.threads = (int)threads, .model = NVFP4_MODEL_SM90, .streaming = streaming,
+              .k_slices = (int)o->k_slices};
     s->cx = cx;
     if (!strcmp(backend, "cuda")) {
         if (!nvfp4_cuda_available())
@@ -693,7 +703,8 @@ static void check_one(const check_state *s, int i, result *r)
         nvfp4_linear_args la = {.x = xa, .x_dtype = NVFP4_DTYPE_BF16, .m = rows, .k = r->lin.k,
                                 .weight = &W, .input_scale = has_in ? &in_scale : NULL,
                                 .bias = bias, .raw = lraw, .out = lout, .model = cx.model,
-                                .nthreads = (int)threads, .x_quantized = &XQ};
+                                .nthreads = (int)threads, .x_quantized = &XQ,
+                                .k_slices = cx.k_slices};
         double t0 = cli_now();
         float lms = 0;
         cli_progress("[%d/%d] %s: streaming A linear (%s) M=%lld ...", i + 1, nlin, r->lin.name,
@@ -707,7 +718,7 @@ static void check_one(const check_state *s, int i, result *r)
             check_linear(&cx, r, &A, &W, bias, (int)oracle_rows, ref_cols, (uint64_t)seed, i + 1, nlin);
             /* the streaming result must equal quantize-then-GEMM bit for bit */
             nvfp4_gemm_args g = {.a = &A, .b = &W, .bias = bias, .model = cx.model,
-                                 .nthreads = (int)threads};
+                                 .nthreads = (int)threads, .k_slices = cx.k_slices};
             float *qraw = malloc(mn * 4);
             uint16_t *qout = malloc(mn * 2);
             g.raw = qraw, g.out = qout;
@@ -951,6 +962,7 @@ static json_t *check_build_report(const check_state *s, int all_ok, char *status
     json_object_set_new(root, "kernel", json_string(kernel));
     json_object_set_new(root, "backend", json_string(cx.cuda ? "cuda" : "cpu"));
     json_object_set_new(root, "oracle_model", json_string(nvfp4_model_name(cx.model)));
+    json_object_set_new(root, "k_slices", json_integer(cx.k_slices));
     json_object_set_new(root, "streaming_a", json_boolean(streaming));
     json_object_set_new(root, "data", json_string(ckpt ? ckpt : "synthetic (seeded), quantized by the ComfyUI quantizer (eager)"));
     json_object_set_new(root, "seed", json_integer((json_int_t)seed));

@@ -7,8 +7,8 @@
  *     are the wgmma A operand, dequantized in registers; the FP16
  *     activations are the B operand, loaded by TMA.
  * docs/KERNEL.md explains the design and the numbers. */
-/* The library links with a C compiler (no libstdc++): keep nvcc's launch
- * stubs free of guarded statics and exception tables. */
+/* Legacy launch stubs: no guarded statics or exception tables in the host
+ * code nvcc generates for the launches. */
 #define __NV_LEGACY_LAUNCH 1
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -22,6 +22,7 @@ extern "C" {
 #include "cuda/sm90_heuristics.cuh"
 #include "cuda/sm90_internal.cuh"
 #include "cuda/sm90_wgmma.cuh"
+#include "formats/layout.h"
 #include "cuda/sm90_small_m.cuh"
 
 /* ------------------------------------------------------------------------ */
@@ -143,8 +144,7 @@ extern "C" __global__ void __launch_bounds__(256)
     const int row = (int)(idx / nb), kb = (int)(idx % nb);
     const int ncb = (nb + 3) / 4;
     const uint2 w = *(const uint2 *)(codes + (size_t)row * (k / 2) + (size_t)kb * 8);
-    const size_t so = ((size_t)(row / 128) * ncb + kb / 4) * 512 + (row % 32) * 16 +
-                      ((row % 128) / 32) * 4 + kb % 4;
+    const size_t so = nvfp4_tiled_offset(row, kb, ncb);
     const uint32_t sb = scales[so] & 0x7Fu;
     /* {scale, scale} * 64 in FP16: exact (at most 448 * 64). */
     const uint32_t sc = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(sb | (sb << 8))), 0x54005400u);

@@ -179,9 +179,10 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
         for (int64_t tile = blockIdx.x; tile < p.num_tiles; tile += gridDim.x) {
             const int wt = (int)(tile / p.num_at), at = (int)(tile % p.num_at);
             const int n0 = wt * 64 * SM90_NC, m0 = at * SM90_BN;
+            /* the rows' 4-byte groups in the 512-byte tile of their 128 rows */
             const int rr0 = (n0 + r0) % 128, rr1 = (n0 + r0 + 8) % 128;
-            const int sc_off0 = (rr0 % 32) * 16 + (rr0 / 32) * 4;
-            const int sc_off1 = (rr1 % 32) * 16 + (rr1 / 32) * 4;
+            const int sc_off0 = (int)nvfp4_tiled_offset(rr0, 0, 1);
+            const int sc_off1 = (int)nvfp4_tiled_offset(rr1, 0, 1);
 #pragma unroll
             for (int i = 0; i < SM90_BN / 2; i++) {
                 acc[i] = 0.0f;

@@ -30,23 +30,31 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
                          size_t smem_per_sm, int force_variant, nvfp4_sm90_plan *out)
 {
     /* Rules read off `nvfp4 bench --all-tiles` on the H200 (docs/KERNEL.md):
-     *  - M <= 16: the small-M mma.sync kernel (N/8 chains instead of N/64);
+     *  - M <= 8, and M <= 16 when N >= 16384: the small-M mma.sync kernel
+     *    (N/8 chains instead of N/64);
      *  - one activation tile whenever M <= 128 (activations are re-read from
      *    L2 once per weight tile, and a second tile doubles the dequant);
-     *  - 16 < M <= 32: one consumer, bn = 32;
+     *  - otherwise M <= 32: one consumer, bn = 32;
      *  - 32 < M <= 128: two consumers sharing the activation tile when there
      *    are at least as many 128-row weight tiles as SMs, else one;
      *  - M > 128: 128 x 256 tiles (compute bound: the largest wgmma). */
     int want_bn, want_nc, want_r = 0;
     (void)k; /* the rules do not depend on K (all four linears agree) */
     if (num_sms < 1) num_sms = 1;
-    if (m <= NVFP4_SM90_SMALL_M_MAX) {
-        /* The small-M mma.sync kernel: fewest chains per warp that still
-         * keep the warps per SM moderate (latency-bound when few, issue-bound
-         * when many: docs/KERNEL.md). */
+    if (m <= 8 || (m <= NVFP4_SM90_SMALL_M_MAX && n >= 16384)) {
+        /* The small-M mma.sync kernel, with the fewest chains per warp whose
+         * CTAs fit one wave (a second wave doubles the time: fc1's r = 2 ran
+         * 113 us against 69 for r = 4).  9 <= M <= 16 with smaller N: the
+         * wgmma 64x32 tile was faster (attn_out 47 vs 62 us, fc2 85 vs 119;
+         * `nvfp4 bench --all-tiles`, docs/KERNEL.md). */
         want_bn = m <= 8 ? 8 : 16;
         want_nc = 0;
-        want_r = ceil_div(n, 8) <= 6 * (int64_t)num_sms ? 1 : ceil_div(n, 16) <= 8 * (int64_t)num_sms ? 2 : 4;
+        want_r = 4;
+        for (int r = 1; r <= 2; r *= 2)
+            if (ceil_div(ceil_div(n, 8 * (int64_t)r), NVFP4_SM90_SMALL_WMAX(r)) <= num_sms) {
+                want_r = r;
+                break;
+            }
     } else if (m <= 32) {
         want_bn = 32;
         want_nc = 1;

@@ -33,6 +33,7 @@
 
 #include "cuda/ptx.cuh"
 #include "cuda/sm90_internal.cuh"
+#include "formats/layout.h"
 
 #define SMALLM_ACT_STAGES 8   /* FP16 A-fragment ring depth (chunks) */
 #define SMALLM_STG_STAGES 8   /* NVFP4 activation staging ring depth (chunks) */
@@ -118,8 +119,7 @@ NVFP4_DEV void smallm_frag(uint32_t lo, uint32_t hi, uint32_t sel, uint32_t sc, 
  * 128x4 tiled layout (ncb chunks per 128-row tile). */
 NVFP4_DEV size_t smallm_scale_off(int r, int c, int ncb)
 {
-    return ((size_t)(r / 128) * (size_t)ncb + (size_t)c) * 512u + (size_t)(r % 32) * 16u +
-           (size_t)((r % 128) / 32) * 4u;
+    return nvfp4_tiled_offset(r, 4 * (int64_t)c, ncb);
 }
 
 #endif
