@@ -230,6 +230,21 @@ def cases(tmp):
               and r.get("fused_alpha_equal") is True and r.get("rows_compared_with_cpu_oracle") == 2,
               f"{r.get('linear')} streaming bit-exact, every row compared")
 
+    # --k-slices: the sliced contract in the backend and the oracles
+    rc, out, err = run("check", "--backend", "cpu", "--rows", "2", "--oracle-rows", "1", "--k-slices", "3",
+                       "--checkpoint", p("q.st"), "--layers", "blocks.0.attn.qkv", "--json", p("ks.json"))
+    try:
+        rep = json.load(open(p("ks.json")))
+    except Exception as e:  # noqa: BLE001
+        rep = {}
+        check(False, f"ks.json parses: {e}")
+    check(rc == 0 and rep.get("k_slices") == 3 and rep.get("status") and
+          all(r.get("raw_blockscaled_equal") is True for r in rep.get("results", [])) and rep.get("results"),
+          "check --k-slices 3: rc=%d %s" % (rc, err))
+    for bad in ("0", "4097", "x"):
+        rc, out, err = run("check", "--backend", "cpu", "--rows", "2", "--k-slices", bad, "--json", "-")
+        check(rc == 1 and "--k-slices" in err, f"check --k-slices {bad} refused")
+
     issue15_cases(tmp, p)
 
     print(f"cli: {passed} passed, {failed} failed")
