@@ -1,27 +1,37 @@
 #!/bin/sh
-# final.sh -- one H200 session: the streaming-A and GEMM bit-exactness tests,
-# `nvfp4 check` at M=128 (prequantized and --streaming-a), the CLI's CUDA
-# paths against its CPU ones (cli_cuda.sh), and `nvfp4 bench`.  Binaries must exist
-# (make && make gpu-tests).  Logs and JSON go to $OUT (or build/gpu-logs).
-cd "$(dirname "$0")/../.."
+# final.sh -- one H200 session's checks, each step with a time limit, logs in
+# $OUT (or BUILD/gpu-logs), a summary at the end.  Binaries must exist
+# (make && make gpu-tests); the Python step needs a comfy-kitchen wheel in
+# .whl/ (tools/slim_ck_wheel.py) and libjansson beside build/libnvfp4.so.
+#   sh tests/gpu/final.sh [BUILD]            every step
+#   STEPS="quantize linear check bench" sh tests/gpu/final.sh   a subset
+# Steps: quantize linear gemm check streaming explain python bench.
+cd "$(dirname "$0")/../.." || exit 2
 B=${1:-build}
 LOG=${OUT:-$B/gpu-logs}
+STEPS=${STEPS:-"quantize linear gemm check streaming explain python bench"}
 mkdir -p "$LOG"
 run() { # name, seconds, command...
     name=$1; secs=$2; shift 2
+    case " $STEPS " in *" ${name%%[0-9]*} "*) ;; *) return 0 ;; esac
     t0=$(date +%s)
     timeout "$secs" "$@" >"$LOG/$name.log" 2>&1; rc=$?
     echo "$name: exit $rc ($(( $(date +%s) - t0 ))s)" | tee -a "$LOG/summary.txt"
-    tail -n 4 "$LOG/$name.log"
+    grep -E "FAIL|MISMATCH" "$LOG/$name.log" | head -n 3
+    tail -n 2 "$LOG/$name.log"
 }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$LOG/gpu.txt" 2>&1
-run test_linear_cuda 150 "$B/gpu/test_linear_cuda"
-run test_quantize_cuda 60 "$B/gpu/test_quantize_cuda"
-run test_gemm_cuda 60 "$B/gpu/test_gemm_cuda" --quick
-run check128 90 "$B/nvfp4" check --json "$LOG/check128.json"
-run check128_streaming 90 "$B/nvfp4" check --streaming-a --json "$LOG/check128_streaming.json"
-run cli_cuda 60 sh tests/gpu/cli_cuda.sh "$B"
-run bench 200 "$B/nvfp4" bench --json "$LOG/bench.json"
-cat "$LOG/check128.log" "$LOG/check128_streaming.log" "$LOG/cli_cuda.log"
-cat "$LOG/bench.log" | tail -n 40
+run quantize 60 "$B/gpu/test_quantize_cuda"
+run linear 150 "$B/gpu/test_linear_cuda"
+run gemm 200 "$B/gpu/test_gemm_cuda"
+for m in 1 128 2048; do
+    run check$m 90 "$B/nvfp4" check --rows $m --json "$LOG/check$m.json"
+done
+run streaming128 90 "$B/nvfp4" check --rows 128 --streaming-a --json "$LOG/streaming128.json"
+run explain 200 "$B/gpu/cublas_explain" "$LOG" ${EXPLAIN_ARGS:-}
+WHL=$(ls .whl/comfy_kitchen-*.whl 2>/dev/null | head -n 1)
+run python 150 env NVFP4_LIB="$B/libnvfp4.so" NVFP4_PRELOAD="$B/libjansson.so.4" NVFP4_CLI="$B/nvfp4" \
+    NVFP4_CK_WHEEL="$WHL" NVFP4_QUICK=${NVFP4_QUICK:-} PYTHONUNBUFFERED=1 python3 tests/gpu/test_python_cuda.py
+run bench 300 "$B/nvfp4" bench --m ${BENCH_M:-1,16,128,512,2048,8192} --json "$LOG/bench.json"
+[ -f "$LOG/bench.log" ] && tail -n 30 "$LOG/bench.log"
 cat "$LOG/summary.txt"
