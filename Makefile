@@ -8,6 +8,8 @@
 #   src/cuda/stub_nocuda.c replaces them in builds without CUDA
 #   cli/*.c                the nvfp4 command (bench/*.c joins it in CUDA builds)
 #   tests/unit/test_*.c    one test program each
+#   $(BUILD)/gen/*.c       generated at build time (the H200's reciprocal table,
+#                          from src/quant/rcp_sm90_table.bin.xz; needs xz)
 #
 # NVFP4_CUDA=auto|1|0 picks the CUDA backend (auto: when nvcc is on PATH or in
 # /usr/local/cuda/bin).  BUILD=dir puts outputs elsewhere (sanitizer builds).
@@ -61,7 +63,12 @@ else
   CUDA_LIBS :=
 endif
 
-LIB_O    := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_C)) $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CUDA_CU))
+# Generated sources: the reciprocal table is decompressed and turned into a C
+# array by a generator built with the host compiler (no sanitizer flags).
+HOSTCC   ?= cc
+GEN_C    := $(BUILD)/gen/rcp_sm90_packed.c
+LIB_O    := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_C)) $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CUDA_CU)) \
+            $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_C))
 CLI_O    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_C))
 TEST_C   := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_C))
@@ -99,6 +106,17 @@ $(BUILD)/obj/%.o: %.c include/nvfp4.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(if $(findstring _avx512,$<),-mavx512f -mavx512bw -mavx512vl -mavx512dq -mbmi2) \
 	      $(if $(findstring _avx2,$<),-mavx2 -mbmi2) -MMD -MP -c $< -o $@
+
+$(BUILD)/gen/rcp_table_c: tools/rcp_table_c.c
+	@mkdir -p $(@D)
+	$(HOSTCC) -std=c11 -O2 -Wall -Wextra -Werror -o $@ $<
+
+$(BUILD)/gen/rcp_sm90_packed.c: src/quant/rcp_sm90_table.bin.xz $(BUILD)/gen/rcp_table_c
+	xz -dc $< | $(BUILD)/gen/rcp_table_c > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c src/quant/quant_sm90.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
 
 # nvcc writes no dependency files: the headers CUDA sources include, listed.
 CUDA_HDRS := include/nvfp4.h $(wildcard src/core/*.h src/formats/*.h src/quant/*.h src/cuda/*.h src/cuda/*.cuh)

@@ -4,7 +4,7 @@
 # Does nothing if all are present.
 set -e
 need=""
-for p in gcc make libjansson-dev clang; do
+for p in gcc make libjansson-dev clang xz-utils; do
     dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 # libFuzzer's runtime ships in clang's runtime package on Debian 12.

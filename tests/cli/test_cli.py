@@ -169,6 +169,44 @@ def cases(tmp):
                 ck_bad.append(f"{f}: {g} differs from {w}")
     check(not ck_bad, f"nvfp4 quantize == comfy-kitchen on {len(ck)} golden files: " + "; ".join(ck_bad[:3]))
 
+    # comfy-kitchen's COMPILED CUDA kernel on the H200 (tests/golden/comfy-kitchen-cuda,
+    # tools/comfy_cuda_golden.py): --variant cuda gives its bytes, --variant eager the eager
+    # quantizer's; the scale is computed ("float") or the one the kernel was given
+    cu_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden", "comfy-kitchen-cuda")
+    cu = sorted(f for f in os.listdir(cu_dir) if f.endswith(".safetensors")) if os.path.isdir(cu_dir) else []
+    check(len(cu) >= 47, f"comfy-kitchen-cuda golden files in {cu_dir}")
+    cu_bad = []
+    for f in cu:
+        want, meta = read_st(os.path.join(cu_dir, f))
+        rows, cols = want["x"][1]
+        pts = struct.unpack("<f", want["expect.scale_2"][2])[0]
+        scale_args = [] if meta.get("scale_mode") == "float" else ["--per-tensor-scale", pts.hex()]
+        # blocks only where the kernel's last CTA wrote into the tile padding
+        keep = None
+        if meta.get("pad_nonzero") == "1":
+            pr, pc = -(-rows // 16) * 16, -(-cols // 16) * 16
+            tiles_per_row = -(-(pc // 16) // 4)
+            keep = {(r // 128 * tiles_per_row + cb // 4) * 512 + (r % 32) * 16 + (r % 128) // 32 * 4 + cb % 4
+                    for r in range(pr) for cb in range(pc // 16)}
+        for variant, pre in (("cuda", "expect"), ("eager", "eager")):
+            rc, _, err = run("quantize", os.path.join(cu_dir, f), p("cu.st"), "--only", "x",
+                             "--variant", variant, *scale_args)
+            if rc:
+                cu_bad.append(f"{f} {variant}: {err.strip()}")
+                continue
+            got, _ = read_st(p("cu.st"))
+            gs, ws = got["x_scale"][2], want[pre + ".scales"][2]
+            if keep is not None and variant == "cuda" and len(gs) == len(ws):
+                gs = bytes(b for i, b in enumerate(gs) if i in keep)
+                ws = bytes(b for i, b in enumerate(ws) if i in keep)
+            for what, g, w in (("codes", got["x"][2], want[pre + ".codes"][2]), ("scales", gs, ws),
+                               ("per-tensor scale", got["x_scale_2"][2], want["expect.scale_2"][2])):
+                if g != w:
+                    i = next((k for k in range(min(len(g), len(w))) if g[k] != w[k]), min(len(g), len(w)))
+                    cu_bad.append(f"{f} {variant}: {what} differ first at byte {i}")
+    check(not cu_bad, f"nvfp4 quantize --variant cuda|eager == comfy-kitchen compiled/eager on {len(cu)} "
+          "golden files: " + "; ".join(cu_bad[:3]))
+
     # malformed inputs: an error line and exit 1, never a signal
     good = open(p("ex.st"), "rb").read()
     bad = {
