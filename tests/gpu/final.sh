@@ -30,7 +30,7 @@ done
 run streaming128 90 "$B/nvfp4" check --rows 128 --streaming-a --json "$LOG/streaming128.json"
 run explain 200 "$B/gpu/cublas_explain" "$LOG" ${EXPLAIN_ARGS:-}
 WHL=$(ls .whl/comfy_kitchen-*.whl 2>/dev/null | head -n 1)
-run python 150 env NVFP4_LIB="$B/libnvfp4.so" NVFP4_PRELOAD="$B/libjansson.so.4" NVFP4_CLI="$B/nvfp4" \
+run python 150 env PYTHONPATH=python NVFP4_LIB="$B/libnvfp4.so" NVFP4_PRELOAD="$B/libjansson.so.4" NVFP4_CLI="$B/nvfp4" \
     NVFP4_CK_WHEEL="$WHL" NVFP4_QUICK=${NVFP4_QUICK:-} PYTHONUNBUFFERED=1 python3 tests/gpu/test_python_cuda.py
 run bench 300 "$B/nvfp4" bench --m ${BENCH_M:-1,16,128,512,2048,8192} --json "$LOG/bench.json"
 [ -f "$LOG/bench.log" ] && tail -n 30 "$LOG/bench.log"
