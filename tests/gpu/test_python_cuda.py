@@ -241,7 +241,15 @@ def test_matmul_cuda():
 def test_linear_cuda():
     g = torch.Generator().manual_seed(3)
     n = 0
-    for m, nn, k in [(1, 256, 512), (13, 512, 200), (128, 1024, 1024), (300, 768, 256)]:
+    # the H200 kernel takes K % 32 == 0 (16-byte code rows for its loads): K = 224
+    # exercises its 2-block tail chunk; K = 200 (208 padded) must be refused clearly
+    w_odd = nvfp4.quantize(rand_bf16(64, 200, 0.05, g).to(DEV))
+    try:
+        nvfp4.linear(rand_bf16(3, 200, 1.0, g).to(DEV), nvfp4.Layer(w_odd, 0.02))
+        raise AssertionError("K = 208 on the H200 kernel was not refused")
+    except nvfp4.UnsupportedError as e:
+        assert "multiple of 32" in str(e), str(e)
+    for m, nn, k in [(1, 256, 512), (13, 512, 224), (128, 1024, 1024), (300, 768, 256)]:
         w = nvfp4.quantize(rand_bf16(nn, k, 0.05, g).to(DEV))
         layer = nvfp4.Layer(w, input_scale=0.021, bias=rand_bf16(1, w.rows, 1.0, g)[0].float().to(DEV))
         x = rand_bf16(m, k, 2.0, g)
