@@ -247,6 +247,19 @@ extern "C" size_t nvfp4_cuda_gemm_workspace(int64_t m, int64_t n, int64_t k)
 
 static int misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) != 0; }
 
+/* Raise a kernel's dynamic shared-memory limit to the plan's, once per device
+ * and variant (the attribute is sticky). */
+static nvfp4_status raise_smem(sm90_device_info *dev, const nvfp4_sm90_plan *plan, const void *kern)
+{
+    if (dev->smem_set[plan->variant] >= plan->smem) return NVFP4_OK;
+    cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)plan->smem);
+    if (e != cudaSuccess)
+        return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): shared memory of %zu bytes: %s", plan->smem,
+                          cudaGetErrorString(e));
+    dev->smem_set[plan->variant] = plan->smem;
+    return NVFP4_OK;
+}
+
 static cudaError_t launch_dequant_act(const nvfp4_cuda_operand *a, void *workspace, int64_t m,
                                       int64_t k, cudaStream_t stream)
 {
@@ -348,15 +361,9 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready)
         sp.chunks_per_slice = (int)(nvfp4_k_slice_elems(k, slices) / 64);
         sp.items = (int)plan.tiles;
         sm90_small_fn kern = sm90_small_kernels[plan.variant];
-        cudaError_t e = cudaSuccess;
-        if (dev->smem_set[plan.variant] < plan.smem) {
-            e = cudaFuncSetAttribute((const void *)kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)plan.smem);
-            if (e != cudaSuccess)
-                return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): shared memory of %zu bytes: %s",
-                                  plan.smem, cudaGetErrorString(e));
-            dev->smem_set[plan.variant] = plan.smem;
-        }
+        nvfp4_status sst = raise_smem(dev, &plan, (const void *)kern);
+        if (sst != NVFP4_OK) return sst;
+        cudaError_t e;
         kern<<<plan.grid, 32 * (plan.stages + 1), plan.smem, stream>>>(sp);
         e = cudaGetLastError();
         if (e != cudaSuccess)
@@ -414,14 +421,8 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready)
                           cudaGetErrorString(e));
 
     sm90_kernel_fn kern = sm90_kernels[plan.variant];
-    if (dev->smem_set[plan.variant] < plan.smem) {
-        e = cudaFuncSetAttribute((const void *)kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)plan.smem);
-        if (e != cudaSuccess)
-            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): shared memory of %zu bytes: %s",
-                              plan.smem, cudaGetErrorString(e));
-        dev->smem_set[plan.variant] = plan.smem;
-    }
+    st = raise_smem(dev, &plan, (const void *)kern);
+    if (st != NVFP4_OK) return st;
     kern<<<plan.grid, 128 * (var.nc + 1), plan.smem, stream>>>(p);
     e = cudaGetLastError();
     if (e != cudaSuccess)

@@ -20,20 +20,9 @@
  * invalid operation (0/0, Inf/Inf, 0*Inf) gives the default NaN 0xFFC00000. */
 #define DEFAULT_NAN_BITS 0xFFC00000u
 
-/* Local bit casts: these run per element and must inline. */
-static inline uint32_t bits_of(float v)
-{
-    uint32_t b;
-    memcpy(&b, &v, sizeof b);
-    return b;
-}
-
-static inline float float_of(uint32_t b)
-{
-    float v;
-    memcpy(&v, &b, sizeof v);
-    return v;
-}
+/* Bit casts per element: the inline ones of internal.h. */
+#define bits_of nvfp4_bits_of_f32
+#define float_of nvfp4_f32_of_bits
 
 static int is_nan(float v) { return (bits_of(v) & 0x7FFFFFFFu) > 0x7F800000u; }
 static float quieted(float v) { return float_of(bits_of(v) | 0x00400000u); }
