@@ -2,12 +2,14 @@
  * (sm90_small_m_body.cuh) is included once per variant by sm90_gemm.cu.
  *
  * Why a second kernel: each output is a chain of K/16 dependent k16 steps
- * (the contract forbids a K split), so at small M the time is set by how
- * many chains run at once and how fast each step follows the last, not by
- * the tensor pipe.  The wgmma kernel has one chain per 64 weight rows (84
- * for N = 5376).  Here every warp runs mma.sync m16n8k16 (the same sm90 k16
- * step, measured bit for bit like wgmma: docs/ORACLE.md) on n8 tiles of 8
- * weight rows: N/8 chains, R of them interleaved per warp.
+ * (the contract forbids a K split), so at small M the work splits no finer
+ * than the chains.  The wgmma kernel has one chain per 64 weight rows (84
+ * CTAs for N = 5376, 48 SMs idle).  Here every warp runs mma.sync m16n8k16
+ * (the same sm90 k16 step, measured bit for bit like wgmma: docs/ORACLE.md)
+ * on n8 tiles of 8 weight rows: N/8 chains, R of them interleaved per warp.
+ * Measured (docs/KERNEL.md): at small M both kernels are bound by the
+ * dequantization's instruction stream on 1-2 warps per scheduler, not by
+ * the step latency; this one wins where N is large (fc1).
  *
  * Roles in a CTA of 1 + W warps:
  *  - warp 0, the activation producer: streams the NVFP4 activations (M <= 16
