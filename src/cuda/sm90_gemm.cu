@@ -1,11 +1,14 @@
 /* sm90_gemm.cu -- the H200 (sm_90a) NVFP4 GEMM, bit-exact to the sm90 model.
  *
- * Two launches on the caller's stream:
- *  1. nvfp4_sm90_dequant_act: A (M x K NVFP4) -> FP16 [M][K] in the
- *     workspace.  e2m1 * |e4m3| is exact in FP16.
- *  2. the persistent warp-specialized kernel (sm90_gemm_body.cuh): weights
- *     are the wgmma A operand, dequantized in registers; the FP16
- *     activations are the B operand, loaded by TMA.
+ * On the caller's stream, by the plan (sm90_heuristics.c):
+ *  - the small-M kernel (sm90_small_m*.cuh; M <= 8, or M <= 16 at large N):
+ *    one launch, mma.sync on n8 weight tiles; its producer warp dequantizes
+ *    the NVFP4 activations itself;
+ *  - otherwise two launches: nvfp4_sm90_dequant_act (A (M x K NVFP4) -> FP16
+ *    [M][K] in the workspace; e2m1 * |e4m3| is exact in FP16), then the
+ *    persistent warp-specialized kernel (sm90_gemm_body.cuh): weights are the
+ *    wgmma A operand, dequantized in registers; the FP16 activations are the
+ *    B operand, loaded by TMA.
  * docs/KERNEL.md explains the design and the numbers. */
 /* Legacy launch stubs: no guarded statics or exception tables in the host
  * code nvcc generates for the launches. */
