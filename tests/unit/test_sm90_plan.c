@@ -1,0 +1,107 @@
+/* test_sm90_plan.c -- the H200 GEMM's planner (src/cuda/sm90_heuristics.c,
+ * plain C: compiled into this test, so it runs in CPU-only builds too).
+ *
+ * What a plan must satisfy whatever the shape: a variant that takes M (the
+ * small-M kernel only up to its MT rows), enough CTAs x warps for every work
+ * item, shared memory within the device's opt-in limit, and tiles with the
+ * second accumulator set when k_slices > 1.  And the choices read off the
+ * H200 bench (docs/KERNEL.md) for the seed's linears. */
+#include "testlib.h"
+
+#include "cuda/sm90_heuristics.c"
+
+#define SMS 132
+#define OPTIN 232448u  /* H200: opt-in shared memory per block */
+#define PER_SM 233472u /* H200: shared memory per multiprocessor */
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static const struct { const char *name; int64_t n, k; } LIN[4] = {
+    {"qkv", 21504, 5376}, {"attn_out", 5376, 7168}, {"fc1", 28672, 5376}, {"fc2", 5376, 14336}};
+
+static void check_plan(const char *what, int64_t m, int64_t n, int slices, const nvfp4_sm90_plan *p)
+{
+    const nvfp4_sm90_variant *v = &nvfp4_sm90_variants[p->variant];
+    CHECKF(p->variant >= 0 && p->variant < NVFP4_SM90_NUM_VARIANTS, "%s: variant %d", what, p->variant);
+    CHECKF(p->smem <= OPTIN, "%s: %zu bytes of shared memory", what, p->smem);
+    CHECKF(p->grid >= 1, "%s: grid %d", what, p->grid);
+    if (v->nc == 0) {
+        const int64_t items = cdiv(n, 8 * (int64_t)v->r);
+        CHECKF(m <= v->bn, "%s: small-M kernel with MT=%d for M=%lld", what, v->bn, (long long)m);
+        CHECKF(p->tiles == items && (int64_t)p->grid * p->stages >= items &&
+                   (int64_t)(p->grid - 1) * p->stages < items,
+               "%s: %d CTAs x %d warps for %lld items", what, p->grid, p->stages, (long long)items);
+        CHECKF(p->stages >= 1 && p->stages <= NVFP4_SM90_SMALL_WMAX(v->r), "%s: %d warps", what,
+               p->stages);
+        CHECKF(p->smem == NVFP4_SM90_SMALL_SMEM((size_t)v->bn, (size_t)v->r, (size_t)p->stages),
+               "%s: smem formula", what);
+    } else {
+        CHECKF(p->tiles == cdiv(n, 64 * (int64_t)v->nc) * cdiv(m, v->bn), "%s: %lld tiles", what,
+               (long long)p->tiles);
+        CHECKF(p->grid <= p->tiles && p->stages >= 2, "%s: grid %d, %d stages", what, p->grid,
+               p->stages);
+        CHECKF(slices <= 1 || v->bn <= 64, "%s: k_slices %d on a bn=%d tile", what, slices, v->bn);
+    }
+}
+
+int main(void)
+{
+    static const int64_t ms[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 100, 128, 129, 512, 2048, 8192};
+    TEST("every plan is sound") {
+        for (int li = 0; li < 4; li++)
+            for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+                for (int slices = 1; slices <= 3; slices += 2) {
+                    nvfp4_sm90_plan p;
+                    char what[96];
+                    snprintf(what, sizeof what, "%s M=%lld S=%d", LIN[li].name, (long long)ms[mi], slices);
+                    int rc = nvfp4_sm90_plan_gemm(ms[mi], LIN[li].n, LIN[li].k, slices, SMS, OPTIN,
+                                                  PER_SM, -1, &p);
+                    CHECKF(rc == 0, "%s: no plan", what);
+                    if (rc == 0) check_plan(what, ms[mi], LIN[li].n, slices, &p);
+                }
+        /* odd shapes: N not a multiple of a warp's rows, tiny N, M past 2^20 */
+        static const int64_t odd[][2] = {{1, 16}, {5, 48}, {13, 2064}, {16, 16400}, {1, 65536}, {3, 1 << 20}};
+        for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+            nvfp4_sm90_plan p;
+            char what[96];
+            snprintf(what, sizeof what, "M=%lld N=%lld", (long long)odd[i][0], (long long)odd[i][1]);
+            int rc = nvfp4_sm90_plan_gemm(odd[i][0], odd[i][1], 1024, 1, SMS, OPTIN, PER_SM, -1, &p);
+            CHECKF(rc == 0, "%s: no plan", what);
+            if (rc == 0) check_plan(what, odd[i][0], odd[i][1], 1, &p);
+        }
+    }
+    TEST("forced variants: sound, or refused when they cannot take the shape") {
+        for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++)
+            for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+                for (int slices = 1; slices <= 2; slices++) {
+                    const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
+                    nvfp4_sm90_plan p;
+                    int rc = nvfp4_sm90_plan_gemm(ms[mi], 5376, 7168, slices, SMS, OPTIN, PER_SM, v, &p);
+                    const int refuse = x->nc == 0 ? ms[mi] > x->bn : slices > 1 && x->bn > 64;
+                    char what[96];
+                    snprintf(what, sizeof what, "variant %d M=%lld S=%d", v, (long long)ms[mi], slices);
+                    CHECKF(refuse ? rc == -1 : rc == 0 && p.variant == v, "%s: rc %d", what, rc);
+                    if (rc == 0) check_plan(what, ms[mi], 5376, slices, &p);
+                }
+    }
+    TEST("the choices read off the H200 bench") {
+        static const struct { int lin; int64_t m; int bn, nc, r; } want[] = {
+            {0, 1, 8, 0, 2},  {0, 16, 16, 0, 2}, {1, 1, 8, 0, 1},  {1, 16, 32, 1, 0},
+            {2, 1, 8, 0, 4},  {2, 16, 16, 0, 4}, {3, 1, 8, 0, 1},  {3, 16, 32, 1, 0},
+            {0, 128, 128, 2, 0}, {1, 128, 128, 1, 0}, {3, 2048, 256, 2, 0},
+        };
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+            nvfp4_sm90_plan p;
+            int rc = nvfp4_sm90_plan_gemm(want[i].m, LIN[want[i].lin].n, LIN[want[i].lin].k, 1, SMS,
+                                          OPTIN, PER_SM, -1, &p);
+            const nvfp4_sm90_variant *x = rc == 0 ? &nvfp4_sm90_variants[p.variant] : NULL;
+            CHECKF(x && x->bn == want[i].bn && x->nc == want[i].nc && x->r == want[i].r,
+                   "%s M=%lld: got bn=%d nc=%d r=%d", LIN[want[i].lin].name, (long long)want[i].m,
+                   x ? x->bn : -1, x ? x->nc : -1, x ? x->r : -1);
+        }
+        /* one wave: fc1 at M = 1 takes r = 4 because r = 2 would need 163 CTAs */
+        nvfp4_sm90_plan p;
+        CHECK(nvfp4_sm90_plan_gemm(1, 28672, 5376, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.grid <= SMS);
+    }
+    return test_summary("sm90_plan");
+}
