@@ -27,6 +27,7 @@ extern "C" {
 #include "cuda/sm90_wgmma.cuh"
 #include "formats/layout.h"
 #include "cuda/sm90_small_m.cuh"
+#include "cuda/sm90_split.cuh"
 
 /* ------------------------------------------------------------------------ */
 /* Kernel variants (one per nvfp4_sm90_variants entry, same order).         */
@@ -121,7 +122,24 @@ extern "C" {
 #define SMALLM_NAME nvfp4_sm90_small_mt16_r4
 #include "cuda/sm90_small_m_body.cuh"
 
+/* The split small-M kernel (sm90_split.cuh): MT activation rows. */
+#define SPLIT_MT 8
+#define SPLIT_TW 4
+#define SPLIT_NAME nvfp4_sm90_split_mt8
+#include "cuda/sm90_split_body.cuh"
+
+#define SPLIT_MT 16
+#define SPLIT_TW 4
+#define SPLIT_NAME nvfp4_sm90_split_mt16
+#include "cuda/sm90_split_body.cuh"
+
+#define SPLIT_MT 32
+#define SPLIT_TW 2
+#define SPLIT_NAME nvfp4_sm90_split_mt32
+#include "cuda/sm90_split_body.cuh"
+
 typedef void (*sm90_kernel_fn)(nvfp4_sm90_params);
+typedef void (*sm90_split_fn)(nvfp4_sm90_split_params);
 typedef void (*sm90_small_fn)(nvfp4_sm90_small_params);
 /* Indexed like nvfp4_sm90_variants: wgmma kernels, then the small-M ones. */
 static const sm90_kernel_fn sm90_kernels[NVFP4_SM90_NUM_VARIANTS] = {
@@ -133,6 +151,10 @@ static const sm90_small_fn sm90_small_kernels[NVFP4_SM90_NUM_VARIANTS] = {
     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
     nvfp4_sm90_small_mt8_r1,  nvfp4_sm90_small_mt8_r2,  nvfp4_sm90_small_mt8_r4,
     nvfp4_sm90_small_mt16_r1, nvfp4_sm90_small_mt16_r2, nvfp4_sm90_small_mt16_r4,
+};
+static const sm90_split_fn sm90_split_kernels[NVFP4_SM90_NUM_VARIANTS] = {
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    nvfp4_sm90_split_mt8, nvfp4_sm90_split_mt16, nvfp4_sm90_split_mt32,
 };
 
 /* ------------------------------------------------------------------------ */
@@ -272,6 +294,52 @@ static cudaError_t launch_dequant_act(const nvfp4_cuda_operand *a, void *workspa
     return cudaGetLastError();
 }
 
+/* The split kernel's four tensor maps: codes as [rows][K/2] bytes (box 64 x
+ * rows-per-box, 64-byte swizzle) and the 128x4-tiled scales as {256 bytes,
+ * 2 halves, 512-byte chunks} (box 256 x ah x 2: one 128-element chunk of K). */
+static nvfp4_status split_map(encode_tiled_fn encode, CUtensorMap *codes_map, CUtensorMap *scales_map,
+                              const nvfp4_cuda_operand *op, int64_t rows, int64_t k, int ncb,
+                              int box_rows, int ah, const char *what)
+{
+    {
+        cuuint64_t dims[2] = {(cuuint64_t)(k / 2), (cuuint64_t)rows};
+        cuuint64_t strides[1] = {(cuuint64_t)(k / 2)};
+        cuuint32_t box[2] = {64, (cuuint32_t)box_rows};
+        cuuint32_t estr[2] = {1, 1};
+        CUresult r = encode(codes_map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)op->codes, dims, strides,
+                            box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS)
+            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): %s code tensor map failed (CUresult %d)", what,
+                              (int)r);
+    }
+    {
+        const int64_t chunks = (rows + 127) / 128 * ncb;
+        cuuint64_t dims[3] = {256, 2, (cuuint64_t)chunks};
+        cuuint64_t strides[2] = {256, 512};
+        cuuint32_t box[3] = {256, (cuuint32_t)ah, 2};
+        cuuint32_t estr[3] = {1, 1, 1};
+        CUresult r = encode(scales_map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, (void *)op->scales, dims,
+                            strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS)
+            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): %s scale tensor map failed (CUresult %d)",
+                              what, (int)r);
+    }
+    return NVFP4_OK;
+}
+
+static nvfp4_status split_tensor_maps(encode_tiled_fn encode, const nvfp4_cuda_operand *a,
+                                      const nvfp4_cuda_operand *b, int64_t m, int64_t n, int64_t k,
+                                      int ncb, int mt, nvfp4_sm90_split_params *sp)
+{
+    nvfp4_status st = split_map(encode, &sp->tm_b_codes, &sp->tm_b_scales, b, n, k, ncb, 16, 1, "weight");
+    if (st != NVFP4_OK) return st;
+    return split_map(encode, &sp->tm_a_codes, &sp->tm_a_scales, a, m, k, ncb, mt, SPLIT_AH(mt),
+                     "activation");
+}
+
 /* act_ready: the caller (the fused linear's A producer) has already written
  * the exact FP16 activations into args->workspace; skip the pre-pass. */
 static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready)
@@ -339,6 +407,39 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready)
     const nvfp4_sm90_variant var = nvfp4_sm90_variants[plan.variant];
 
     cudaStream_t stream = (cudaStream_t)args->stream;
+    if (var.nc == 0 && var.r == 0) { /* the split small-M kernel: NVFP4 activations by TMA */
+        if (act_ready)
+            return nvfp4_fail(NVFP4_ERR_INTERNAL,
+                              "gemm (cuda): the small-M kernel takes NVFP4 activations, not FP16");
+        nvfp4_sm90_split_params sp;
+        memset(&sp, 0, sizeof sp);
+        const int ncb = (int)((k / 16 + 3) / 4);
+        nvfp4_status mst = split_tensor_maps(encode, a, b, m, n, k, ncb, var.bn, &sp);
+        if (mst != NVFP4_OK) return mst;
+        sp.a_scale2 = a->per_tensor_scale;
+        sp.b_scale2 = b->per_tensor_scale;
+        sp.bias = args->bias;
+        sp.raw = args->raw;
+        sp.out = args->out;
+        sp.m = (int)m;
+        sp.n = (int)n;
+        sp.k = (int)k;
+        sp.ncb = ncb;
+        sp.tiles = (int)plan.tiles;
+        sp.tmax = plan.tiles_per_cta;
+        sp.raw_stages = plan.stages;
+        sp.frag_stages = plan.frag_stages;
+        sp.chunks_per_slice = (int)(nvfp4_k_slice_elems(k, slices) / 64);
+        sm90_split_fn kern = sm90_split_kernels[plan.variant];
+        nvfp4_status sst = raise_smem(dev, &plan, (const void *)kern);
+        if (sst != NVFP4_OK) return sst;
+        kern<<<plan.grid, SPLIT_THREADS, plan.smem, stream>>>(sp);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess)
+            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): split small-M kernel launch (mt=%d): %s",
+                              var.bn, cudaGetErrorString(e));
+        return NVFP4_OK;
+    }
     if (var.nc == 0) { /* the small-M kernel: reads the NVFP4 activations itself */
         if (misaligned(args->raw, 8) || misaligned(args->out, 4))
             return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,

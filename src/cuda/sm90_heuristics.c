@@ -4,9 +4,12 @@
  * the same chain of k16 steps whatever is chosen. */
 #include "cuda/sm90_heuristics.cuh"
 
+#include <string.h>
+
 const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS] = {
     {8, 1, 0},  {16, 1, 0}, {32, 1, 0}, {64, 1, 0}, {64, 2, 0}, {128, 1, 0}, {128, 2, 0},
     {256, 2, 0}, {8, 0, 1},  {8, 0, 2},  {8, 0, 4},  {16, 0, 1}, {16, 0, 2},  {16, 0, 4},
+    {8, 0, 0},   {16, 0, 0}, {32, 0, 0},
 };
 
 #define SM90_STAGE_ALIGN 1024
@@ -41,23 +44,12 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
     int want_bn, want_nc, want_r = 0;
     (void)k; /* the rules do not depend on K (all four linears agree) */
     if (num_sms < 1) num_sms = 1;
-    if (m <= 8 || (m <= NVFP4_SM90_SMALL_M_MAX && n >= 16384)) {
-        /* The small-M mma.sync kernel, with the fewest chains per warp whose
-         * CTAs fit one wave (a second wave doubles the time: fc1's r = 2 ran
-         * 113 us against 69 for r = 4).  9 <= M <= 16 with smaller N: the
-         * wgmma 64x32 tile was faster (attn_out 47 vs 62 us, fc2 85 vs 119;
-         * `nvfp4 bench --all-tiles`, docs/KERNEL.md). */
-        want_bn = m <= 8 ? 8 : 16;
+    if (m <= 32) {
+        /* The split small-M kernel: dequantizing warps feed MMA-only warps,
+         * N/16 chains spread over every SM. */
+        want_bn = m <= 8 ? 8 : m <= 16 ? 16 : 32;
         want_nc = 0;
-        want_r = 4;
-        for (int r = 1; r <= 2; r *= 2)
-            if (ceil_div(ceil_div(n, 8 * (int64_t)r), NVFP4_SM90_SMALL_WMAX(r)) <= num_sms) {
-                want_r = r;
-                break;
-            }
-    } else if (m <= 32) {
-        want_bn = 32;
-        want_nc = 1;
+        want_r = 0;
     } else if (m <= 128) {
         want_bn = m <= 64 ? 64 : 128;
         want_nc = ceil_div(n, 128) >= num_sms ? 2 : 1;
@@ -77,8 +69,40 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
             best_v = v;
     }
     if (best_v < 0) return -1;
+    memset(out, 0, sizeof *out);
     int bn = nvfp4_sm90_variants[best_v].bn, nc = nvfp4_sm90_variants[best_v].nc;
     if (k_slices > 1 && nc > 0 && bn > 64) return -1;
+    if (nc == 0 && nvfp4_sm90_variants[best_v].r == 0) { /* split kernel: 16-row tiles per CTA */
+        if (m > bn) return -1;
+        const int64_t tiles = n / 16;
+        if (tiles < 1) return -1;
+        const int64_t tmax = SPLIT_TMAX(bn);
+        int64_t per = ceil_div(tiles, num_sms);
+        int64_t grid = tiles < num_sms ? tiles : num_sms;
+        if (per > tmax) {
+            per = tmax;
+            grid = ceil_div(tiles, tmax);
+        }
+        per = ceil_div(tiles, grid);
+        if (grid > INT32_MAX) return -1;
+        int nfrag = 3;
+        size_t fixed = SPLIT_SMEM((size_t)bn, (size_t)per, 0, (size_t)nfrag);
+        if (fixed + 2 * SPLIT_RAW_BYTES(bn, per) > smem_optin) {
+            nfrag = 2;
+            fixed = SPLIT_SMEM((size_t)bn, (size_t)per, 0, (size_t)nfrag);
+        }
+        if (fixed + 2 * SPLIT_RAW_BYTES(bn, per) > smem_optin) return -1;
+        size_t nraw = (smem_optin - fixed) / SPLIT_RAW_BYTES(bn, per);
+        if (nraw > SPLIT_MAX_RAW) nraw = SPLIT_MAX_RAW;
+        out->variant = best_v;
+        out->stages = (int)nraw;
+        out->frag_stages = nfrag;
+        out->tiles_per_cta = (int)per;
+        out->tiles = tiles;
+        out->grid = (int)grid;
+        out->smem = SPLIT_SMEM((size_t)bn, (size_t)per, nraw, (size_t)nfrag);
+        return 0;
+    }
     if (nc == 0) { /* small-M kernel: one item of 8r weight rows per consumer warp */
         const int r = nvfp4_sm90_variants[best_v].r;
         if (m > bn) return -1;

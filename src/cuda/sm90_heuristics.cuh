@@ -18,11 +18,12 @@ extern "C" {
 /* The compiled kernel variants: activation tile rows (wgmma N) and
  * consumer warpgroups (64 weight rows each).  Order matches the kernel
  * table in sm90_gemm.cu. */
-#define NVFP4_SM90_NUM_VARIANTS 14
+#define NVFP4_SM90_NUM_VARIANTS 17
 typedef struct nvfp4_sm90_variant {
     int bn; /* activation rows per tile: 8..256 (small-M kernel: 8 or 16, and M <= bn) */
-    int nc; /* consumer warpgroups: 1 or 2; 0 = the small-M mma.sync kernel */
-    int r;  /* small-M kernel: n8 weight tiles (chains) per consumer warp; 0 otherwise */
+    int nc; /* consumer warpgroups: 1 or 2; 0 = a small-M mma.sync kernel */
+    int r;  /* small-M kernel: n8 weight tiles (chains) per consumer warp; 0 with nc = 0:
+             * the split small-M kernel (sm90_split.cuh) */
 } nvfp4_sm90_variant;
 #define NVFP4_SM90_SMALL_M_MAX 16
 /* Small-M kernel: weight ring depth (64-K chunks) per consumer, and the most
@@ -34,6 +35,20 @@ typedef struct nvfp4_sm90_variant {
  * barriers, the A-fragment and staging rings (8 chunks each), the weight rings. */
 #define NVFP4_SM90_SMALL_SMEM(mt, r, w) \
     (256 + 8 * 2048 + 8 * (mt) * 48 + (w) * NVFP4_SM90_SMALL_WS(r) * (r) * 384)
+/* The split small-M kernel (sm90_split.cuh; variants with nc = 0 and r = 0):
+ * ring depths and shared memory.  Raw stage: codes [tmax][16][64] | act
+ * codes [MT][64] | scales [tmax][2][256] | act scales [2][AH][256].
+ * Fragment stage: weights [tmax][8 blocks][512] | activations [MT/8][8][256]. */
+#define SPLIT_MAX_RAW 16 /* raw ring depth at most */
+#define SPLIT_MAX_FRAG 4 /* fragment ring depth at most */
+#define SPLIT_BAR_BYTES 1024
+#define SPLIT_TMAX(mt) ((mt) <= 16 ? 16 : 8) /* tiles per CTA at most: 4 MMA warps x SPLIT_TW */
+#define SPLIT_AH(mt) ((mt) <= 16 ? 1 : 2)
+#define SPLIT_RAW_BYTES(mt, tmax) ((size_t)(tmax) * 1536 + (size_t)(mt) * 64 + 512 * SPLIT_AH(mt))
+#define SPLIT_FRAG_BYTES(mt, tmax) ((size_t)(tmax) * 4096 + (size_t)((mt) / 8) * 2048)
+#define SPLIT_SMEM(mt, tmax, nraw, nfrag) \
+    (1024 + SPLIT_BAR_BYTES + (nraw) * SPLIT_RAW_BYTES(mt, tmax) + (nfrag) * SPLIT_FRAG_BYTES(mt, tmax))
+
 extern const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS];
 
 /* K chunks of 64 elements per pipeline stage, and CTAs per SM, of a
@@ -55,6 +70,8 @@ typedef struct nvfp4_sm90_plan {
     int grid;      /* persistent CTAs (small-M kernel: CTAs, one work item per warp) */
     int64_t tiles; /* weight tiles x activation tiles */
     size_t smem;   /* dynamic shared memory bytes */
+    int frag_stages;   /* split kernel: fragment ring depth (stages = raw ring depth) */
+    int tiles_per_cta; /* split kernel: 16-row weight tiles per CTA at most */
 } nvfp4_sm90_plan;
 
 /* Pick a variant, depth and grid for M x N x K (k_slices K slices, <= 1:

@@ -25,7 +25,22 @@ static void check_plan(const char *what, int64_t m, int64_t n, int slices, const
     CHECKF(p->variant >= 0 && p->variant < NVFP4_SM90_NUM_VARIANTS, "%s: variant %d", what, p->variant);
     CHECKF(p->smem <= OPTIN, "%s: %zu bytes of shared memory", what, p->smem);
     CHECKF(p->grid >= 1, "%s: grid %d", what, p->grid);
-    if (v->nc == 0) {
+    if (v->nc == 0 && v->r == 0) { /* split kernel: 16-row tiles, balanced over the CTAs */
+        const int64_t tiles = n / 16;
+        CHECKF(m <= v->bn, "%s: split kernel with MT=%d for M=%lld", what, v->bn, (long long)m);
+        CHECKF(p->tiles == tiles && p->grid <= tiles && cdiv(tiles, p->grid) == p->tiles_per_cta,
+               "%s: %d CTAs, %d tiles each, for %lld tiles", what, p->grid, p->tiles_per_cta,
+               (long long)tiles);
+        CHECKF(p->tiles_per_cta >= 1 && p->tiles_per_cta <= SPLIT_TMAX(v->bn), "%s: %d tiles per CTA",
+               what, p->tiles_per_cta);
+        CHECKF(p->grid <= SMS || p->tiles_per_cta == SPLIT_TMAX(v->bn), "%s: %d CTAs", what, p->grid);
+        CHECKF(p->stages >= 2 && p->stages <= SPLIT_MAX_RAW && p->frag_stages >= 2 &&
+                   p->frag_stages <= SPLIT_MAX_FRAG,
+               "%s: %d raw, %d fragment stages", what, p->stages, p->frag_stages);
+        CHECKF(p->smem == SPLIT_SMEM((size_t)v->bn, (size_t)p->tiles_per_cta, (size_t)p->stages,
+                                     (size_t)p->frag_stages),
+               "%s: smem formula", what);
+    } else if (v->nc == 0) {
         const int64_t items = cdiv(n, 8 * (int64_t)v->r);
         CHECKF(m <= v->bn, "%s: small-M kernel with MT=%d for M=%lld", what, v->bn, (long long)m);
         CHECKF(p->tiles == items && (int64_t)p->grid * p->stages >= items &&
@@ -86,8 +101,8 @@ int main(void)
     }
     TEST("the choices read off the H200 bench") {
         static const struct { int lin; int64_t m; int bn, nc, r; } want[] = {
-            {0, 1, 8, 0, 2},  {0, 16, 16, 0, 2}, {1, 1, 8, 0, 1},  {1, 16, 32, 1, 0},
-            {2, 1, 8, 0, 4},  {2, 16, 16, 0, 4}, {3, 1, 8, 0, 1},  {3, 16, 32, 1, 0},
+            {0, 1, 8, 0, 0},  {0, 16, 16, 0, 0}, {1, 1, 8, 0, 0},  {1, 16, 16, 0, 0},
+            {2, 1, 8, 0, 0},  {2, 16, 16, 0, 0}, {3, 1, 8, 0, 0},  {3, 32, 32, 0, 0},
             {0, 128, 128, 2, 0}, {1, 128, 128, 1, 0}, {3, 2048, 256, 2, 0},
         };
         for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -99,9 +114,10 @@ int main(void)
                    "%s M=%lld: got bn=%d nc=%d r=%d", LIN[want[i].lin].name, (long long)want[i].m,
                    x ? x->bn : -1, x ? x->nc : -1, x ? x->r : -1);
         }
-        /* one wave: fc1 at M = 1 takes r = 4 because r = 2 would need 163 CTAs */
+        /* one wave: fc1 at M = 1 (1792 tiles) on 132 CTAs of at most 14 tiles */
         nvfp4_sm90_plan p;
-        CHECK(nvfp4_sm90_plan_gemm(1, 28672, 5376, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.grid <= SMS);
+        CHECK(nvfp4_sm90_plan_gemm(1, 28672, 5376, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.grid == SMS &&
+              p.tiles_per_cta == 14);
     }
     return test_summary("sm90_plan");
 }

@@ -1,0 +1,136 @@
+/* sm90_split.cuh -- the split small-M kernel (M <= 32): shared parts.  The
+ * body (sm90_split_body.cuh) is included once per variant by sm90_gemm.cu.
+ *
+ * Why: at small M every output is a chain of K/16 dependent k16 steps, and
+ * the work per step is the dequantization of the weights, not the MMA.  The
+ * earlier kernels ran both in the same warp, on 1-2 warps per scheduler, and
+ * were bound by that one instruction stream (docs/KERNEL.md).  Here the two
+ * are split across warps:
+ *
+ *  - warp 0, the loader: one thread issues, per 128-element chunk of K, one
+ *    TMA box of codes (16 rows x 64 bytes, 64-byte swizzle) and one of
+ *    scales per 16-row weight tile of the CTA, and the same for the
+ *    activations, into a ring of raw stages;
+ *  - warps 1..4, the MMA warps (one per scheduler): tile i of the CTA belongs
+ *    to MMA warp i % 4.  Per block it loads the FP16 A fragment of each of its
+ *    tiles and the B fragments of the activations from shared memory and
+ *    issues mma.sync m16n8k16: weights are the m16 side (16 rows per chain),
+ *    activations the n8 side (MT / 8 chains per tile);
+ *  - warps 5..5+SPLIT_DQ-1, the dequantizers: each chunk's (row, block)
+ *    units -- 16 code bytes -> 16 exact FP16 values -- are spread over all of
+ *    them, written into a ring of fragment stages in the mma's register order.
+ *
+ * NOTES (hardware and contract constraints):
+ *  - mma.sync m16n8k16 .f32.f16.f16.f32 is one sm90 k16 step (docs/ORACLE.md):
+ *    one call per NVFP4 block, accumulator from +0, k increasing.
+ *  - The step adds its 16 products as a set (the sm90 model: largest
+ *    exponent, every product truncated to the same grid, an exact sum), so
+ *    the order of k inside a block is free as long as A and B use the same
+ *    one.  Both sides use pi: fragment k = 2t, 2t+1, 2t+8, 2t+9 of lane
+ *    (g, t) holds element 4t, 4t+2, 4t+1, 4t+3 of the block -- so the 4
+ *    values of a lane are the 2 code bytes 2t, 2t+1, converted with no
+ *    byte gathering.  The GPU suite checks every bit against the oracle.
+ *  - TMA 64-byte swizzle: 16-byte chunk c of row r of a box sits at chunk
+ *    c ^ ((r >> 1) & 3) (boxes 512-byte aligned), which makes the
+ *    dequantizers' 8-byte loads of 8 rows x 4 blocks conflict-free.
+ *  - K % 32 == 0 (16-byte code rows for TMA); N % 16 == 0; a K tail shorter
+ *    than the chunk is zero-filled by TMA and its steps are not issued. */
+#ifndef NVFP4_CUDA_SM90_SPLIT_CUH
+#define NVFP4_CUDA_SM90_SPLIT_CUH
+
+#include <cuda.h>
+
+#include "cuda/ptx.cuh"
+#include "cuda/sm90_heuristics.cuh"
+#include "cuda/sm90_internal.cuh"
+
+#define SPLIT_DQ 8          /* dequantizing warps per CTA */
+#define SPLIT_MMA_WARPS 4   /* one per scheduler */
+#define SPLIT_THREADS (32 * (1 + SPLIT_MMA_WARPS + SPLIT_DQ))
+#define SPLIT_KC 128        /* K elements per chunk (8 blocks, 64 code bytes per row) */
+
+typedef struct nvfp4_sm90_split_params {
+    CUtensorMap tm_b_codes;  /* weights [N][K/2] bytes, box {64, 16}, 64-byte swizzle */
+    CUtensorMap tm_b_scales; /* weight scales as {256, 2, chunks}, box {256, 1, 2} */
+    CUtensorMap tm_a_codes;  /* activations [M][K/2], box {64, MT}, 64-byte swizzle */
+    CUtensorMap tm_a_scales; /* activation scales as {256, 2, chunks}, box {256, AH, 2} */
+    const float *a_scale2;
+    const float *b_scale2;
+    const float *bias;
+    float *raw;
+    uint16_t *out;
+    int m, n, k;
+    int ncb;              /* 512-byte scale chunks per 128-row tile = roundup(K/16,4)/4 */
+    int tiles;            /* 16-row weight tiles = N / 16 */
+    int tmax;             /* tiles per CTA at most (the stage layout) */
+    int raw_stages;       /* raw ring depth */
+    int frag_stages;      /* fragment ring depth */
+    int chunks_per_slice; /* K slices: 64-element groups per slice */
+} nvfp4_sm90_split_params;
+
+NVFP4_DEV void ptx_tma_load_3d(void *dst, const void *tmap, uint64_t *bar, int32_t x, int32_t y, int32_t z)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(ptx_smem_addr(dst)),
+        "l"(tmap), "r"(ptx_smem_addr(bar)), "r"(x), "r"(y), "r"(z)
+        : "memory");
+}
+
+NVFP4_DEV void ptx_mma_16816_split(float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                   uint32_t b0, uint32_t b1)
+{
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* One (row, block) unit: the block's 8 code bytes {lo, hi} and its scale
+ * byte -> the 4 register pairs of the 4 lanes t = 0..3 that hold this row:
+ * pair t = {fragment k 2t,2t+1 ; k 2t+8,2t+9} = {elements 4t, 4t+2 ; 4t+1,
+ * 4t+3} (pi, above) as exact FP16 e2m1 * |e4m3|.  A nibble s.e1e0.m placed in
+ * an E4M3 byte as s.0e1e0.m00 is e2m1 * 2^-6 (subnormals included), which cvt
+ * converts exactly; times 64 * scale (<= 28672) the FP16 product is exact. */
+NVFP4_DEV void split_unit(uint32_t lo, uint32_t hi, uint32_t scale_byte, uint32_t out[8])
+{
+    const uint32_t s = scale_byte & 0x7Fu; /* the sign of a block scale is ignored */
+    const uint32_t sc = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s | (s << 8))), 0x54005400u);
+    const uint32_t w[2] = {lo, hi};
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const uint32_t x = w[h];
+        /* even elements (high nibbles) and odd elements (low nibbles) as E4M3 bytes */
+        const uint32_t ev = (x & 0x80808080u) | ((x >> 2) & 0x1C1C1C1Cu);
+        const uint32_t od = ((x << 4) & 0x80808080u) | ((x << 2) & 0x1C1C1C1Cu);
+        out[4 * h + 0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev & 0xFFFFu)), sc); /* t = 2h: 4t, 4t+2 */
+        out[4 * h + 1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od & 0xFFFFu)), sc); /* 4t+1, 4t+3 */
+        out[4 * h + 2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev >> 16)), sc);     /* t = 2h+1 */
+        out[4 * h + 3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od >> 16)), sc);
+    }
+}
+
+/* Byte offset of (row, 8-byte block b) in a 64-byte-swizzled code box. */
+NVFP4_DEV int split_code_off(int row, int b)
+{
+    return row * 64 + (((b >> 1) ^ (row >> 1)) & 3) * 16 + (b & 1) * 8;
+}
+
+/* Weight fragment slot (16 bytes: the row-g pair, then the row-g+8 pair,
+ * swapped when (b >> 1) & 1) of lane (g, t) for block b, inside the tile's
+ * 8 x 512 bytes.  The rotation keeps both the dequantizers' stores and the
+ * mma warps' loads free of bank conflicts. */
+NVFP4_DEV int split_wfrag_off(int g, int t, int b)
+{
+    return b * 512 + (g * 4 + (t ^ (((g >> 1) + b) & 3))) * 16;
+}
+
+/* Activation fragment slot (8 bytes {b0, b1}) of lane (g, t), block b,
+ * inside the n8 tile's 8 x 256 bytes. */
+NVFP4_DEV int split_afrag_off(int g, int t, int b)
+{
+    return b * 256 + (g * 4 + (t ^ ((g + b) & 3))) * 8;
+}
+
+#endif
