@@ -122,20 +122,55 @@ extern "C" {
 #define SMALLM_NAME nvfp4_sm90_small_mt16_r4
 #include "cuda/sm90_small_m_body.cuh"
 
-/* The split small-M kernel (sm90_split.cuh): MT activation rows. */
+/* The split small-M kernel (sm90_split.cuh): MT activation rows x TW tiles per MMA warp. */
+#define SPLIT_MT 8
+#define SPLIT_TW 1
+#define SPLIT_NAME nvfp4_sm90_split_mt8_tw1
+#include "cuda/sm90_split_body.cuh"
+
+#define SPLIT_MT 8
+#define SPLIT_TW 2
+#define SPLIT_NAME nvfp4_sm90_split_mt8_tw2
+#include "cuda/sm90_split_body.cuh"
+
+#define SPLIT_MT 8
+#define SPLIT_TW 3
+#define SPLIT_NAME nvfp4_sm90_split_mt8_tw3
+#include "cuda/sm90_split_body.cuh"
+
 #define SPLIT_MT 8
 #define SPLIT_TW 4
-#define SPLIT_NAME nvfp4_sm90_split_mt8
+#define SPLIT_NAME nvfp4_sm90_split_mt8_tw4
+#include "cuda/sm90_split_body.cuh"
+
+#define SPLIT_MT 16
+#define SPLIT_TW 1
+#define SPLIT_NAME nvfp4_sm90_split_mt16_tw1
+#include "cuda/sm90_split_body.cuh"
+
+#define SPLIT_MT 16
+#define SPLIT_TW 2
+#define SPLIT_NAME nvfp4_sm90_split_mt16_tw2
+#include "cuda/sm90_split_body.cuh"
+
+#define SPLIT_MT 16
+#define SPLIT_TW 3
+#define SPLIT_NAME nvfp4_sm90_split_mt16_tw3
 #include "cuda/sm90_split_body.cuh"
 
 #define SPLIT_MT 16
 #define SPLIT_TW 4
-#define SPLIT_NAME nvfp4_sm90_split_mt16
+#define SPLIT_NAME nvfp4_sm90_split_mt16_tw4
+#include "cuda/sm90_split_body.cuh"
+
+#define SPLIT_MT 32
+#define SPLIT_TW 1
+#define SPLIT_NAME nvfp4_sm90_split_mt32_tw1
 #include "cuda/sm90_split_body.cuh"
 
 #define SPLIT_MT 32
 #define SPLIT_TW 2
-#define SPLIT_NAME nvfp4_sm90_split_mt32
+#define SPLIT_NAME nvfp4_sm90_split_mt32_tw2
 #include "cuda/sm90_split_body.cuh"
 
 typedef void (*sm90_kernel_fn)(nvfp4_sm90_params);
@@ -152,9 +187,12 @@ static const sm90_small_fn sm90_small_kernels[NVFP4_SM90_NUM_VARIANTS] = {
     nvfp4_sm90_small_mt8_r1,  nvfp4_sm90_small_mt8_r2,  nvfp4_sm90_small_mt8_r4,
     nvfp4_sm90_small_mt16_r1, nvfp4_sm90_small_mt16_r2, nvfp4_sm90_small_mt16_r4,
 };
-static const sm90_split_fn sm90_split_kernels[NVFP4_SM90_NUM_VARIANTS] = {
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-    nvfp4_sm90_split_mt8, nvfp4_sm90_split_mt16, nvfp4_sm90_split_mt32,
+/* [MT 8, 16, 32][TW - 1] */
+static const sm90_split_fn sm90_split_kernels[3][4] = {
+    {nvfp4_sm90_split_mt8_tw1, nvfp4_sm90_split_mt8_tw2, nvfp4_sm90_split_mt8_tw3, nvfp4_sm90_split_mt8_tw4},
+    {nvfp4_sm90_split_mt16_tw1, nvfp4_sm90_split_mt16_tw2, nvfp4_sm90_split_mt16_tw3,
+     nvfp4_sm90_split_mt16_tw4},
+    {nvfp4_sm90_split_mt32_tw1, nvfp4_sm90_split_mt32_tw2, NULL, NULL},
 };
 
 /* ------------------------------------------------------------------------ */
@@ -220,6 +258,7 @@ typedef struct sm90_device_info {
     size_t smem_optin;
     size_t smem_per_sm;
     size_t smem_set[NVFP4_SM90_NUM_VARIANTS];
+    size_t split_smem_set[3][4]; /* the split kernels, [MT][TW - 1] */
 } sm90_device_info;
 
 #define SM90_MAX_DEVICES 16
@@ -272,17 +311,22 @@ extern "C" size_t nvfp4_cuda_gemm_workspace(int64_t m, int64_t n, int64_t k)
 
 static int misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) != 0; }
 
-/* Raise a kernel's dynamic shared-memory limit to the plan's, once per device
- * and variant (the attribute is sticky). */
+/* Raise a kernel's dynamic shared-memory limit to `smem`, once per device
+ * and kernel (the attribute is sticky; *set caches it). */
+static nvfp4_status raise_smem_to(size_t *set, size_t smem, const void *kern)
+{
+    if (*set >= smem) return NVFP4_OK;
+    cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess)
+        return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): shared memory of %zu bytes: %s", smem,
+                          cudaGetErrorString(e));
+    *set = smem;
+    return NVFP4_OK;
+}
+
 static nvfp4_status raise_smem(sm90_device_info *dev, const nvfp4_sm90_plan *plan, const void *kern)
 {
-    if (dev->smem_set[plan->variant] >= plan->smem) return NVFP4_OK;
-    cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)plan->smem);
-    if (e != cudaSuccess)
-        return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): shared memory of %zu bytes: %s", plan->smem,
-                          cudaGetErrorString(e));
-    dev->smem_set[plan->variant] = plan->smem;
-    return NVFP4_OK;
+    return raise_smem_to(&dev->smem_set[plan->variant], plan->smem, kern);
 }
 
 static cudaError_t launch_dequant_act(const nvfp4_cuda_operand *a, void *workspace, int64_t m,
@@ -294,9 +338,9 @@ static cudaError_t launch_dequant_act(const nvfp4_cuda_operand *a, void *workspa
     return cudaGetLastError();
 }
 
-/* The split kernel's four tensor maps: codes as [rows][K/2] bytes (box 64 x
- * rows-per-box, 64-byte swizzle) and the 128x4-tiled scales as {256 bytes,
- * 2 halves, 512-byte chunks} (box 256 x ah x 2: one 128-element chunk of K). */
+/* The split kernel's four tensor maps: codes as [rows][K/2] bytes (box 128 x
+ * rows-per-box, 128-byte swizzle) and the 128x4-tiled scales as {256 bytes,
+ * 2 halves, 512-byte chunks} (box 256 x ah x 4: one 256-element chunk of K). */
 static nvfp4_status split_map(encode_tiled_fn encode, CUtensorMap *codes_map, CUtensorMap *scales_map,
                               const nvfp4_cuda_operand *op, int64_t rows, int64_t k, int ncb,
                               int box_rows, int ah, const char *what)
@@ -304,10 +348,10 @@ static nvfp4_status split_map(encode_tiled_fn encode, CUtensorMap *codes_map, CU
     {
         cuuint64_t dims[2] = {(cuuint64_t)(k / 2), (cuuint64_t)rows};
         cuuint64_t strides[1] = {(cuuint64_t)(k / 2)};
-        cuuint32_t box[2] = {64, (cuuint32_t)box_rows};
+        cuuint32_t box[2] = {128, (cuuint32_t)box_rows};
         cuuint32_t estr[2] = {1, 1};
         CUresult r = encode(codes_map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)op->codes, dims, strides,
-                            box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B,
+                            box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
         if (r != CUDA_SUCCESS)
             return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): %s code tensor map failed (CUresult %d)", what,
@@ -317,7 +361,7 @@ static nvfp4_status split_map(encode_tiled_fn encode, CUtensorMap *codes_map, CU
         const int64_t chunks = (rows + 127) / 128 * ncb;
         cuuint64_t dims[3] = {256, 2, (cuuint64_t)chunks};
         cuuint64_t strides[2] = {256, 512};
-        cuuint32_t box[3] = {256, (cuuint32_t)ah, 2};
+        cuuint32_t box[3] = {256, (cuuint32_t)ah, 4};
         cuuint32_t estr[3] = {1, 1, 1};
         CUresult r = encode(scales_map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, (void *)op->scales, dims,
                             strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -430,10 +474,15 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready)
         sp.raw_stages = plan.stages;
         sp.frag_stages = plan.frag_stages;
         sp.chunks_per_slice = (int)(nvfp4_k_slice_elems(k, slices) / 64);
-        sm90_split_fn kern = sm90_split_kernels[plan.variant];
-        nvfp4_status sst = raise_smem(dev, &plan, (const void *)kern);
+        const int tw = (plan.tiles_per_cta + SPLIT_MMA_WARPS - 1) / SPLIT_MMA_WARPS;
+        const int mi = var.bn == 8 ? 0 : var.bn == 16 ? 1 : 2;
+        sm90_split_fn kern = tw >= 1 && tw <= 4 ? sm90_split_kernels[mi][tw - 1] : NULL;
+        if (!kern)
+            return nvfp4_fail(NVFP4_ERR_INTERNAL, "gemm (cuda): no split kernel for MT=%d, %d tiles per CTA",
+                              var.bn, plan.tiles_per_cta);
+        nvfp4_status sst = raise_smem_to(&dev->split_smem_set[mi][tw - 1], plan.smem, (const void *)kern);
         if (sst != NVFP4_OK) return sst;
-        kern<<<plan.grid, SPLIT_THREADS, plan.smem, stream>>>(sp);
+        kern<<<plan.grid, SPLIT_THREADS_OF(var.bn, tw), plan.smem, stream>>>(sp);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess)
             return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): split small-M kernel launch (mt=%d): %s",

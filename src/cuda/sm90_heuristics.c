@@ -85,10 +85,11 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
         }
         per = ceil_div(tiles, grid);
         if (grid > INT32_MAX) return -1;
-        int nfrag = 3;
+        /* the deepest fragment ring (4, 3, then 2) that leaves at least 4 raw stages (2 for the last) */
+        int nfrag = 4;
         size_t fixed = SPLIT_SMEM((size_t)bn, (size_t)per, 0, (size_t)nfrag);
-        if (fixed + 2 * SPLIT_RAW_BYTES(bn, per) > smem_optin) {
-            nfrag = 2;
+        while (nfrag > 2 && fixed + 4 * SPLIT_RAW_BYTES(bn, per) > smem_optin) {
+            nfrag--;
             fixed = SPLIT_SMEM((size_t)bn, (size_t)per, 0, (size_t)nfrag);
         }
         if (fixed + 2 * SPLIT_RAW_BYTES(bn, per) > smem_optin) return -1;

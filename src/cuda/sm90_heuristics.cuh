@@ -36,15 +36,18 @@ typedef struct nvfp4_sm90_variant {
 #define NVFP4_SM90_SMALL_SMEM(mt, r, w) \
     (256 + 8 * 2048 + 8 * (mt) * 48 + (w) * NVFP4_SM90_SMALL_WS(r) * (r) * 384)
 /* The split small-M kernel (sm90_split.cuh; variants with nc = 0 and r = 0):
- * ring depths and shared memory.  Raw stage: codes [tmax][16][64] | act
- * codes [MT][64] | scales [tmax][2][256] | act scales [2][AH][256].
+ * ring depths and shared memory.  Raw stage (256 K-elements): codes
+ * [tmax][16][128] | act codes [MT][128] | scales [tmax][4][256] | act scales
+ * [4][AH][256].
  * Fragment stage: weights [tmax][8 blocks][512] | activations [MT/8][8][256]. */
 #define SPLIT_MAX_RAW 16 /* raw ring depth at most */
 #define SPLIT_MAX_FRAG 4 /* fragment ring depth at most */
 #define SPLIT_BAR_BYTES 1024
-#define SPLIT_TMAX(mt) ((mt) <= 16 ? 16 : 8) /* tiles per CTA at most: 4 MMA warps x SPLIT_TW */
+/* tiles per CTA at most (4 MMA warps x SPLIT_TW): 14 is the most whose two raw and
+ * two fragment stages fit 227 KB at MT = 16 (fc1: 1792 tiles on 132 SMs) */
+#define SPLIT_TMAX(mt) ((mt) <= 16 ? 14 : 8)
 #define SPLIT_AH(mt) ((mt) <= 16 ? 1 : 2)
-#define SPLIT_RAW_BYTES(mt, tmax) ((size_t)(tmax) * 1536 + (size_t)(mt) * 64 + 512 * SPLIT_AH(mt))
+#define SPLIT_RAW_BYTES(mt, tmax) ((size_t)(tmax) * 3072 + (size_t)(mt) * 128 + 1024 * SPLIT_AH(mt))
 #define SPLIT_FRAG_BYTES(mt, tmax) ((size_t)(tmax) * 4096 + (size_t)((mt) / 8) * 2048)
 #define SPLIT_SMEM(mt, tmax, nraw, nfrag) \
     (1024 + SPLIT_BAR_BYTES + (nraw) * SPLIT_RAW_BYTES(mt, tmax) + (nfrag) * SPLIT_FRAG_BYTES(mt, tmax))

@@ -7,18 +7,20 @@
  * were bound by that one instruction stream (docs/KERNEL.md).  Here the two
  * are split across warps:
  *
- *  - warp 0, the loader: one thread issues, per 128-element chunk of K, one
- *    TMA box of codes (16 rows x 64 bytes, 64-byte swizzle) and one of
+ *  - warp 0, the loader: one thread issues, per 256-element chunk of K, one
+ *    TMA box of codes (16 rows x 128 bytes, 128-byte swizzle) and one of
  *    scales per 16-row weight tile of the CTA, and the same for the
- *    activations, into a ring of raw stages;
+ *    activations, into a ring of raw stages (TMA's cost grows with the rows
+ *    of a box: 64-byte rows delivered about 5 bytes per cycle per SM);
  *  - warps 1..4, the MMA warps (one per scheduler): tile i of the CTA belongs
  *    to MMA warp i % 4.  Per block it loads the FP16 A fragment of each of its
  *    tiles and the B fragments of the activations from shared memory and
  *    issues mma.sync m16n8k16: weights are the m16 side (16 rows per chain),
  *    activations the n8 side (MT / 8 chains per tile);
- *  - warps 5..5+SPLIT_DQ-1, the dequantizers: each chunk's (row, block)
+ *  - warps 5..5+SPLIT_DQ-1 (8 or 12), the dequantizers: each chunk's (row, block)
  *    units -- 16 code bytes -> 16 exact FP16 values -- are spread over all of
- *    them, written into a ring of fragment stages in the mma's register order.
+ *    them, written into a ring of fragment stages (128 K-elements each, two
+ *    per raw chunk) in the mma's register order.
  *
  * NOTES (hardware and contract constraints):
  *  - mma.sync m16n8k16 .f32.f16.f16.f32 is one sm90 k16 step (docs/ORACLE.md):
@@ -30,9 +32,9 @@
  *    (g, t) holds element 4t, 4t+2, 4t+1, 4t+3 of the block -- so the 4
  *    values of a lane are the 2 code bytes 2t, 2t+1, converted with no
  *    byte gathering.  The GPU suite checks every bit against the oracle.
- *  - TMA 64-byte swizzle: 16-byte chunk c of row r of a box sits at chunk
- *    c ^ ((r >> 1) & 3) (boxes 512-byte aligned), which makes the
- *    dequantizers' 8-byte loads of 8 rows x 4 blocks conflict-free.
+ *  - TMA 128-byte swizzle: 16-byte chunk c of row r of a box sits at chunk
+ *    c ^ (r & 7) (boxes 1024-byte aligned), which makes the dequantizers'
+ *    8-byte loads of 8 rows x 4 blocks conflict-free.
  *  - K % 32 == 0 (16-byte code rows for TMA); N % 16 == 0; a K tail shorter
  *    than the chunk is zero-filled by TMA and its steps are not issued. */
 #ifndef NVFP4_CUDA_SM90_SPLIT_CUH
@@ -44,16 +46,20 @@
 #include "cuda/sm90_heuristics.cuh"
 #include "cuda/sm90_internal.cuh"
 
-#define SPLIT_DQ 8          /* dequantizing warps per CTA */
 #define SPLIT_MMA_WARPS 4   /* one per scheduler */
-#define SPLIT_THREADS (32 * (1 + SPLIT_MMA_WARPS + SPLIT_DQ))
-#define SPLIT_KC 128        /* K elements per chunk (8 blocks, 64 code bytes per row) */
+/* Dequantizing warps per CTA: 12 where the MMA warps' registers leave room
+ * (at most 120 per thread: MT = 8 up to 3 tiles per MMA warp, MT = 16 up to
+ * 2), else 8. */
+#define SPLIT_DQ_OF(mt, tw) (((mt) == 8 && (tw) <= 3) || ((mt) == 16 && (tw) <= 2) ? 12 : 8)
+#define SPLIT_THREADS_OF(mt, tw) (32 * (1 + SPLIT_MMA_WARPS + SPLIT_DQ_OF(mt, tw)))
+#define SPLIT_KC 256        /* K elements per raw chunk (16 blocks, 128 code bytes per row) */
+#define SPLIT_KF 128        /* K elements per fragment stage (8 blocks) */
 
 typedef struct nvfp4_sm90_split_params {
-    CUtensorMap tm_b_codes;  /* weights [N][K/2] bytes, box {64, 16}, 64-byte swizzle */
-    CUtensorMap tm_b_scales; /* weight scales as {256, 2, chunks}, box {256, 1, 2} */
-    CUtensorMap tm_a_codes;  /* activations [M][K/2], box {64, MT}, 64-byte swizzle */
-    CUtensorMap tm_a_scales; /* activation scales as {256, 2, chunks}, box {256, AH, 2} */
+    CUtensorMap tm_b_codes;  /* weights [N][K/2] bytes, box {128, 16}, 128-byte swizzle */
+    CUtensorMap tm_b_scales; /* weight scales as {256, 2, chunks}, box {256, 1, 4} */
+    CUtensorMap tm_a_codes;  /* activations [M][K/2], box {128, MT}, 128-byte swizzle */
+    CUtensorMap tm_a_scales; /* activation scales as {256, 2, chunks}, box {256, AH, 4} */
     const float *a_scale2;
     const float *b_scale2;
     const float *bias;
@@ -111,23 +117,24 @@ NVFP4_DEV void split_unit(uint32_t lo, uint32_t hi, uint32_t scale_byte, uint32_
     }
 }
 
-/* Byte offset of (row, 8-byte block b) in a 64-byte-swizzled code box. */
+/* Byte offset of (row, 8-byte block b = 0..15) in a 128-byte-swizzled code box. */
 NVFP4_DEV int split_code_off(int row, int b)
 {
-    return row * 64 + (((b >> 1) ^ (row >> 1)) & 3) * 16 + (b & 1) * 8;
+    return row * 128 + (((b >> 1) ^ row) & 7) * 16 + (b & 1) * 8;
 }
 
-/* Weight fragment slot (16 bytes: the row-g pair, then the row-g+8 pair,
- * swapped when (b >> 1) & 1) of lane (g, t) for block b, inside the tile's
- * 8 x 512 bytes.  The rotation keeps both the dequantizers' stores and the
- * mma warps' loads free of bank conflicts. */
+/* Weight fragment slot of lane (g, t) for block b inside the tile's 8 x
+ * 512 bytes: 16 bytes {a0, a1, a2, a3} in the mma's register order.  The
+ * rotation of t by (g / 2 + b) keeps both the dequantizers' stores (8 rows x 4
+ * blocks per instruction) and the mma warps' loads at the minimum number of
+ * shared-memory wavefronts.  Depends on b only through b % 4. */
 NVFP4_DEV int split_wfrag_off(int g, int t, int b)
 {
     return b * 512 + (g * 4 + (t ^ (((g >> 1) + b) & 3))) * 16;
 }
 
 /* Activation fragment slot (8 bytes {b0, b1}) of lane (g, t), block b,
- * inside the n8 tile's 8 x 256 bytes. */
+ * inside the n8 tile's 8 x 256 bytes (rotation likewise; b % 4 only). */
 NVFP4_DEV int split_afrag_off(int g, int t, int b)
 {
     return b * 256 + (g * 4 + (t ^ ((g + b) & 3))) * 8;

@@ -1,48 +1,103 @@
 /* sm90_split_body.cuh -- the split small-M kernel, included once per variant
  * by sm90_gemm.cu with these macros defined (design: sm90_split.cuh):
  *   SPLIT_MT    activation rows per CTA: 8, 16 or 32 (M <= MT)
- *   SPLIT_TW    tiles per MMA warp at most (tmax <= 4 * SPLIT_TW)
+ *   SPLIT_TW    tiles per MMA warp (the host picks the kernel with
+ *               4 * (SPLIT_TW - 1) < tiles per CTA <= 4 * SPLIT_TW)
  *   SPLIT_NAME  the kernel's name */
 
 #define SPLIT_NT (SPLIT_MT / 8)
+#define SPLIT_DQ SPLIT_DQ_OF(SPLIT_MT, SPLIT_TW)
+#define SPLIT_THREADS SPLIT_THREADS_OF(SPLIT_MT, SPLIT_TW)
 
-/* Dequantize group Q (32 (row, block) units: lane = 8 rows x 4 blocks) of
- * raw stage `st` into fragment stage `fr`.  Groups 0 .. 4*tcount-1: weight
- * tile Q/4 (rows lr + 8h, blocks lb + 4bh); then the activations' n8 tiles. */
-#define SPLIT_UNIT(Q)                                                                              \
+/* Dequantize group Q (32 units, lane = 8 rows x 4 blocks) of half HALF
+ * (blocks 8 HALF .. 8 HALF + 7) of raw stage `st` into fragment stage `fr`.
+ * Groups 0 .. 2*tcount-1: weight tile Q/2, unit = rows lr and lr+8 of block
+ * lb + 4 (Q & 1) of the half, written as each lane t's whole 16-byte A
+ * fragment; then the activations' n8 tiles (Q - 2*tcount = 2 nt + bh; unit =
+ * one token row).  Offsets that depend on the lane only are set up once
+ * (co_HALF_BH_H, wst_off, ast_off).  A token row r = lr + 8 nt of the
+ * activation box sits at co + 1024 nt: the swizzle repeats every 8 rows.
+ * Scale chunk cc = 2 HALF + bh holds the unit's block. */
+#define SPLIT_UNIT(Q, HALF)                                                                        \
     {                                                                                              \
-        uint32_t o_[8];                                                                            \
-        if ((Q) < 4 * tcount) {                                                                    \
-            const int i_ = (Q) >> 2, h_ = (Q) & 1, bh_ = ((Q) >> 1) & 1;                           \
-            const int row_ = lr + 8 * h_, b_ = lb + 4 * bh_;                                       \
-            const uint2 w_ = *(const uint2 *)(st + i_ * 1024 + split_code_off(row_, b_));          \
-            const int j_ = ((tile0 + i_) * 16 % 128) / 32;                                         \
-            const uint32_t sb_ =                                                                   \
-                st[scales_off + i_ * 512 + (b_ >> 2) * 256 + row_ * 16 + j_ * 4 + (b_ & 3)];       \
-            split_unit(w_.x, w_.y, sb_, o_);                                                       \
-            uint8_t *dst_ = fr + i_ * 4096 + ((h_ ^ ((b_ >> 1) & 1)) * 8);                         \
+        const int bh_ = (Q) & 1, cc_ = 2 * (HALF) + bh_;                                           \
+        const int co0_ = bh_ ? co_##HALF##_1_0 : co_##HALF##_0_0;                                  \
+        if ((Q) < 2 * tcount) {                                                                    \
+            const int i_ = (Q) >> 1;                                                               \
+            const uint8_t *cs_ = st + i_ * 2048;                                                   \
+            const uint2 w0_ = *(const uint2 *)(cs_ + co0_);                                        \
+            const uint2 w1_ = *(const uint2 *)(cs_ + (bh_ ? co_##HALF##_1_1 : co_##HALF##_0_1));  \
+            /* word (row % 128) / 32 of the row's 16-byte scale group */                          \
+            const uint8_t *ss_ = st + scales_off + i_ * 1024 + cc_ * 256 + (((tile0 + i_) >> 1) & 3) * 4 + lr * 16 + lb; \
+            uint32_t o0_[8], o1_[8];                                                               \
+            split_unit(w0_.x, w0_.y, ss_[0], o0_);                                                 \
+            split_unit(w1_.x, w1_.y, ss_[8 * 16], o1_);                                            \
+            uint8_t *dst_ = fr + i_ * 4096 + bh_ * 2048;                                           \
             _Pragma("unroll") for (int tt_ = 0; tt_ < 4; tt_++)                                    \
-                *(uint2 *)(dst_ + split_wfrag_off(lr, tt_, b_)) =                                  \
-                    make_uint2(o_[2 * tt_], o_[2 * tt_ + 1]);                                      \
+                *(uint4 *)(dst_ + wst_off[tt_]) =                                                  \
+                    make_uint4(o0_[2 * tt_], o1_[2 * tt_], o0_[2 * tt_ + 1], o1_[2 * tt_ + 1]);    \
         } else {                                                                                   \
-            const int qa_ = (Q) - 4 * tcount, nt_ = qa_ % SPLIT_NT, bh_ = qa_ / SPLIT_NT;          \
-            const int row_ = lr + 8 * nt_, b_ = lb + 4 * bh_;                                      \
-            const uint2 w_ = *(const uint2 *)(st + act_codes_off + split_code_off(row_, b_));      \
-            const uint32_t sb_ = st[act_scales_off + (b_ >> 2) * 256 * SPLIT_AH(SPLIT_MT) +        \
-                                    (row_ % 32) * 16 + (row_ / 32) * 4 + (b_ & 3)];                \
+            const int nt_ = ((Q) - 2 * tcount) >> 1;                                               \
+            const int row_ = lr + 8 * nt_;                                                         \
+            const uint2 w_ = *(const uint2 *)(st + act_codes_off + nt_ * 1024 + co0_);             \
+            const uint32_t sb_ = st[act_scales_off + cc_ * 256 * SPLIT_AH(SPLIT_MT) + (row_ % 32) * 16 + \
+                                    (row_ / 32) * 4 + lb];                                         \
+            uint32_t o_[8];                                                                        \
             split_unit(w_.x, w_.y, sb_, o_);                                                       \
-            uint8_t *dst_ = fr + act_frag_off + nt_ * 2048;                                        \
+            uint8_t *dst_ = fr + act_frag_off + nt_ * 2048 + bh_ * 1024;                           \
             _Pragma("unroll") for (int tt_ = 0; tt_ < 4; tt_++)                                    \
-                *(uint2 *)(dst_ + split_afrag_off(lr, tt_, b_)) =                                  \
-                    make_uint2(o_[2 * tt_], o_[2 * tt_ + 1]);                                      \
+                *(uint2 *)(dst_ + ast_off[tt_]) = make_uint2(o_[2 * tt_], o_[2 * tt_ + 1]);        \
+        }                                                                                          \
+    }
+
+/* One fragment stage of the dequantizers: half HALF of the raw chunk in `st`
+ * (when that half exists), into the next fragment slot. */
+#define SPLIT_HALF(HALF)                                                                           \
+    if (2 * c + (HALF) < nsub) {                                                                   \
+        ptx_mbar_wait(&frag_empty[f], fph ^ 1u);                                                   \
+        uint8_t *fr = frag_ring + (size_t)f * frag_bytes;                                          \
+        for (int q = dw; q < groups; q += SPLIT_DQ) SPLIT_UNIT(q, HALF);                           \
+        ptx_mbar_arrive(&frag_full[f]); /* releases this lane's fragment stores */                 \
+        if (++f == p.frag_stages) {                                                                \
+            f = 0;                                                                                 \
+            fph ^= 1u;                                                                             \
+        }                                                                                          \
+    }
+
+/* The k16 steps of block B of the chunk in fragment stage `fr`: every chain
+ * of this warp (SPLIT_TW tiles x MT/8 token tiles), then, at the end of a
+ * 64-element group, the fold of a finished K slice (FP32 RNE, slice order). */
+#define SPLIT_BLOCK(B)                                                                             \
+    {                                                                                              \
+        uint2 bf_[SPLIT_NT];                                                                       \
+        _Pragma("unroll") for (int u_ = 0; u_ < SPLIT_NT; u_++) bf_[u_] =                          \
+            *(const uint2 *)(fr + act_frag_off + u_ * 2048 + ((B) >> 2) * 1024 + aoff[(B) & 3]);   \
+        _Pragma("unroll") for (int j_ = 0; j_ < SPLIT_TW; j_++) {                                  \
+            const uint4 q_ = *(const uint4 *)(fr + slot[j_] + ((B) >> 2) * 2048 + woff[(B) & 3]);  \
+            _Pragma("unroll") for (int u_ = 0; u_ < SPLIT_NT; u_++)                                \
+                ptx_mma_16816_split(acc[j_][u_], q_.x, q_.y, q_.z, q_.w, bf_[u_].x, bf_[u_].y);    \
+        }                                                                                          \
+        const int gidx_ = 2 * c + ((B) >> 2);                                                      \
+        if ((((B) & 3) == 3 || (B) == nblk - 1) &&                                                 \
+            (gidx_ + 1 == slice_end || gidx_ + 1 == ngroups)) {                                    \
+            _Pragma("unroll") for (int j_ = 0; j_ < SPLIT_TW; j_++)                                \
+                _Pragma("unroll") for (int u_ = 0; u_ < SPLIT_NT; u_++)                            \
+                    _Pragma("unroll") for (int e_ = 0; e_ < 4; e_++) {                             \
+                tot[j_][u_][e_] = first_slice ? acc[j_][u_][e_] : __fadd_rn(tot[j_][u_][e_], acc[j_][u_][e_]); \
+                acc[j_][u_][e_] = 0.0f;                                                            \
+            }                                                                                      \
+            first_slice = 0;                                                                       \
+            slice_end += p.chunks_per_slice;                                                       \
         }                                                                                          \
     }
 
 extern "C" __global__ void __launch_bounds__(SPLIT_THREADS, 1)
     SPLIT_NAME(const __grid_constant__ nvfp4_sm90_split_params p)
 {
-    extern __shared__ uint8_t smem_split_raw[];
-    uint8_t *smem = (uint8_t *)(((uintptr_t)smem_split_raw + 1023) & ~(uintptr_t)1023);
+    extern __shared__ __align__(1024) uint8_t smem_split_raw[];
+    /* 1024-byte alignment for the swizzled boxes, by an offset from the shared
+     * array (no integer round trip, so loads and stores stay LDS / STS) */
+    uint8_t *smem = smem_split_raw + ((1024u - (ptx_smem_addr(smem_split_raw) & 1023u)) & 1023u);
     uint64_t *raw_full = (uint64_t *)smem;
     uint64_t *raw_empty = raw_full + SPLIT_MAX_RAW;
     uint64_t *frag_full = raw_empty + SPLIT_MAX_RAW;
@@ -52,9 +107,9 @@ extern "C" __global__ void __launch_bounds__(SPLIT_THREADS, 1)
     uint8_t *raw_ring = smem + SPLIT_BAR_BYTES;
     uint8_t *frag_ring = raw_ring + (size_t)p.raw_stages * raw_bytes;
     /* offsets inside a raw stage */
-    const int act_codes_off = p.tmax * 1024;
-    const int scales_off = act_codes_off + SPLIT_MT * 64;
-    const int act_scales_off = scales_off + p.tmax * 512;
+    const int act_codes_off = p.tmax * 2048;
+    const int scales_off = act_codes_off + SPLIT_MT * 128;
+    const int act_scales_off = scales_off + p.tmax * 1024;
     /* offset of the activation fragments inside a fragment stage */
     const int act_frag_off = p.tmax * 4096;
 
@@ -63,7 +118,8 @@ extern "C" __global__ void __launch_bounds__(SPLIT_THREADS, 1)
     const int tile0 = (int)((int64_t)blockIdx.x * p.tiles / gridDim.x);
     const int tcount = (int)((int64_t)(blockIdx.x + 1) * p.tiles / gridDim.x) - tile0;
     const int nblocks = p.k / 16;
-    const int nch = (p.k + SPLIT_KC - 1) / SPLIT_KC;
+    const int nch = (p.k + SPLIT_KC - 1) / SPLIT_KC;  /* raw chunks (256 K) */
+    const int nsub = (p.k + SPLIT_KF - 1) / SPLIT_KF; /* fragment stages (128 K) */
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < p.raw_stages; s++) {
@@ -86,22 +142,27 @@ extern "C" __global__ void __launch_bounds__(SPLIT_THREADS, 1)
         ptx_prefetch_tmap(&p.tm_a_codes);
         ptx_prefetch_tmap(&p.tm_a_scales);
         const uint32_t bytes =
-            (uint32_t)tcount * 1536u + (uint32_t)SPLIT_MT * 64u + 512u * SPLIT_AH(SPLIT_MT);
+            (uint32_t)tcount * 3072u + (uint32_t)SPLIT_MT * 128u + 1024u * SPLIT_AH(SPLIT_MT);
+        int s = 0;
+        uint32_t phase = 0;
         for (int c = 0; c < nch; c++) {
-            const int s = c % p.raw_stages;
-            ptx_mbar_wait(&raw_empty[s], (uint32_t)(((c / p.raw_stages) & 1) ^ 1));
+            ptx_mbar_wait(&raw_empty[s], phase ^ 1u);
             uint8_t *st = raw_ring + (size_t)s * raw_bytes;
             ptx_mbar_arrive_expect_tx(&raw_full[s], bytes);
             for (int i = 0; i < tcount; i++) {
                 const int r0 = (tile0 + i) * 16;
-                ptx_tma_load_2d(st + i * 1024, &p.tm_b_codes, &raw_full[s], c * 64, r0);
-                /* the 256-byte halves of scale chunks 2c, 2c+1 of row tile r0/128 that
+                ptx_tma_load_2d(st + i * 2048, &p.tm_b_codes, &raw_full[s], c * 128, r0);
+                /* the 256-byte halves of scale chunks 4c .. 4c+3 of row tile r0/128 that
                  * hold rows r0 % 32 .. +15 (with rows +-32, +-64: word (r0 % 128) / 32) */
-                ptx_tma_load_3d(st + scales_off + i * 512, &p.tm_b_scales, &raw_full[s], 0,
-                                (r0 % 32) / 16, (r0 / 128) * p.ncb + 2 * c);
+                ptx_tma_load_3d(st + scales_off + i * 1024, &p.tm_b_scales, &raw_full[s], 0,
+                                (r0 % 32) / 16, (r0 / 128) * p.ncb + 4 * c);
             }
-            ptx_tma_load_2d(st + act_codes_off, &p.tm_a_codes, &raw_full[s], c * 64, 0);
-            ptx_tma_load_3d(st + act_scales_off, &p.tm_a_scales, &raw_full[s], 0, 0, 2 * c);
+            ptx_tma_load_2d(st + act_codes_off, &p.tm_a_codes, &raw_full[s], c * 128, 0);
+            ptx_tma_load_3d(st + act_scales_off, &p.tm_a_scales, &raw_full[s], 0, 0, 4 * c);
+            if (++s == p.raw_stages) {
+                s = 0;
+                phase ^= 1u;
+            }
         }
         return;
     }
@@ -111,24 +172,32 @@ extern "C" __global__ void __launch_bounds__(SPLIT_THREADS, 1)
     if (warp > SPLIT_MMA_WARPS) {
         /* ---------------- dequantizers ---------------- */
         const int dw = warp - 1 - SPLIT_MMA_WARPS;
-        const int groups = 4 * tcount + 2 * SPLIT_NT; /* units of 32 (row, block) pairs */
+        const int groups = 2 * tcount + 2 * SPLIT_NT; /* units of 32 lanes */
         const int lr = lane & 7, lb = lane >> 3;       /* 8 rows x 4 blocks per group */
+        /* co_HALF_BH_H: rows lr + 8h, block 8 HALF + lb + 4 bh (selected, never
+         * indexed, so they stay in registers) */
+        const int co_0_0_0 = split_code_off(lr, lb), co_0_0_1 = split_code_off(lr + 8, lb);
+        const int co_0_1_0 = split_code_off(lr, lb + 4), co_0_1_1 = split_code_off(lr + 8, lb + 4);
+        const int co_1_0_0 = split_code_off(lr, lb + 8), co_1_0_1 = split_code_off(lr + 8, lb + 8);
+        const int co_1_1_0 = split_code_off(lr, lb + 12), co_1_1_1 = split_code_off(lr + 8, lb + 12);
+        int wst_off[4], ast_off[4];
+#pragma unroll
+        for (int tt = 0; tt < 4; tt++) {
+            wst_off[tt] = split_wfrag_off(lr, tt, lb);
+            ast_off[tt] = split_afrag_off(lr, tt, lb);
+        }
+        int s = 0, f = 0;
+        uint32_t sph = 0, fph = 0;
         for (int c = 0; c < nch; c++) {
-            const int s = c % p.raw_stages, f = c % p.frag_stages;
-            ptx_mbar_wait(&raw_full[s], (uint32_t)((c / p.raw_stages) & 1));
-            ptx_mbar_wait(&frag_empty[f], (uint32_t)(((c / p.frag_stages) & 1) ^ 1));
+            ptx_mbar_wait(&raw_full[s], sph);
             const uint8_t *st = raw_ring + (size_t)s * raw_bytes;
-            uint8_t *fr = frag_ring + (size_t)f * frag_bytes;
-            /* two units per pass, so each lane has two independent chains of
-             * loads and conversions in flight; past the end the second one
-             * repeats the first (the same bytes to the same place) */
-            for (int q = dw; q < groups; q += 2 * SPLIT_DQ) {
-                const int q2 = q + SPLIT_DQ < groups ? q + SPLIT_DQ : q;
-                SPLIT_UNIT(q);
-                SPLIT_UNIT(q2);
+            SPLIT_HALF(0);
+            SPLIT_HALF(1);
+            ptx_mbar_arrive(&raw_empty[s]); /* this lane is done reading the raw stage */
+            if (++s == p.raw_stages) {
+                s = 0;
+                sph ^= 1u;
             }
-            ptx_mbar_arrive(&frag_full[f]);  /* releases this lane's fragment stores */
-            ptx_mbar_arrive(&raw_empty[s]);  /* this lane is done reading the raw stage */
         }
         return;
     }
@@ -147,49 +216,41 @@ extern "C" __global__ void __launch_bounds__(SPLIT_THREADS, 1)
             }
     const int ngroups = (p.k + 63) / 64;
     int first_slice = 1, slice_end = p.chunks_per_slice;
-    for (int c = 0; c < nch; c++) {
-        const int f = c % p.frag_stages;
-        ptx_mbar_wait(&frag_full[f], (uint32_t)((c / p.frag_stages) & 1));
+    /* this lane's fragment offsets for b % 4 (the rotations of split_*frag_off) */
+    int woff[4], aoff[4];
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        woff[r] = split_wfrag_off(g, t, r);
+        aoff[r] = split_afrag_off(g, t, r);
+    }
+    /* Tile slot of each chain: warps with fewer than SPLIT_TW tiles repeat
+     * their last one (or the CTA's last), so the loop has no predicates; the
+     * epilogue stores only real tiles. */
+    int slot[SPLIT_TW];
+#pragma unroll
+    for (int j = 0; j < SPLIT_TW; j++) {
+        const int i = mw + SPLIT_MMA_WARPS * j;
+        slot[j] = (i < tcount ? i : tcount - 1) * 4096;
+    }
+    int f = 0;
+    uint32_t fph = 0;
+    for (int c = 0; c < nsub; c++) { /* fragment stage c: blocks 8c .. 8c + 7 */
+        ptx_mbar_wait(&frag_full[f], fph);
         const uint8_t *fr = frag_ring + (size_t)f * frag_bytes;
         const int nblk = nblocks - 8 * c < 8 ? nblocks - 8 * c : 8;
+        if (nblk == 8) {
 #pragma unroll
-        for (int b = 0; b < 8; b++) {
-            if (b < nblk) {
-                uint2 bf[SPLIT_NT];
+            for (int b = 0; b < 8; b++) SPLIT_BLOCK(b);
+        } else { /* the K tail: 2, 4 or 6 blocks */
 #pragma unroll
-                for (int u = 0; u < SPLIT_NT; u++)
-                    bf[u] = *(const uint2 *)(fr + act_frag_off + u * 2048 + split_afrag_off(g, t, b));
-#pragma unroll
-                for (int j = 0; j < SPLIT_TW; j++) {
-                    const int i = mw + SPLIT_MMA_WARPS * j;
-                    if (i < tcount) {
-                        const uint4 q = *(const uint4 *)(fr + i * 4096 + split_wfrag_off(g, t, b));
-                        /* halves swapped when (b >> 1) & 1 (split_wfrag_off) */
-                        const uint32_t a0 = (b & 2) ? q.z : q.x, a2 = (b & 2) ? q.w : q.y;
-                        const uint32_t a1 = (b & 2) ? q.x : q.z, a3 = (b & 2) ? q.y : q.w;
-#pragma unroll
-                        for (int u = 0; u < SPLIT_NT; u++)
-                            ptx_mma_16816_split(acc[j][u], a0, a1, a2, a3, bf[u].x, bf[u].y);
-                    }
-                }
-                /* end of a 64-element group: fold a finished K slice (FP32 RNE, slice order) */
-                const int gidx = 2 * c + (b >> 2);
-                if (((b & 3) == 3 || b == nblk - 1) && (gidx + 1 == slice_end || gidx + 1 == ngroups)) {
-#pragma unroll
-                    for (int j = 0; j < SPLIT_TW; j++)
-#pragma unroll
-                        for (int u = 0; u < SPLIT_NT; u++)
-#pragma unroll
-                            for (int e = 0; e < 4; e++) {
-                                tot[j][u][e] = first_slice ? acc[j][u][e] : __fadd_rn(tot[j][u][e], acc[j][u][e]);
-                                acc[j][u][e] = 0.0f;
-                            }
-                    first_slice = 0;
-                    slice_end += p.chunks_per_slice;
-                }
-            }
+            for (int b = 0; b < 6; b++)
+                if (b < nblk) SPLIT_BLOCK(b);
         }
-        ptx_mbar_arrive(&frag_empty[f]); /* every lane's loads have returned (their values were used) */
+        ptx_mbar_arrive(&frag_empty[f]); /* release: this lane's loads of the stage are done */
+        if (++f == p.frag_stages) {
+            f = 0;
+            fph ^= 1u;
+        }
     }
 
     /* ---- epilogue: tot[j][u][0..1] = (n = row g, m = 8u + 2t + {0,1}); [2..3]: n = row g + 8 ---- */
@@ -222,7 +283,11 @@ extern "C" __global__ void __launch_bounds__(SPLIT_THREADS, 1)
 }
 
 #undef SPLIT_UNIT
+#undef SPLIT_HALF
+#undef SPLIT_BLOCK
 #undef SPLIT_NT
+#undef SPLIT_DQ
+#undef SPLIT_THREADS
 #undef SPLIT_MT
 #undef SPLIT_TW
 #undef SPLIT_NAME

@@ -114,7 +114,7 @@ int main(void)
                    "%s M=%lld: got bn=%d nc=%d r=%d", LIN[want[i].lin].name, (long long)want[i].m,
                    x ? x->bn : -1, x ? x->nc : -1, x ? x->r : -1);
         }
-        /* one wave: fc1 at M = 1 (1792 tiles) on 132 CTAs of at most 14 tiles */
+        /* one wave: fc1 at M = 1 (1792 tiles) on 132 CTAs of at most 14 tiles (SPLIT_TMAX) */
         nvfp4_sm90_plan p;
         CHECK(nvfp4_sm90_plan_gemm(1, 28672, 5376, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.grid == SMS &&
               p.tiles_per_cta == 14);
