@@ -1,9 +1,12 @@
 /* sm90_gemm.cu -- the H200 (sm_90a) NVFP4 GEMM, bit-exact to the sm90 model.
  *
  * On the caller's stream, by the plan (sm90_heuristics.c):
- *  - the small-M kernel (sm90_small_m*.cuh; M <= 8, or M <= 16 at large N):
- *    one launch, mma.sync on n8 weight tiles; its producer warp dequantizes
- *    the NVFP4 activations itself;
+ *  - M <= 32: the split small-M kernel (sm90_split*.cuh): one launch; TMA
+ *    brings NVFP4 weights and activations, dequantizing warps write FP16
+ *    fragments to shared memory, MMA warps run mma.sync on 16-row weight
+ *    tiles;
+ *  - the first small-M kernel (sm90_small_m*.cuh, forced variants only):
+ *    mma.sync on n8 weight tiles, dequantization in the MMA warps;
  *  - otherwise two launches: nvfp4_sm90_dequant_act (A (M x K NVFP4) -> FP16
  *    [M][K] in the workspace; e2m1 * |e4m3| is exact in FP16), then the
  *    persistent warp-specialized kernel (sm90_gemm_body.cuh): weights are the

@@ -32,21 +32,19 @@ static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_sms, size_t smem_optin,
                          size_t smem_per_sm, int force_variant, nvfp4_sm90_plan *out)
 {
-    /* Rules read off `nvfp4 bench --all-tiles` on the H200 (docs/KERNEL.md):
-     *  - M <= 8, and M <= 16 when N >= 16384: the small-M mma.sync kernel
-     *    (N/8 chains instead of N/64);
+    /* Rules read off `nvfp4 bench` on the H200 (docs/KERNEL.md):
+     *  - M <= 32: the split small-M kernel (N/16 chains over every SM; at
+     *    M = 1 / 16 it ran 0.65-0.75x the time of the earlier small-M kernel
+     *    and of the 64x8 .. 64x32 wgmma tiles on all four linears);
      *  - one activation tile whenever M <= 128 (activations are re-read from
      *    L2 once per weight tile, and a second tile doubles the dequant);
-     *  - otherwise M <= 32: one consumer, bn = 32;
      *  - 32 < M <= 128: two consumers sharing the activation tile when there
      *    are at least as many 128-row weight tiles as SMs, else one;
      *  - M > 128: 128 x 256 tiles (compute bound: the largest wgmma). */
     int want_bn, want_nc, want_r = 0;
     (void)k; /* the rules do not depend on K (all four linears agree) */
     if (num_sms < 1) num_sms = 1;
-    if (m <= 32) {
-        /* The split small-M kernel: dequantizing warps feed MMA-only warps,
-         * N/16 chains spread over every SM. */
+    if (m <= 32) { /* the split kernel, smallest MT >= M */
         want_bn = m <= 8 ? 8 : m <= 16 ? 16 : 32;
         want_nc = 0;
         want_r = 0;
