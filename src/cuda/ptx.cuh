@@ -82,6 +82,14 @@ NVFP4_DEV void ptx_prefetch_tmap(const void *tmap)
     asm volatile("prefetch.tensormap [%0];" ::"l"(tmap) : "memory");
 }
 
+/* ---- programmatic dependent launch --------------------------------------- */
+/* Let the next kernel on the stream (launched with the programmatic stream
+ * serialization attribute) start now; it still waits in griddep_wait(). */
+NVFP4_DEV void ptx_griddep_launch_dependents(void) { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+/* Wait until the previous kernel on the stream has completed and its writes
+ * are visible (returns at once when this launch depends on nothing). */
+NVFP4_DEV void ptx_griddep_wait(void) { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
 /* ---- warpgroup ---------------------------------------------------------- */
 NVFP4_DEV void ptx_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 NVFP4_DEV void ptx_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }

@@ -388,8 +388,11 @@ static nvfp4_status split_tensor_maps(encode_tiled_fn encode, const nvfp4_cuda_o
 }
 
 /* act_ready: the caller (the fused linear's A producer) has already written
- * the exact FP16 activations into args->workspace; skip the pre-pass. */
-static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready)
+ * the exact FP16 activations into args->workspace; skip the pre-pass.
+ * after_producer: the previous kernel on the stream is the fused linear's
+ * quantizer, which wrote A; the split kernel is then launched as its
+ * programmatic dependent (weights stream in while it finishes). */
+static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, int after_producer)
 {
     if (!args) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "gemm (cuda): args is NULL");
     const nvfp4_cuda_operand *a = &args->a, *b = &args->b;
@@ -485,8 +488,19 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready)
                               var.bn, plan.tiles_per_cta);
         nvfp4_status sst = raise_smem_to(&dev->split_smem_set[mi][tw - 1], plan.smem, (const void *)kern);
         if (sst != NVFP4_OK) return sst;
-        kern<<<plan.grid, SPLIT_THREADS_OF(var.bn, tw), plan.smem, stream>>>(sp);
-        cudaError_t e = cudaGetLastError();
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3((unsigned)plan.grid);
+        cfg.blockDim = dim3((unsigned)SPLIT_THREADS_OF(var.bn, tw));
+        cfg.dynamicSmemBytes = plan.smem;
+        cfg.stream = stream;
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = after_producer ? 1 : 0;
+        void *kargs[1] = {&sp};
+        cudaError_t e = cudaLaunchKernelExC(&cfg, (const void *)kern, kargs);
+        if (e == cudaSuccess) e = cudaGetLastError();
         if (e != cudaSuccess)
             return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): split small-M kernel launch (mt=%d): %s",
                               var.bn, cudaGetErrorString(e));
@@ -600,10 +614,15 @@ extern "C" int nvfp4_sm90_gemm_takes_nvfp4_act(int64_t m, int64_t n, int64_t k, 
 
 extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)
 {
-    return gemm_impl(args, 0);
+    return gemm_impl(args, 0, 0);
 }
 
 extern "C" nvfp4_status nvfp4_sm90_gemm_from_f16(const nvfp4_cuda_gemm_args *args)
 {
-    return gemm_impl(args, 1);
+    return gemm_impl(args, 1, 0);
+}
+
+extern "C" nvfp4_status nvfp4_sm90_gemm_after_quantizer(const nvfp4_cuda_gemm_args *args)
+{
+    return gemm_impl(args, 0, 1);
 }

@@ -18,6 +18,9 @@
 /* sm90_gemm.cu: the GEMM from FP16 activations already in its workspace,
  * and whether the planned kernel reads NVFP4 activations itself (small M). */
 extern "C" nvfp4_status nvfp4_sm90_gemm_from_f16(const nvfp4_cuda_gemm_args *args);
+/* ... and from the NVFP4 activations the quantizer just wrote, launched as its
+ * programmatic dependent (the split kernel prefetches weights meanwhile). */
+extern "C" nvfp4_status nvfp4_sm90_gemm_after_quantizer(const nvfp4_cuda_gemm_args *args);
 extern "C" int nvfp4_sm90_gemm_takes_nvfp4_act(int64_t m, int64_t n, int64_t k, int k_slices);
 
 /* Workspace layout (every part 256-byte aligned):
@@ -160,7 +163,7 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
     if (nvfp4_act) {
         g.a.codes = codes;
         g.a.scales = scales;
-        return nvfp4_gemm_cuda(&g);
+        return nvfp4_sm90_gemm_after_quantizer(&g);
     }
     return nvfp4_sm90_gemm_from_f16(&g);
 }

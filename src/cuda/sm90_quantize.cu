@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cuda/ptx.cuh"
 #include "cuda/quantize_internal.h"
 
 #define Q_THREADS 256
@@ -97,6 +98,9 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
                           uint8_t *__restrict__ scales, uint16_t *__restrict__ act, int64_t act_ld,
                           float *pts_out, float *pts_out2)
 {
+    /* the split GEMM that follows in the fused linear may start its weight
+     * loads now (it waits for this grid before reading activations) */
+    ptx_griddep_launch_dependents();
     const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const float pts = static_pts ? *static_pts : q_dynamic_pts(*amax_bits);
     if (idx == 0) {

@@ -91,6 +91,24 @@
         }                                                                                          \
     }
 
+/* The loader's TMA boxes of raw chunk C into stage ST on barrier BAR: the
+ * weight tiles' codes and scales, and the activations' (split_body: tile0,
+ * tcount, offsets). */
+#define SPLIT_LOAD_WEIGHTS(ST, BAR, C)                                                             \
+    for (int i_ = 0; i_ < tcount; i_++) {                                                          \
+        const int r0_ = (tile0 + i_) * 16;                                                         \
+        ptx_tma_load_2d((ST) + i_ * 2048, &p.tm_b_codes, (BAR), (C) * 128, r0_);                   \
+        /* the 256-byte halves of scale chunks 4C .. 4C+3 of row tile r0/128 that hold    */      \
+        /* rows r0 % 32 .. +15 (with rows +-32, +-64: word (r0 % 128) / 32)               */      \
+        ptx_tma_load_3d((ST) + scales_off + i_ * 1024, &p.tm_b_scales, (BAR), 0, (r0_ % 32) / 16,  \
+                        (r0_ / 128) * p.ncb + 4 * (C));                                            \
+    }
+#define SPLIT_LOAD_ACT(ST, BAR, C)                                                                 \
+    {                                                                                              \
+        ptx_tma_load_2d((ST) + act_codes_off, &p.tm_a_codes, (BAR), (C) * 128, 0);                 \
+        ptx_tma_load_3d((ST) + act_scales_off, &p.tm_a_scales, (BAR), 0, 0, 4 * (C));              \
+    }
+
 extern "C" __global__ void __launch_bounds__(SPLIT_THREADS, 1)
     SPLIT_NAME(const __grid_constant__ nvfp4_sm90_split_params p)
 {
@@ -143,22 +161,26 @@ extern "C" __global__ void __launch_bounds__(SPLIT_THREADS, 1)
         ptx_prefetch_tmap(&p.tm_a_scales);
         const uint32_t bytes =
             (uint32_t)tcount * 3072u + (uint32_t)SPLIT_MT * 128u + 1024u * SPLIT_AH(SPLIT_MT);
-        int s = 0;
-        uint32_t phase = 0;
-        for (int c = 0; c < nch; c++) {
+        /* Weights first: the first ring's worth of weight boxes does not
+         * depend on the previous kernel (in the fused linear, the quantizer
+         * that writes the activations, launched as our programmatic
+         * prerequisite), so it streams while that kernel finishes. */
+        const int pro = nch < p.raw_stages ? nch : p.raw_stages;
+        for (int c = 0; c < pro; c++) {
+            uint8_t *st = raw_ring + (size_t)c * raw_bytes;
+            ptx_mbar_arrive_expect_tx(&raw_full[c], bytes);
+            SPLIT_LOAD_WEIGHTS(st, &raw_full[c], c);
+        }
+        ptx_griddep_wait();
+        for (int c = 0; c < pro; c++) SPLIT_LOAD_ACT(raw_ring + (size_t)c * raw_bytes, &raw_full[c], c);
+        int s = pro == p.raw_stages ? 0 : pro;
+        uint32_t phase = pro == p.raw_stages ? 1u : 0u;
+        for (int c = pro; c < nch; c++) {
             ptx_mbar_wait(&raw_empty[s], phase ^ 1u);
             uint8_t *st = raw_ring + (size_t)s * raw_bytes;
             ptx_mbar_arrive_expect_tx(&raw_full[s], bytes);
-            for (int i = 0; i < tcount; i++) {
-                const int r0 = (tile0 + i) * 16;
-                ptx_tma_load_2d(st + i * 2048, &p.tm_b_codes, &raw_full[s], c * 128, r0);
-                /* the 256-byte halves of scale chunks 4c .. 4c+3 of row tile r0/128 that
-                 * hold rows r0 % 32 .. +15 (with rows +-32, +-64: word (r0 % 128) / 32) */
-                ptx_tma_load_3d(st + scales_off + i * 1024, &p.tm_b_scales, &raw_full[s], 0,
-                                (r0 % 32) / 16, (r0 / 128) * p.ncb + 4 * c);
-            }
-            ptx_tma_load_2d(st + act_codes_off, &p.tm_a_codes, &raw_full[s], c * 128, 0);
-            ptx_tma_load_3d(st + act_scales_off, &p.tm_a_scales, &raw_full[s], 0, 0, 4 * c);
+            SPLIT_LOAD_WEIGHTS(st, &raw_full[s], c);
+            SPLIT_LOAD_ACT(st, &raw_full[s], c);
             if (++s == p.raw_stages) {
                 s = 0;
                 phase ^= 1u;
@@ -283,6 +305,8 @@ extern "C" __global__ void __launch_bounds__(SPLIT_THREADS, 1)
 }
 
 #undef SPLIT_UNIT
+#undef SPLIT_LOAD_WEIGHTS
+#undef SPLIT_LOAD_ACT
 #undef SPLIT_HALF
 #undef SPLIT_BLOCK
 #undef SPLIT_NT
