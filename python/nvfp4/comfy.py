@@ -245,9 +245,9 @@ def scaled_mm_nvfp4(a, b, tensor_scale_a, tensor_scale_b, block_scale_a, block_s
     """
     torch = A.torch_module()
     out_dtype = torch.bfloat16 if out_dtype is None else out_dtype
-    if alpha is None and out_dtype == torch.bfloat16:
-        y = _scaled_mm_bf16(a, b, tensor_scale_a, tensor_scale_b, block_scale_a, block_scale_b,
-                            bias)
+    if alpha is None:
+        y = _scaled_mm_plain(a, b, tensor_scale_a, tensor_scale_b, block_scale_a, block_scale_b,
+                             bias, out_dtype)
         if y is not None:
             return y
     dev = a.device
@@ -291,14 +291,19 @@ def _plain_operand(codes, scales, pts, rows, half, index, torch):
             pts.dtype == torch.float32 and pts.numel() == 1 and pts.get_device() == index)
 
 
-def _scaled_mm_bf16(a, b, tensor_scale_a, tensor_scale_b, block_scale_a, block_scale_b, bias):
-    """scaled_mm_nvfp4's BF16 out on operands that are already what C reads
-    (what comfy-kitchen's layout passes): one GEMM into a new output, no
-    NVFP4Tensor built and checked, no raw accumulators.  None when anything
-    is otherwise: the general path then converts or explains."""
+def _scaled_mm_plain(a, b, tensor_scale_a, tensor_scale_b, block_scale_a, block_scale_b, bias,
+                     out_dtype):
+    """scaled_mm_nvfp4 on operands that are already what C reads (what comfy-
+    kitchen's layout passes), no NVFP4Tensor built and checked: BF16 out is
+    the kernel's own epilogue (no raw accumulators written); float16 /
+    float32 out are the general path's FP32(alpha * raw) + bias from the raw
+    accumulators alone.  None when anything is otherwise: the general path
+    then converts or explains."""
     torch = A.torch_module()
-    if not isinstance(a, torch.Tensor) or a.dim() != 2 or not isinstance(b, torch.Tensor) or \
-            b.dim() != 2:
+    bf16 = out_dtype == torch.bfloat16
+    if not (bf16 or out_dtype == torch.float32 or out_dtype == torch.float16) or \
+            not isinstance(a, torch.Tensor) or a.dim() != 2 or \
+            not isinstance(b, torch.Tensor) or b.dim() != 2:
         return None
     (m, half), n = a.shape, b.shape[0]
     index = a.get_device()
@@ -312,11 +317,12 @@ def _scaled_mm_bf16(a, b, tensor_scale_a, tensor_scale_b, block_scale_a, block_s
     if bias_keep is False:
         return None
     dev = a.device
-    out = torch.empty((m, n), dtype=torch.bfloat16, device=dev)
+    out = torch.empty((m, n), dtype=torch.bfloat16, device=dev) if bf16 else None
+    raw = None if bf16 else torch.empty((m, n), dtype=torch.float32, device=dev)
     if on_cuda:
         _api._gemm_cuda(dev, (a.data_ptr(), block_scale_a.data_ptr(), tensor_scale_a.data_ptr()),
                         m, (b.data_ptr(), block_scale_b.data_ptr(), tensor_scale_b.data_ptr()),
-                        n, k, bias_p, None, out, 1)
+                        n, k, bias_p if bf16 else None, raw, out, 1)
     else:
         st = _api._structs
         ta, tb = st.ta, st.tb
@@ -326,10 +332,15 @@ def _scaled_mm_bf16(a, b, tensor_scale_a, tensor_scale_b, block_scale_a, block_s
         tb.per_tensor_scale = float(tensor_scale_b)
         ta.nibble_order = tb.nibble_order = _lib.HI_FIRST
         ta.scale_layout = tb.scale_layout = _lib.SCALES_TILED
-        _api._gemm_cpu(st.ta_p, st.tb_p, bias_p, None, out.data_ptr(), _lib.MODELS["sm90"],
-                       _state["threads"], 1)
-    del bias_keep  # queued on the current stream: the caching allocator keeps it safe
-    return out
+        _api._gemm_cpu(st.ta_p, st.tb_p, bias_p if bf16 else None, A.ptr(raw),
+                       A.ptr(out), _lib.MODELS["sm90"], _state["threads"], 1)
+    if bf16:
+        return out
+    # FP32(alpha * raw) [+ bias], alpha = FP32(sa * sb) as in the kernel
+    y = raw * (tensor_scale_a.reshape(()) * tensor_scale_b.reshape(()))
+    if bias_keep is not None:
+        y = y + bias_keep
+    return y.to(out_dtype)
 
 
 # Float32 copies of the biases the layout passes (BF16 module parameters, as

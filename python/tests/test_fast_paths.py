@@ -266,12 +266,25 @@ def test_direct_dispatch_same_bits_without_the_registry(ck, torch, monkeypatch):
         q0, bs0 = nc._originals["quantize_nvfp4"](x, s, pad_16x=pad)
         assert_bits_equal(q, q0, f"quantize pad={pad}: codes")
         assert_bits_equal(bs, bs0, f"quantize pad={pad}: scales")
+    A_ = nvfp4.NVFP4Tensor(qx, bx, sx)
+    B_ = nvfp4.NVFP4Tensor(qw, bw, sw)
     for b, dtype in itertools.product((None, bias, bias.float()),
                                       (None, torch.bfloat16, torch.float32, torch.float16)):
         y = ck.scaled_mm_nvfp4(qx, qw, sx, sw, bx, bw, bias=b, out_dtype=dtype)
         y0 = nc._originals["scaled_mm_nvfp4"](qx, qw, sx, sw, bx, bw, bias=b, out_dtype=dtype)
         assert y.dtype == y0.dtype
-        assert_bits_equal(y, y0, f"scaled_mm bias={b is not None} {dtype}")
+        what = f"scaled_mm bias={b is not None} {dtype}"
+        assert_bits_equal(y, y0, what)
+        # the contract, from matmul: BF16 is its epilogue; F32 / F16 round
+        # FP32(FP32(sa * sb) * raw) + bias
+        b48 = None if b is None else torch.nn.functional.pad(b.float(), (0, 8))
+        raw, out = nvfp4.matmul(A_, B_, bias=b48, backend="ref")
+        if dtype in (None, torch.bfloat16):
+            want = out
+        else:
+            want = raw * (sx * sw)
+            want = (want if b48 is None else want + b48).to(dtype)
+        assert_bits_equal(y, want, what + " vs matmul")
     direct_calls = calls.count("quantize_nvfp4") + calls.count("scaled_mm_nvfp4")
     assert direct_calls == 2 + 12, calls  # only the originals' calls asked the registry
     # another backend asked for: the original decides (the registry, then eager)
@@ -383,6 +396,18 @@ def test_layout_linear_emulated_cuda(comfy_kitchen, torch, monkeypatch, fake_cud
                                                                "nvfp4_gemm_cuda"]
                 assert tuple(y.shape) == (m, n) and y.dtype == torch.bfloat16
                 assert (bits(y) == bits(want)).all(), f"bias={b is not None}"
+        # scaled_mm_nvfp4 itself, each output dtype, against the same call on the host
+        xq = QuantizedTensor.from_float(x, "TensorCoreNVFP4Layout", scale=s)
+        args = (xq._qdata, wq._qdata, s, wq._params.scale, xq._params.block_scale,
+                wq._params.block_scale)
+        for dtype in (torch.bfloat16, torch.float32, torch.float16):
+            for b in (None, bias):
+                n_calls = len(fc.calls)
+                y = comfy_kitchen.scaled_mm_nvfp4(*args, bias=b, out_dtype=dtype)
+                assert [c for c, _ in fc.calls[n_calls:]] == ["nvfp4_gemm_cuda"]
+                want = nc.scaled_mm_nvfp4(*(t.inner for t in args),
+                                          bias=None if b is None else b.inner, out_dtype=dtype)
+                assert y.dtype == dtype and (bits(y) == bits(want)).all(), (dtype, b is None)
         copy = nc._BIAS_COPIES[id(bias)][4]
         torch.nn.functional.linear(QuantizedTensor.from_float(x, "TensorCoreNVFP4Layout",
                                                               scale=s), wq, bias)
