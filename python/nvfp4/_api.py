@@ -104,6 +104,23 @@ def _raw_stream(index):
     return fn(index)
 
 
+_capturing_fn = None
+
+
+def _capturing():
+    """True while the current CUDA stream is being captured into a CUDA graph.
+    The caches below are bypassed then: a graph keeps the addresses it was
+    captured with, and a cached copy may be dropped (and its memory reused)
+    after the capture; made inside the capture, a copy lives in the graph's
+    memory and is filled by the graph's own replay."""
+    global _capturing_fn
+    if _capturing_fn is None:
+        torch = A.torch_module()
+        _capturing_fn = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or \
+            torch.cuda.is_current_stream_capturing
+    return _capturing_fn()
+
+
 _current_device_fn = None
 
 
@@ -826,9 +843,12 @@ class Layer:
         if c is not None and c[0] is b:
             if c[2] is b:  # read in place
                 return b, (b.data_ptr() if A.is_torch(b) else c[4])
-            if c[1] is not None and c[3] == stream and c[1] == _version(b):
+            if c[1] is not None and c[3] == stream and c[1] == _version(b) and \
+                    (dev is None or not _capturing()):
                 return c[2], c[4]
         keep, address = _host_bias(b, n) if dev is None else _device_bias(b, n, dev)
+        if dev is not None and keep is not b and _capturing():
+            return keep, address  # a copy inside a graph capture: not kept (see _capturing)
         version = _version(b) if A.is_torch(b) else None
         self._bias_cache = (b, version, keep, stream, address)
         return keep, address
@@ -837,11 +857,13 @@ class Layer:
         """The static input scale as a float32 tensor on `dev`, filled once per
         device and stream (torch.full queues the fill on that stream, so the
         kernels that read it later on the same stream find it written)."""
+        torch = A.torch_module()
+        if _capturing():  # see _capturing: made in the graph, not kept
+            return torch.full((1,), self._input_scale, dtype=torch.float32, device=dev)
         c = self._scale_cache
         key = (self._input_scale, dev.index, stream)
         if c is not None and c[0] == key:
             return c[1]
-        torch = A.torch_module()
         t = torch.full((1,), self._input_scale, dtype=torch.float32, device=dev)
         self._scale_cache = (key, t)
         return t

@@ -363,16 +363,17 @@ def _bias_f32(bias, n, index, stream, torch):
     if bias.dtype == torch.float32 and bias.shape[0] == n and bias.is_contiguous():
         return bias, bias.data_ptr()
     version = _api._version(bias)
+    # in a CUDA graph capture nothing is reused or kept (see _api._capturing)
+    cache = version is not None and not (index >= 0 and _api._capturing())
     key = id(bias)
-    e = _BIAS_COPIES.get(key)
-    if e is not None and version is not None and e[0]() is bias and e[1] == version and \
-            e[2] == n and e[3] == stream:
+    e = _BIAS_COPIES.get(key) if cache else None
+    if e is not None and e[0]() is bias and e[1] == version and e[2] == n and e[3] == stream:
         return e[4], e[4].data_ptr()
     copy = bias.detach().to(torch.float32)
     if copy.shape[0] < n:  # ComfyUI pads the weight's rows to 16, not the bias
         copy = torch.nn.functional.pad(copy, (0, n - copy.shape[0]))
     copy = copy.contiguous()
-    if version is not None:
+    if cache:
         if len(_BIAS_COPIES) >= 8192:
             _BIAS_COPIES.clear()
         _BIAS_COPIES[key] = (weakref.ref(bias, _bias_dropper(key)), version, n, stream, copy)

@@ -107,6 +107,8 @@ class Session:
         self.calls = []            # (entry point, device it ran on)
         self.allocs = {}           # data_ptr -> bytes of every "CUDA" tensor made here
         self.guards = []           # devices torch.cuda.device() switched to
+        self.capturing = False     # "the current stream is being captured into a CUDA graph"
+        self.made = {}             # factory name -> "CUDA" tensors it made
         self.lib = _lib.lib()
 
     def tensor(self, t, index=0):
@@ -121,6 +123,7 @@ class Session:
             if device is None or torch.device(device).type != "cuda":
                 return real(*args, device=device, **kw)
             t = real(*args, **kw)
+            self.made[real.__name__] = self.made.get(real.__name__, 0) + 1
             if real is torch.empty and t.numel():  # fresh memory holds garbage, not zeros
                 t.reshape(-1).view(torch.uint8).fill_(POISON)
             self.allocs[t.data_ptr()] = t.numel() * t.element_size()
@@ -267,6 +270,7 @@ def session(monkeypatch):
     monkeypatch.setattr(torch.cuda, "_lazy_init", lambda: None)
     monkeypatch.setattr(_api, "_raw_stream_fn", lambda index: s.stream)
     monkeypatch.setattr(_api, "_current_device_fn", lambda: s.device)
+    monkeypatch.setattr(_api, "_capturing_fn", lambda: s.capturing)
     fast = dict(_lib._fast)
     fast.update(nvfp4_linear_cuda=s.linear_cuda, nvfp4_gemm_cuda=s.gemm_cuda,
                 nvfp4_quantize_cuda=s.quantize_cuda)

@@ -202,6 +202,19 @@ def test_cuda_caches_follow_stream_and_device(torch, fake_cuda):
     fc.device = 1  # another device is current: switch to x's around the call
     assert (bits(nvfp4.linear(x, layer)) == bits(want)).all()
     assert fc.guards == [0] and fc.calls[-1] == ("nvfp4_linear_cuda", 0) and fc.device == 1
+    fc.device = 0
+    # inside a CUDA graph capture the caches are neither used nor updated: the
+    # scale and the bias copy are made again, in the graph, on every call
+    scale2, bias2 = layer._scale_cache, layer._bias_cache
+    fills = fc.made.get("full", 0)
+    fc.capturing = True
+    for i in range(2):
+        assert (bits(nvfp4.linear(x, layer)) == bits(want)).all()
+        assert fc.made.get("full", 0) == fills + 1 + i
+    assert layer._scale_cache is scale2 and layer._bias_cache is bias2
+    fc.capturing = False
+    assert (bits(nvfp4.linear(x, layer)) == bits(want)).all()
+    assert fc.made.get("full", 0) == fills + 2 and layer._scale_cache is scale2
 
 
 def test_cuda_matmul_and_quantize_emulated(torch, fake_cuda):
@@ -412,6 +425,13 @@ def test_layout_linear_emulated_cuda(comfy_kitchen, torch, monkeypatch, fake_cud
         torch.nn.functional.linear(QuantizedTensor.from_float(x, "TensorCoreNVFP4Layout",
                                                               scale=s), wq, bias)
         assert nc._BIAS_COPIES[id(bias)][4] is copy  # reused
+        fc.capturing = True  # in a graph capture: a new copy, the cached one left alone
+        y = torch.nn.functional.linear(QuantizedTensor.from_float(x, "TensorCoreNVFP4Layout",
+                                                                  scale=s), wq, bias)
+        want = nvfp4.linear(xh, nvfp4.Layer(W, float(s.inner), b48), variant="cuda",
+                            backend="ref")[:, :n]
+        assert nc._BIAS_COPIES[id(bias)][4] is copy and (bits(y) == bits(want)).all()
+        fc.capturing = False
         bias.add_(1.0)
         y = torch.nn.functional.linear(QuantizedTensor.from_float(x, "TensorCoreNVFP4Layout",
                                                                   scale=s), wq, bias)
