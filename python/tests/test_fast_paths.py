@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import nvfp4
-from nvfp4 import _api, _lib
+from nvfp4 import _api
 from _helpers import BF16, assert_bits_equal, random_bf16
 
 RNG = np.random.default_rng(77)

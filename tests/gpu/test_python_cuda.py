@@ -590,11 +590,11 @@ def test_ck_linear_speedup():
             def linear():
                 return nvfp4.linear(x, layer, variant=VARIANT)
 
-            def ck_linear():
+            def ck_linear(wq=wq):
                 xq = QuantizedTensor.from_float(x, "TensorCoreNVFP4Layout", scale=scale)
                 return torch.nn.functional.linear(xq, wq, bias)
 
-            def fallback():
+            def fallback(wq=wq):
                 return torch.nn.functional.linear(x, wq, bias)
 
             # the same bits from all three, and none of them syncs the host
