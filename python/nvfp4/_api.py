@@ -1,6 +1,16 @@
-"""nvfp4's Python API over libnvfp4 (include/nvfp4.h).  See docs/PYTHON.md."""
+"""nvfp4's Python API over libnvfp4 (include/nvfp4.h).  See docs/PYTHON.md.
+
+Per-call host work is kept small on the paths a model calls every step
+(linear, matmul and quantize on CUDA tensors, and the CPU backend): the C
+views of an NVFP4Tensor and a Layer's device bias and static scale are built
+once and checked against the tensors on each call, the argument structs are
+reused per thread and passed by address, workspaces come from torch's caching
+allocator on the current stream, and nothing synchronizes the host.
+tools/py_overhead.py measures what is left.
+"""
 import ctypes
 import json
+import threading
 
 import numpy as np
 
@@ -9,6 +19,7 @@ from . import _lib
 from .errors import check
 
 _BACKENDS = ("auto", "cpu", "ref", "cuda")
+_BACKEND_SET = frozenset(_BACKENDS)
 
 
 def _l():
@@ -27,6 +38,8 @@ def _choice(value, allowed, what):
 
 
 def _int_arg(value, what, lo, hi):
+    if type(value) is int and lo <= value <= hi:  # the common case, checked first
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{what} must be an integer, not {type(value).__name__}")
     if not lo <= int(value) <= hi:
@@ -34,9 +47,105 @@ def _int_arg(value, what, lo, hi):
     return int(value)
 
 
-def _stream(device):
+class _Structs(threading.local):
+    """This thread's argument structs, filled in and passed by address on every
+    hot call (building a ctypes struct costs more than the call it feeds).
+    Each call writes every field the C function reads before calling it."""
+
+    def __init__(self):
+        self.cuda_linear = _lib.CudaLinearArgs()
+        self.cuda_gemm = _lib.CudaGemmArgs()
+        self.cuda_quantize = _lib.CudaQuantizeArgs()
+        self.linear = _lib.LinearArgs()
+        self.gemm = _lib.GemmArgs()
+        self.scale = ctypes.c_float()
+        self.ta, self.tb = _lib.Tensor(), _lib.Tensor()  # host operand views
+        self.ta_p, self.tb_p = ctypes.pointer(self.ta), ctypes.pointer(self.tb)
+        self.cuda_linear_at = ctypes.addressof(self.cuda_linear)
+        self.cuda_gemm_at = ctypes.addressof(self.cuda_gemm)
+        self.cuda_quantize_at = ctypes.addressof(self.cuda_quantize)
+        self.linear_at = ctypes.addressof(self.linear)
+        self.gemm_at = ctypes.addressof(self.gemm)
+        self.scale_at = ctypes.addressof(self.scale)
+
+
+_structs = _Structs()
+
+# Workspace bytes by (m, n, k): the C queries are pure functions of the shape.
+_WS_LINEAR = {}
+_WS_GEMM = {}
+
+
+def _ws_bytes(cache, fn, m, n, k):
+    key = (m, n, k)
+    need = cache.get(key)
+    if need is None:
+        need = int(getattr(_l(), fn)(m, n, k))
+        if len(cache) >= 4096:
+            cache.clear()
+        cache[key] = need
+    return need
+
+
+_raw_stream_fn = None
+
+
+def _raw_stream(index):
+    """The current CUDA stream of device `index` as an int (0 = the legacy
+    default stream, passed to C as NULL)."""
+    global _raw_stream_fn
+    fn = _raw_stream_fn
+    if fn is None:
+        torch = A.torch_module()
+        # torch's own raw-handle query skips building a torch.cuda.Stream
+        fn = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
+            (lambda i: torch.cuda.current_stream(i).cuda_stream)
+        _raw_stream_fn = fn
+    return fn(index)
+
+
+_capturing_fn = None
+
+
+def _capturing():
+    """True while the current CUDA stream is being captured into a CUDA graph.
+    The caches below are bypassed then: a graph keeps the addresses it was
+    captured with, and a cached copy may be dropped (and its memory reused)
+    after the capture; made inside the capture, a copy lives in the graph's
+    memory and is filled by the graph's own replay."""
+    global _capturing_fn
+    if _capturing_fn is None:
+        torch = A.torch_module()
+        _capturing_fn = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or \
+            torch.cuda.is_current_stream_capturing
+    return _capturing_fn()
+
+
+_current_device_fn = None
+
+
+def _current_device():
+    global _current_device_fn
+    if _current_device_fn is None:
+        torch = A.torch_module()
+        _current_device_fn = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+    return _current_device_fn()
+
+
+def _cuda_call(name, index, address):
+    """Call a CUDA entry point with the struct at `address` on device `index`:
+    the kernels launch on the CUDA runtime's current device, so switch to
+    `index` only when it is not already current (a device guard costs more
+    than the launch)."""
     torch = A.torch_module()
-    return ctypes.c_void_p(torch.cuda.current_stream(device).cuda_stream or None)
+    fn = _lib.fast(name)
+    if _current_device() == index:
+        status = fn(address)
+    else:
+        with torch.cuda.device(index):
+            status = fn(address)
+    if status:
+        check(status, name)
 
 
 def _device_scalar(value, device, what):
@@ -46,8 +155,18 @@ def _device_scalar(value, device, what):
     if A.is_torch(value) and value.device == device:
         if value.numel() != 1:
             raise ValueError(f"{what} must hold one value, got shape {tuple(value.shape)}")
+        if value.dtype == torch.float32:
+            return value  # one element: data_ptr() is that float, whatever the strides
         return value.detach().reshape(1).to(torch.float32).contiguous()
     return torch.full((1,), A.scalar_value(value, what), dtype=torch.float32, device=device)
+
+
+def _version(t):
+    """t's in-place version counter, or None for tensors that keep none
+    (inference-mode tensors): a cached conversion of those is never reused."""
+    if t.is_inference():
+        return None
+    return t._version
 
 
 def cuda_available():
@@ -137,8 +256,22 @@ class NVFP4Tensor:
                     torch.full((), float(value), dtype=torch.float32, device=qdata.device)
             else:
                 pts = value
+        self._init(qdata, block_scale, pts, rows, cols, k)
+
+    def _init(self, qdata, block_scale, pts, rows, cols, kind):
         self._qdata, self._block_scale, self._pts = qdata, block_scale, pts
         self._rows, self._cols = rows, cols
+        self._kind = kind
+        self._on_cuda = kind == "torch" and qdata.is_cuda
+        self._view = None  # the C view (_host_view / _cuda_view), built on first use
+
+    @classmethod
+    def _wrap(cls, qdata, block_scale, pts, rows, cols, kind):
+        """An NVFP4Tensor around arrays this package just made with the right
+        dtypes and shapes (the quantizers' results): no checks to repeat."""
+        t = cls.__new__(cls)
+        t._init(qdata, block_scale, pts, rows, cols, kind)
+        return t
 
     # ---- properties --------------------------------------------------------
     @property
@@ -176,7 +309,7 @@ class NVFP4Tensor:
 
     @property
     def is_cuda(self):
-        return A.is_cuda(self._qdata)
+        return self._on_cuda
 
     def __repr__(self):
         kind = "numpy" if A.kind(self._qdata) == "numpy" else f"torch, {self.device}"
@@ -196,18 +329,42 @@ class NVFP4Tensor:
     # ---- C views -----------------------------------------------------------
     def _host(self):
         """An nvfp4_tensor pointing at this host memory (no copy)."""
-        if self.is_cuda:
+        return self._host_view()[0]
+
+    def _host_view(self):
+        """(nvfp4_tensor, a pointer to it) over this host memory, no copy.
+        Built once; for torch tensors rebuilt when a storage moved or the
+        scale tensor's value changed (NumPy arrays never move)."""
+        if self._on_cuda:
             raise ValueError("this NVFP4Tensor is on a CUDA device; use backend='cuda' "
                              "(or 'auto'), or .to('cpu') first")
-        return _lib.Tensor(self._rows, self._cols, A.ptr(self._qdata), A.ptr(self._block_scale),
-                           float(self._pts), _lib.HI_FIRST, _lib.SCALES_TILED)
+        v = self._view
+        if self._kind == "numpy":
+            if v is None:
+                v = self._view = self._make_host_view(
+                    None, self._qdata.ctypes.data, self._block_scale.ctypes.data, float(self._pts))
+            return v[1], v[2]
+        key = (self._qdata.data_ptr(), self._block_scale.data_ptr(), float(self._pts))
+        if v is None or v[0] != key:
+            v = self._view = self._make_host_view(key, *key)
+        return v[1], v[2]
 
-    def _cuda(self):
-        """An nvfp4_cuda_operand of device pointers; the scale tensor is returned
-        too so it stays alive."""
-        pts = _device_scalar(self._pts, self._qdata.device, "per_tensor_scale")
-        return _lib.CudaOperand(A.ptr(self._qdata), A.ptr(self._block_scale), A.ptr(pts),
-                                self._rows, self._cols), pts
+    def _make_host_view(self, key, codes, scales, pts):
+        t = _lib.Tensor(self._rows, self._cols, codes, scales, pts, _lib.HI_FIRST,
+                        _lib.SCALES_TILED)
+        return key, t, ctypes.pointer(t)
+
+    def _cuda_view(self):
+        """(nvfp4_cuda_operand, a pointer to it) of device pointers.  The
+        per-tensor scale of a CUDA NVFP4Tensor is always a float32 tensor on
+        its device (see __init__), read there by the kernel.  Built once,
+        rebuilt when a storage moved."""
+        key = (self._qdata.data_ptr(), self._block_scale.data_ptr(), self._pts.data_ptr())
+        v = self._view
+        if v is None or v[0] != key:
+            op = _lib.CudaOperand(key[0], key[1], key[2], self._rows, self._cols)
+            v = self._view = (key, op, ctypes.pointer(op))
+        return v[1], v[2]
 
     # ---- dequantize ----------------------------------------------------------
     def dequantize(self, dtype=None):
@@ -365,7 +522,8 @@ def quantize(x, per_tensor_scale=None, variant="eager"):
     var = _variant(variant)
     rows, cols = int(x.shape[0]), int(x.shape[1])
     if A.is_cuda(x):
-        return _quantize_cuda(x, code, rows, cols, per_tensor_scale, var)
+        codes, scales, pts = _quantize_cuda(x, code, rows, cols, per_tensor_scale, var)
+        return NVFP4Tensor._wrap(codes, scales, pts, codes.shape[0], 2 * codes.shape[1], "torch")
     pts_arg = None
     if per_tensor_scale is not None:
         pts_arg = ctypes.byref(ctypes.c_float(A.scalar_value(per_tensor_scale,
@@ -380,40 +538,68 @@ def quantize(x, per_tensor_scale=None, variant="eager"):
                                                             _roundup(t.cols // 16, 4))
     if A.is_torch(x):
         torch = A.torch_module()
-        return NVFP4Tensor(torch.from_numpy(qdata), torch.from_numpy(scales).view(torch.float8_e4m3fn),
-                           torch.tensor(t.per_tensor_scale, dtype=torch.float32))
-    return NVFP4Tensor(qdata, scales, np.float32(t.per_tensor_scale))
+        return NVFP4Tensor._wrap(torch.from_numpy(qdata),
+                                 torch.from_numpy(scales).view(torch.float8_e4m3fn),
+                                 torch.tensor(t.per_tensor_scale, dtype=torch.float32),
+                                 t.rows, t.cols, "torch")
+    return NVFP4Tensor._wrap(qdata, scales, np.float32(t.per_tensor_scale), t.rows, t.cols,
+                             "numpy")
 
 
 def _quantize_cuda(x, code, rows, cols, per_tensor_scale, var):
+    """nvfp4_quantize_cuda on a checked 2-D CUDA tensor: (codes uint8
+    [prows, pcols/2], scales float8_e4m3fn tiled, the scale used as a 0-d
+    float32 tensor), all new on x's device, queued on its current stream."""
     torch = A.torch_module()
     if code != _lib.DTYPE_BF16:
         raise TypeError(f"x is {x.dtype} on {x.device}: the CUDA quantizer takes bfloat16 "
                         "(x.to(torch.bfloat16)), or quantize a CPU copy")
     dev = x.device
+    index = x.get_device()
     prows, pcols = _roundup(rows, 16), _roundup(cols, 16)
     codes = torch.empty((prows, pcols // 2), dtype=torch.uint8, device=dev)
-    scales = torch.empty((_roundup(prows, 128), _roundup(pcols // 16, 4)), dtype=torch.uint8,
-                         device=dev)
-    pts_out = torch.empty((1,), dtype=torch.float32, device=dev)
-    pts_in = None if per_tensor_scale is None else \
-        _device_scalar(per_tensor_scale, dev, "per_tensor_scale")
-    with torch.cuda.device(dev):
-        args = _lib.CudaQuantizeArgs(A.ptr(x), rows, cols, A.ptr(pts_in), var, A.ptr(codes),
-                                     A.ptr(scales), A.ptr(pts_out), _stream(dev))
-        check(_l().nvfp4_quantize_cuda(ctypes.byref(args)), "nvfp4_quantize_cuda")
-    return NVFP4Tensor(codes, scales.view(torch.float8_e4m3fn), pts_out.reshape(()))
+    scales = torch.empty((_roundup(prows, 128), _roundup(pcols // 16, 4)),
+                         dtype=torch.float8_e4m3fn, device=dev)
+    pts_out = torch.empty((), dtype=torch.float32, device=dev)
+    if per_tensor_scale is None:
+        pts_in = None
+    elif A.is_torch(per_tensor_scale) and per_tensor_scale.dtype == torch.float32 and \
+            per_tensor_scale.get_device() == index and per_tensor_scale.numel() == 1:
+        pts_in = per_tensor_scale  # the common case: no conversion, read on the device
+    else:
+        pts_in = _device_scalar(per_tensor_scale, dev, "per_tensor_scale")
+    a = _structs.cuda_quantize
+    a.x = x.data_ptr()
+    a.m = rows
+    a.k = cols
+    a.input_scale = None if pts_in is None else pts_in.data_ptr()
+    a.variant = var
+    a.codes = codes.data_ptr()
+    a.scales = scales.data_ptr()
+    a.per_tensor_scale = pts_out.data_ptr()
+    a.stream = _raw_stream(index) or None
+    _cuda_call("nvfp4_quantize_cuda", index, _structs.cuda_quantize_at)
+    return codes, scales, pts_out
 
 
 # --------------------------------------------------------------------------
 # matmul
 # --------------------------------------------------------------------------
+def _code(value, table, what):
+    """table[value] for a str value, else the _choice error."""
+    c = table.get(value) if type(value) is str else None
+    if c is None:
+        _choice(value, tuple(table), what)
+    return c
+
+
 def _model(model):
-    return _lib.MODELS[_choice(model, tuple(_lib.MODELS), "model")]
+    return _code(model, _lib.MODELS, "model")
 
 
 def _pick_backend(backend, on_cuda, model_name):
-    _choice(backend, _BACKENDS, "backend")
+    if type(backend) is not str or backend not in _BACKEND_SET:
+        _choice(backend, _BACKENDS, "backend")
     if backend == "auto":
         backend = "cuda" if on_cuda else "cpu"
     if on_cuda and backend != "cuda":
@@ -425,12 +611,49 @@ def _pick_backend(backend, on_cuda, model_name):
     return backend
 
 
-def _host_outputs(kind, m, n):
-    """raw float32 and out BF16 [m, n] host buffers of the operands' kind."""
+def _host_outputs(kind, m, n, raw=True, out=True):
+    """raw float32 and out BF16 [m, n] host buffers of the operands' kind
+    (None for one not asked for)."""
     if kind == "torch":
         torch = A.torch_module()
-        return (torch.empty((m, n), dtype=torch.float32), torch.empty((m, n), dtype=torch.bfloat16))
-    return np.empty((m, n), dtype=np.float32), np.empty((m, n), dtype=A.np_bf16())
+        return (torch.empty((m, n), dtype=torch.float32) if raw else None,
+                torch.empty((m, n), dtype=torch.bfloat16) if out else None)
+    return (np.empty((m, n), dtype=np.float32) if raw else None,
+            np.empty((m, n), dtype=A.np_bf16()) if out else None)
+
+
+def _same_operands(a, b):
+    """(kind, device) of two NVFP4Tensors, which must be of one kind and on one
+    device (A.same_place's rule and message, without its sets)."""
+    if a._kind != b._kind or (a._kind == "torch" and a._qdata.get_device() != b._qdata.get_device()):
+        A.same_place([a.qdata, b.qdata], ["a", "b"])  # raises, naming both
+    return a._kind, A.device_of(a._qdata)
+
+
+def _host_bias(bias, n):
+    """(the bias array C reads, its address) for the host backends: a float32
+    C-contiguous NumPy array of n values as is, anything else through
+    A.host_bias's checks and conversion."""
+    if bias is None:
+        return None, None
+    if type(bias) is np.ndarray and bias.dtype == np.float32 and bias.ndim == 1 and \
+            bias.shape[0] == n and bias.flags.c_contiguous and bias.flags.aligned:
+        return bias, A.ptr(bias)
+    b = A.host_bias(bias, n)
+    return b, A.ptr(b)
+
+
+def _device_bias(bias, n, dev):
+    """(the bias tensor the kernel reads, its address): a float32 contiguous
+    [n] tensor on x's device as is, anything else through A.device_bias."""
+    if bias is None:
+        return None, None
+    torch = A.torch_module()
+    if A.is_torch(bias) and bias.dtype == torch.float32 and bias.dim() == 1 and \
+            bias.shape[0] == n and bias.get_device() == dev.index and bias.is_contiguous():
+        return bias, bias.data_ptr()
+    b = A.device_bias(bias, n, dev)
+    return b, b.data_ptr()
 
 
 def matmul(a, b, model="sm90", k_slices=1, bias=None, backend="auto", *, threads=0):
@@ -465,47 +688,88 @@ def matmul(a, b, model="sm90", k_slices=1, bias=None, backend="auto", *, threads
         raise TypeError("matmul: a and b must be NVFP4Tensor (nvfp4.quantize(x) or "
                         f"nvfp4.NVFP4Tensor(qdata, block_scale, scale)); got "
                         f"{type(a).__name__} and {type(b).__name__}")
-    kind, dev = A.same_place([a.qdata, b.qdata], ["a", "b"])
-    if a.cols != b.cols:
+    kind, dev = _same_operands(a, b)
+    if a._cols != b._cols:
         raise ValueError(f"matmul: K differs: a is {a.rows} x {a.cols}, b is {b.rows} x {b.cols} "
                          "(b is [N, K], like a Linear's weight)")
     model_code = _model(model)
     slices = _int_arg(k_slices, "k_slices", 1, _lib.MAX_K_SLICES)
     nthreads = _int_arg(threads, "threads", 0, 1 << 16)
-    on_cuda = a.is_cuda
+    on_cuda = a._on_cuda
     backend = _pick_backend(backend, on_cuda, model)
-    m, n = a.rows, b.rows
+    m, n = a._rows, b._rows
     if on_cuda:
         return _matmul_cuda(a, b, bias, slices, dev)
-    bias_h = A.host_bias(bias, n)
+    bias_h, bias_p = _host_bias(bias, n)
     raw, out = _host_outputs(kind, m, n)
-    ta, tb = a._host(), b._host()
-    args = _lib.GemmArgs(ctypes.pointer(ta), ctypes.pointer(tb), A.ptr(bias_h), A.ptr(raw),
+    if backend == "cpu":
+        _gemm_cpu(a._host_view()[1], b._host_view()[1], bias_p, A.ptr(raw), A.ptr(out),
+                  model_code, nthreads, slices)
+        return raw, out
+    args = _lib.GemmArgs(a._host_view()[1], b._host_view()[1], bias_p, A.ptr(raw),
                          A.ptr(out), model_code, nthreads, slices)
     if backend == "cuda":
         check(_l().nvfp4_gemm_cuda_host(ctypes.byref(args), None), "nvfp4_gemm_cuda_host")
-    elif backend == "ref":
-        check(_l().nvfp4_gemm_ref(ctypes.byref(args)), "nvfp4_gemm_ref")
     else:
-        check(_l().nvfp4_gemm_cpu(ctypes.byref(args)), "nvfp4_gemm_cpu")
+        check(_l().nvfp4_gemm_ref(ctypes.byref(args)), "nvfp4_gemm_ref")
     return raw, out
+
+
+def _gemm_cpu(pa, pb, bias_p, raw_p, out_p, model_code, nthreads, slices):
+    """nvfp4_gemm_cpu through this thread's struct; pa, pb: nvfp4_tensor pointers."""
+    g = _structs.gemm
+    g.a = pa
+    g.b = pb
+    g.bias = bias_p
+    g.raw = raw_p
+    g.out = out_p
+    g.model = model_code
+    g.nthreads = nthreads
+    g.k_slices = slices
+    status = _lib.fast("nvfp4_gemm_cpu")(_structs.gemm_at)
+    if status:
+        check(status, "nvfp4_gemm_cpu")
 
 
 def _matmul_cuda(a, b, bias, slices, dev):
     torch = A.torch_module()
-    m, n, k = a.rows, b.rows, a.cols
-    bias_d = A.device_bias(bias, n, dev)
+    m, n, k = a._rows, b._rows, a._cols
+    bias_d, bias_p = _device_bias(bias, n, dev)
     raw = torch.empty((m, n), dtype=torch.float32, device=dev)
     out = torch.empty((m, n), dtype=torch.bfloat16, device=dev)
-    need = _l().nvfp4_cuda_gemm_workspace(m, n, k)
-    ws = torch.empty((max(int(need), 256),), dtype=torch.uint8, device=dev)
-    (oa, pa), (ob, pb) = a._cuda(), b._cuda()
-    with torch.cuda.device(dev):
-        args = _lib.CudaGemmArgs(oa, ob, A.ptr(bias_d), A.ptr(raw), A.ptr(out), _stream(dev),
-                                 A.ptr(ws), ws.numel(), slices)
-        check(_l().nvfp4_gemm_cuda(ctypes.byref(args)), "nvfp4_gemm_cuda")
-    del pa, pb  # queued on the current stream: the caching allocator keeps them safe
+    oa, ob = a._cuda_view()[0], b._cuda_view()[0]
+    _gemm_cuda(dev, (oa.codes, oa.scales, oa.per_tensor_scale), m,
+               (ob.codes, ob.scales, ob.per_tensor_scale), n, k, bias_p, raw, out, slices)
     return raw, out
+
+
+def _gemm_cuda(dev, pa, m, pb, n, k, bias_p, raw, out, slices):
+    """nvfp4_gemm_cuda on the current stream of `dev` through this thread's
+    struct.  pa, pb: (codes, scales, per_tensor_scale) device addresses of the
+    M x K and N x K operands, checked by the caller; raw / out: the output
+    tensors (either may be None).  The workspace is a torch tensor: freed
+    when this returns, it stays reserved to the stream's queued kernels by
+    the caching allocator."""
+    torch = A.torch_module()
+    index = dev.index
+    need = max(_ws_bytes(_WS_GEMM, "nvfp4_cuda_gemm_workspace", m, n, k), 256)
+    ws = torch.empty((need,), dtype=torch.uint8, device=dev)
+    g = _structs.cuda_gemm
+    ga, gb = g.a, g.b
+    ga.codes, ga.scales, ga.per_tensor_scale = pa
+    ga.rows = m
+    ga.cols = k
+    gb.codes, gb.scales, gb.per_tensor_scale = pb
+    gb.rows = n
+    gb.cols = k
+    g.bias = bias_p
+    g.raw = None if raw is None else raw.data_ptr()
+    g.out = None if out is None else out.data_ptr()
+    g.stream = _raw_stream(index) or None
+    g.workspace = ws.data_ptr()
+    g.workspace_bytes = need
+    g.k_slices = slices
+    _cuda_call("nvfp4_gemm_cuda", index, _structs.cuda_gemm_at)
 
 
 # --------------------------------------------------------------------------
@@ -524,17 +788,85 @@ class Layer:
     """
 
     def __init__(self, weight, input_scale=None, bias=None, name=""):
-        if not isinstance(weight, NVFP4Tensor):
-            raise TypeError(f"Layer: weight must be an NVFP4Tensor, not {type(weight).__name__}")
         self.weight = weight
-        self.input_scale = None if input_scale is None else \
-            float(np.float32(A.scalar_value(input_scale, "input_scale")))
+        self.input_scale = input_scale
         self.bias = bias
         self.name = name
+
+    # The attributes are properties so that assigning one drops what linear()
+    # cached from it: the bias as C reads it, the static scale on the device.
+    @property
+    def weight(self):
+        return self._weight
+
+    @weight.setter
+    def weight(self, weight):
+        if not isinstance(weight, NVFP4Tensor):
+            raise TypeError(f"Layer: weight must be an NVFP4Tensor, not {type(weight).__name__}")
+        self._weight = weight
+        self._bias_cache = None
+
+    @property
+    def input_scale(self):
+        return self._input_scale
+
+    @input_scale.setter
+    def input_scale(self, value):
+        self._input_scale = None if value is None else \
+            float(np.float32(A.scalar_value(value, "input_scale")))
+        self._scale_cache = None
+
+    @property
+    def bias(self):
+        return self._bias
+
+    @bias.setter
+    def bias(self, bias):
+        self._bias = bias
+        self._bias_cache = None
 
     def __repr__(self):
         return (f"Layer({self.name!r}, weight {self.weight.rows} x {self.weight.cols}, "
                 f"input_scale={self.input_scale!r}, bias={'yes' if self.bias is not None else 'no'})")
+
+    def _bias_for(self, n, dev, stream):
+        """(what C reads, its address) for this layer's bias: float32 [n] on the
+        weight's device (dev None: the host).  Kept from the last call while
+        the bias is the same object: used in place it is always current; a
+        converted copy is reused only while the bias's version counter and the
+        stream are unchanged (a NumPy array, or a tensor without a version
+        counter, is converted again on every call)."""
+        b = self._bias
+        if b is None:
+            return None, None
+        c = self._bias_cache
+        if c is not None and c[0] is b:
+            if c[2] is b:  # read in place
+                return b, (b.data_ptr() if A.is_torch(b) else c[4])
+            if c[1] is not None and c[3] == stream and c[1] == _version(b) and \
+                    (dev is None or not _capturing()):
+                return c[2], c[4]
+        keep, address = _host_bias(b, n) if dev is None else _device_bias(b, n, dev)
+        if dev is not None and keep is not b and _capturing():
+            return keep, address  # a copy inside a graph capture: not kept (see _capturing)
+        version = _version(b) if A.is_torch(b) else None
+        self._bias_cache = (b, version, keep, stream, address)
+        return keep, address
+
+    def _scale_on(self, dev, stream):
+        """The static input scale as a float32 tensor on `dev`, filled once per
+        device and stream (torch.full queues the fill on that stream, so the
+        kernels that read it later on the same stream find it written)."""
+        torch = A.torch_module()
+        if _capturing():  # see _capturing: made in the graph, not kept
+            return torch.full((1,), self._input_scale, dtype=torch.float32, device=dev)
+        c = self._scale_cache
+        key = (self._input_scale, dev.index, stream)
+        if c is not None and c[0] == key:
+            return c[1]
+        t = torch.full((1,), self._input_scale, dtype=torch.float32, device=dev)
+        self._scale_cache = (key, t)
+        return t
 
 
 _ST_NUMPY = {_lib.DTYPE_F32: np.float32, _lib.DTYPE_F16: np.float16}
@@ -645,75 +977,118 @@ def linear(x, layer, input_scale=None, variant="eager", backend="auto", *, model
     Returns:
         out bfloat16 [..., N]; (raw, out) when return_raw.
     """
-    if isinstance(layer, NVFP4Tensor):
-        layer = Layer(layer)
     if not isinstance(layer, Layer):
-        raise TypeError(f"linear: layer must be an nvfp4.Layer or NVFP4Tensor, not "
-                        f"{type(layer).__name__}")
-    w = layer.weight
-    if A.kind(x) is None:
+        if not isinstance(layer, NVFP4Tensor):
+            raise TypeError(f"linear: layer must be an nvfp4.Layer or NVFP4Tensor, not "
+                            f"{type(layer).__name__}")
+        layer = Layer(layer)
+    w = layer._weight
+    kind = A.kind(x)
+    if kind is None:
         raise TypeError(f"x must be a NumPy array or a torch tensor, not {type(x).__name__}")
-    if x.ndim < 2:
+    ndim = x.ndim
+    if ndim < 2:
         raise ValueError(f"x must be [M, K] (or [..., K]); got shape {tuple(x.shape)}")
     if not A.contiguous(x):
         raise ValueError("x must be C-contiguous (row-major); call .contiguous() / "
                          "numpy.ascontiguousarray() first")
-    lead = tuple(int(d) for d in x.shape[:-1])
-    x2 = x.reshape(-1, x.shape[-1])
-    code = _float_input(x2, "x")
+    if ndim == 2:
+        lead, x2 = None, x
+    else:
+        lead = tuple(int(d) for d in x.shape[:-1])
+        x2 = x.reshape(-1, x.shape[-1])
+    on_cuda = False
+    if kind == "torch":
+        code = A.TORCH_FLOAT_CODES.get(x2.dtype)
+        on_cuda = x2.is_cuda
+        if code is None or not (on_cuda or x2.is_cpu) or x2.numel() == 0:
+            code = _float_input(x2, "x")  # raises the precise error
+    else:
+        code = _float_input(x2, "x")
     m, k = int(x2.shape[0]), int(x2.shape[1])
-    if _roundup(k, 16) != w.cols:
+    if _roundup(k, 16) != w._cols:
         raise ValueError(f"x has K = {k} columns ({_roundup(k, 16)} padded to 16) but the "
                          f"weight is {w.rows} x {w.cols}")
-    A.same_place([x2, w.qdata], ["x", "weight"])
-    var = _variant(variant)
+    if w._kind != kind or (kind == "torch" and x2.get_device() != w._qdata.get_device()):
+        A.same_place([x2, w.qdata], ["x", "weight"])  # raises, naming both
+    var = _code(variant, _lib.VARIANTS, "variant")
     model_code = _model(model)
     slices = _int_arg(k_slices, "k_slices", 1, _lib.MAX_K_SLICES)
     nthreads = _int_arg(threads, "threads", 0, 1 << 16)
     if input_scale is None:
-        input_scale = "static" if layer.input_scale is not None else "dynamic"
+        input_scale = "static" if layer._input_scale is not None else "dynamic"
     if isinstance(input_scale, str):
         _choice(input_scale, ("static", "dynamic"), "input_scale")
         if input_scale == "static":
-            if layer.input_scale is None:
+            if layer._input_scale is None:
                 raise ValueError(f"layer {layer.name!r} has no input_scale; use "
                                  "input_scale='dynamic' or give a number")
-            scale = layer.input_scale
+            scale = layer  # the layer's own: its cached device copy on CUDA
         else:
             scale = None
-    elif A.is_cuda(input_scale) and A.is_cuda(x2) and input_scale.device == x2.device:
+    elif on_cuda and A.is_torch(input_scale) and input_scale.is_cuda and \
+            input_scale.get_device() == x2.get_device():
         scale = input_scale  # stays on the device: no read-back
     else:
         scale = A.scalar_value(input_scale, "input_scale")
-    bias = layer.bias if isinstance(bias, str) and bias == "layer" else bias
-    backend = _pick_backend(backend, A.is_cuda(x2), model)
-    n = w.rows
-    if A.is_cuda(x2):
-        raw, out = _linear_cuda(x2, code, m, k, w, scale, var, bias, slices)
+    bias_from_layer = isinstance(bias, str) and bias == "layer"
+    backend = _pick_backend(backend, on_cuda, model)
+    if on_cuda:
+        raw, out = _linear_cuda(x2, code, m, k, layer, scale, var, bias_from_layer, bias, slices,
+                                return_raw)
     else:
-        raw, out = _linear_host(x2, code, m, k, w, scale, var, bias, model_code, slices, nthreads,
-                                backend)
-    shape = lead + (n,)
-    raw, out = raw.reshape(shape), out.reshape(shape)
+        raw, out = _linear_host(x2, kind, code, m, k, layer, scale, var, bias_from_layer, bias,
+                                model_code, slices, nthreads, backend, return_raw)
+    if lead is not None:
+        shape = lead + (w._rows,)
+        out = out.reshape(shape)
+        if return_raw:
+            raw = raw.reshape(shape)
     return (raw, out) if return_raw else out
 
 
-def _linear_host(x, code, m, k, w, scale, var, bias, model_code, slices, nthreads, backend):
-    kind = A.kind(x)
-    n = w.rows
-    bias_h = A.host_bias(bias, n)
-    raw, out = _host_outputs(kind, m, n)
-    tw = w._host()
+def _linear_host(x, kind, code, m, k, layer, scale, var, bias_from_layer, bias, model_code,
+                 slices, nthreads, backend, want_raw):
+    w = layer._weight
+    n = w._rows
+    if bias_from_layer:
+        bias_h, bias_p = layer._bias_for(n, None, None)
+    else:
+        bias_h, bias_p = _host_bias(bias, n)
+    raw, out = _host_outputs(kind, m, n, raw=want_raw)
+    if scale is layer:
+        scale = layer._input_scale
+    tw, tw_p = w._host_view()
+    if backend == "cpu":
+        st = _structs
+        if scale is not None:
+            st.scale.value = scale
+        a = st.linear
+        a.x = A.ptr(x)
+        a.x_dtype = code
+        a.m = m
+        a.k = k
+        a.weight = tw_p
+        a.input_scale = None if scale is None else st.scale_at
+        a.variant = var
+        a.bias = bias_p
+        a.raw = A.ptr(raw)
+        a.out = A.ptr(out)
+        a.model = model_code
+        a.nthreads = nthreads
+        a.x_quantized = None
+        a.k_slices = slices
+        status = _lib.fast("nvfp4_linear_cpu")(st.linear_at)
+        if status:
+            check(status, "nvfp4_linear_cpu")
+        return raw, out
     scale_c = None if scale is None else ctypes.c_float(scale)
-    if backend == "cpu" or (backend == "cuda" and code == _lib.DTYPE_BF16):
-        args = _lib.LinearArgs(A.ptr(x), code, m, k, ctypes.pointer(tw),
+    if backend == "cuda" and code == _lib.DTYPE_BF16:
+        args = _lib.LinearArgs(A.ptr(x), code, m, k, tw_p,
                                None if scale_c is None else ctypes.addressof(scale_c), var,
-                               A.ptr(bias_h), A.ptr(raw), A.ptr(out), model_code, nthreads, None,
+                               bias_p, A.ptr(raw), A.ptr(out), model_code, nthreads, None,
                                slices)
-        if backend == "cpu":
-            check(_l().nvfp4_linear_cpu(ctypes.byref(args)), "nvfp4_linear_cpu")
-        else:
-            check(_l().nvfp4_linear_cuda_host(ctypes.byref(args), None), "nvfp4_linear_cuda_host")
+        check(_l().nvfp4_linear_cuda_host(ctypes.byref(args), None), "nvfp4_linear_cuda_host")
         return raw, out
     # ref, or cuda with F16/F32 activations: quantize on the CPU, then the GEMM
     q = _lib.Tensor()
@@ -723,38 +1098,62 @@ def _linear_host(x, code, m, k, w, scale, var, bias, model_code, slices, nthread
     owner = _COwner(q)
     view = _lib.Tensor(m, q.cols, q.codes, q.scales, q.per_tensor_scale, q.nibble_order,
                        q.scale_layout)  # the m real rows; the quantizer's padding rows are zero
-    args = _lib.GemmArgs(ctypes.pointer(view), ctypes.pointer(tw), A.ptr(bias_h), A.ptr(raw),
+    args = _lib.GemmArgs(ctypes.pointer(view), tw_p, bias_p, A.ptr(raw),
                          A.ptr(out), model_code, nthreads, slices)
     if backend == "ref":
         check(_l().nvfp4_gemm_ref(ctypes.byref(args)), "nvfp4_gemm_ref")
     else:
         check(_l().nvfp4_gemm_cuda_host(ctypes.byref(args), None), "nvfp4_gemm_cuda_host")
-    del owner
+    del owner, tw, bias_h
     return raw, out
 
 
-def _linear_cuda(x, code, m, k, w, scale, var, bias, slices):
+def _linear_cuda(x, code, m, k, layer, scale, var, bias_from_layer, bias, slices, want_raw):
     torch = A.torch_module()
     if code != _lib.DTYPE_BF16:
         raise TypeError(f"x is {x.dtype} on {x.device}: the CUDA linear takes bfloat16 "
                         "activations (x.to(torch.bfloat16))")
+    w = layer._weight
     dev = x.device
-    n = w.rows
-    bias_d = A.device_bias(bias, n, dev)
-    scale_d = None if scale is None else _device_scalar(scale, dev, "input_scale")
-    raw = torch.empty((m, n), dtype=torch.float32, device=dev)
-    out = torch.empty((m, n), dtype=torch.bfloat16, device=dev)
-    need = _l().nvfp4_linear_cuda_workspace(m, n, k)
+    index = dev.index
+    stream = _raw_stream(index)
+    n = w._rows
+    if bias_from_layer:
+        bias_d, bias_p = layer._bias_for(n, dev, stream)
+    else:
+        bias_d, bias_p = _device_bias(bias, n, dev)
+    if scale is None:
+        scale_d = None
+    elif scale is layer:
+        scale_d = layer._scale_on(dev, stream)
+    else:
+        scale_d = _device_scalar(scale, dev, "input_scale")
+    need = _ws_bytes(_WS_LINEAR, "nvfp4_linear_cuda_workspace", m, n, k)
     if need == 0:
         raise ValueError(f"linear: shape M={m} N={n} K={k} is out of the CUDA kernel's range")
-    ws = torch.empty((int(need),), dtype=torch.uint8, device=dev)
-    op, pts = w._cuda()
-    with torch.cuda.device(dev):
-        args = _lib.CudaLinearArgs(A.ptr(x), m, k, ctypes.pointer(op), A.ptr(scale_d), var,
-                                   A.ptr(bias_d), A.ptr(raw), A.ptr(out), None, None, None,
-                                   _stream(dev), A.ptr(ws), ws.numel(), slices)
-        check(_l().nvfp4_linear_cuda(ctypes.byref(args)), "nvfp4_linear_cuda")
-    del pts
+    out = torch.empty((m, n), dtype=torch.bfloat16, device=dev)
+    raw = torch.empty((m, n), dtype=torch.float32, device=dev) if want_raw else None
+    ws = torch.empty((need,), dtype=torch.uint8, device=dev)
+    op_p = w._cuda_view()[1]
+    a = _structs.cuda_linear
+    a.x = x.data_ptr()
+    a.m = m
+    a.k = k
+    a.weight = op_p
+    a.input_scale = None if scale_d is None else scale_d.data_ptr()
+    a.variant = var
+    a.bias = bias_p
+    a.raw = None if raw is None else raw.data_ptr()
+    a.out = out.data_ptr()
+    a.x_codes = None
+    a.x_scales = None
+    a.x_scale = None
+    a.stream = stream or None
+    a.workspace = ws.data_ptr()
+    a.workspace_bytes = need
+    a.k_slices = slices
+    _cuda_call("nvfp4_linear_cuda", index, _structs.cuda_linear_at)
+    del bias_d, ws  # queued on the current stream: the caching allocator keeps them safe
     return raw, out
 
 

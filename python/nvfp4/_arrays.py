@@ -19,6 +19,10 @@ except ImportError:  # pragma: no cover - exercised where ml_dtypes is absent
 
 _torch = None
 _Tensor = ()  # isinstance(x, ()) is False until torch is seen
+TORCH_FLOAT_CODES = {}  # torch dtype -> C dtype, filled when torch is seen
+NP_FLOAT_CODES = {np.dtype(np.float16): _lib.DTYPE_F16, np.dtype(np.float32): _lib.DTYPE_F32}
+if _ml is not None:
+    NP_FLOAT_CODES[np.dtype(_ml.bfloat16)] = _lib.DTYPE_BF16
 
 
 def torch_module():
@@ -28,6 +32,9 @@ def torch_module():
         _torch = sys.modules.get("torch")
         if _torch is not None:
             _Tensor = _torch.Tensor
+            TORCH_FLOAT_CODES.update({_torch.bfloat16: _lib.DTYPE_BF16,
+                                      _torch.float16: _lib.DTYPE_F16,
+                                      _torch.float32: _lib.DTYPE_F32})
     return _torch
 
 
@@ -59,13 +66,8 @@ def np_e4m3():
 def float_dtype_code(x):
     """C dtype of a BF16 / F16 / F32 array or tensor, or None."""
     if is_torch(x):
-        t = torch_module()
-        return {t.bfloat16: _lib.DTYPE_BF16, t.float16: _lib.DTYPE_F16,
-                t.float32: _lib.DTYPE_F32}.get(x.dtype)
-    dt = x.dtype
-    if _ml is not None and dt == np.dtype(_ml.bfloat16):
-        return _lib.DTYPE_BF16
-    return {np.dtype(np.float16): _lib.DTYPE_F16, np.dtype(np.float32): _lib.DTYPE_F32}.get(dt)
+        return TORCH_FLOAT_CODES.get(x.dtype)
+    return NP_FLOAT_CODES.get(x.dtype)
 
 
 def dtype_name(x):
@@ -86,7 +88,7 @@ def is_cuda(x):
 
 
 def ptr(x):
-    """Address of the first element (0 for None)."""
+    """Address of the first element (None for None)."""
     if x is None:
         return None
     if is_torch(x):

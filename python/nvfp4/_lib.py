@@ -4,8 +4,9 @@ Why ctypes: the package then needs no compiler and no Python headers at
 install or import time, works unchanged on every CPython 3.x (one .so, no ABI
 tag to match) and talks to the very library the CLI and the C tests use, so
 there is one implementation of every formula.  The calls are few and coarse
-(one per quantization or GEMM), so ctypes' per-call cost (microseconds) does
-not matter, and ctypes releases the GIL during each call.
+(one per quantization or GEMM) and ctypes releases the GIL during each; the
+hot paths keep ctypes' own cost near a microsecond (fast() below, argument
+structs reused per thread in _api.py).
 
 Where the library comes from, first match wins:
   NVFP4_LIB       path of libnvfp4.so (or a directory holding it)
@@ -318,3 +319,24 @@ def loaded_from():
 def has(name):
     """True when the loaded library exports `name` (optional entry points)."""
     return getattr(lib(), name, None) is not None
+
+
+# The entry points taking one argument struct, bound a second time with a
+# void * parameter: the hot paths pass the struct's address as an int, which
+# ctypes converts in a fraction of the time it spends checking a byref()
+# against POINTER(struct) (the struct layouts are the ABI-tested ones above).
+FAST = ("nvfp4_linear_cuda", "nvfp4_gemm_cuda", "nvfp4_quantize_cuda", "nvfp4_linear_cpu",
+        "nvfp4_gemm_cpu")
+_fast = {}
+
+
+def fast(name):
+    """`name` (one of FAST) as int(struct address) -> int(nvfp4_status)."""
+    fn = _fast.get(name)
+    if fn is None:
+        if name not in FAST:
+            raise KeyError(f"{name} is not a one-struct entry point")
+        fn = lib()[name]  # item access makes a new function object: its own argtypes
+        fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_void_p]
+        _fast[name] = fn
+    return fn

@@ -18,6 +18,9 @@ Environment:
                   default: build/wheels/comfy_kitchen-*.whl, e.g. made by
                   tools/slim_ck_wheel.py (the wheel without its ROCm extension)
   NVFP4_QUICK=1   time only M = 128
+  NVFP4_TIMING_M  the M values timed (default 1,16,128; e.g. 1,16,128,2048)
+  NVFP4_TESTS     comma-separated test names to run (default: all), e.g.
+                  NVFP4_TESTS=test_ck_linear_speedup for the timing table alone
   NVFP4_TEST_DEVICE=cpu  a dry run of the script's logic on CPU tensors (no GPU)
   OUT             results go to $OUT/python_cuda.json when set
 Prints one line per test and "python_cuda: N passed, N failed, N skipped";
@@ -244,11 +247,12 @@ def test_linear_cuda():
     # the H200 kernel takes K % 32 == 0 (16-byte code rows for its loads): K = 224
     # exercises its 2-block tail chunk; K = 200 (208 padded) must be refused clearly
     w_odd = nvfp4.quantize(rand_bf16(64, 200, 0.05, g).to(DEV))
-    try:
-        nvfp4.linear(rand_bf16(3, 200, 1.0, g).to(DEV), nvfp4.Layer(w_odd, 0.02))
-        raise AssertionError("K = 208 on the H200 kernel was not refused")
-    except nvfp4.UnsupportedError as e:
-        assert "multiple of 32" in str(e), str(e)
+    if ON_GPU:  # (the CPU backend of a dry run takes any K)
+        try:
+            nvfp4.linear(rand_bf16(3, 200, 1.0, g).to(DEV), nvfp4.Layer(w_odd, 0.02))
+            raise AssertionError("K = 208 on the H200 kernel was not refused")
+        except nvfp4.UnsupportedError as e:
+            assert "multiple of 32" in str(e), str(e)
     for m, nn, k in [(1, 256, 512), (13, 512, 224), (128, 1024, 1024), (300, 768, 256)]:
         w = nvfp4.quantize(rand_bf16(nn, k, 0.05, g).to(DEV))
         layer = nvfp4.Layer(w, input_scale=0.021, bias=rand_bf16(1, w.rows, 1.0, g)[0].float().to(DEV))
@@ -265,6 +269,20 @@ def test_linear_cuda():
                 what = f"linear {m}x{w.rows}x{k} {mode} {variant}"
                 n += same_bits(raw, r_raw, what + ": raw")
                 n += same_bits(out, r_out, what + ": out")
+                # out only (no raw accumulators written), twice: the second call
+                # runs on the layer's cached device scale
+                for _ in range(2):
+                    with no_host_sync():
+                        out_only = nvfp4.linear(xd, layer, input_scale=mode, variant=variant)
+                    n += same_bits(out_only, r_out, what + ": out only")
+        # a BF16 bias: widened on the device once, the copy reused while unchanged
+        layer16 = nvfp4.Layer(w, input_scale=0.021, bias=layer.bias.bfloat16())
+        want16 = nvfp4.linear(x, nvfp4.Layer(cpu_tensor(w), 0.021, layer16.bias.float().cpu()),
+                              backend="cpu")
+        for _ in range(2):
+            with no_host_sync():
+                out16 = nvfp4.linear(xd, layer16)
+            n += same_bits(out16, want16, f"linear {m}x{w.rows}x{k}: BF16 bias")
     # [B, T, K] activations
     x3 = rand_bf16(24, w.cols, 1.0, g).reshape(2, 12, w.cols)
     out3 = nvfp4.linear(x3.to(DEV), nvfp4.Layer(w, 0.02))
@@ -449,9 +467,13 @@ def test_ck_quantized_tensor_linear_vs_cli():
 
 SEED_LINEARS = [("QKV", 21504, 5376), ("attn-out", 5376, 7168), ("FC1", 28672, 5376),
                 ("FC2", 5376, 14336)]
+# NVFP4_TEST_DEVICE=cpu: the same logic on shapes the CPU backend runs quickly
+DRY_LINEARS = [("QKV", 768, 256), ("FC2", 256, 512)]
 
 
 def _median_us(fn, iters=30, warmup=5):
+    """Latency of one call on an idle GPU: CUDA events around it, the host
+    waiting for it each time (its host work and its kernels, end to end)."""
     for _ in range(warmup):
         fn()
     times = []
@@ -465,57 +487,169 @@ def _median_us(fn, iters=30, warmup=5):
     return statistics.median(times)
 
 
+def _per_call_us(fn, iters, reps=5, warmup=10):
+    """(us per call, host us per call): `iters` calls back to back between two
+    CUDA events, as a model issues them -- the first number is the larger of
+    the host's and the GPU's time per call, the second the host's alone
+    (perf_counter around the same loop; the queue never fills at these
+    counts).  Medians over `reps` loops, after a warm-up.  On the CPU (dry
+    run) both are perf_counter times."""
+    for _ in range(warmup):
+        fn()
+    per, host = [], []
+    for _ in range(reps):
+        if ON_GPU:
+            torch.cuda.synchronize()
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        t1 = time.perf_counter()
+        if ON_GPU:
+            e.record()
+            e.synchronize()
+            per.append(s.elapsed_time(e) * 1000.0 / iters)
+        else:
+            per.append((t1 - t0) * 1e6 / iters)
+        host.append((t1 - t0) * 1e6 / iters)
+    return statistics.median(per), statistics.median(host)
+
+
+def _c_linear_call(x, W, scale_d, bias32, out):
+    """The C entry point alone, its arguments built once: nvfp4_linear_cuda
+    (on the CPU: nvfp4_linear_cpu) on the same buffers, through ctypes."""
+    import ctypes
+    from nvfp4 import _lib
+    from nvfp4.errors import check
+    lib = _lib.lib()
+    m, k = int(x.shape[0]), int(x.shape[1])
+    keep = [x, W, scale_d, bias32, out]
+    if ON_GPU:
+        op = _lib.CudaOperand(W.qdata.data_ptr(), W.block_scale.data_ptr(),
+                              W.per_tensor_scale.data_ptr(), W.rows, W.cols)
+        ws = torch.empty((lib.nvfp4_linear_cuda_workspace(m, W.rows, k),), dtype=torch.uint8,
+                         device=DEV)
+        args = _lib.CudaLinearArgs(x.data_ptr(), m, k, ctypes.pointer(op), scale_d.data_ptr(),
+                                   _lib.VARIANTS[VARIANT], bias32.data_ptr(), None,
+                                   out.data_ptr(), None, None, None,
+                                   torch.cuda.current_stream().cuda_stream or None,
+                                   ws.data_ptr(), ws.numel(), 1)
+        fn, fname = lib.nvfp4_linear_cuda, "nvfp4_linear_cuda"
+        keep += [op, ws, args]
+    else:
+        tw = _lib.Tensor(W.rows, W.cols, W.qdata.data_ptr(), W.block_scale.data_ptr(),
+                         float(W.per_tensor_scale), _lib.HI_FIRST, _lib.SCALES_TILED)
+        args = _lib.LinearArgs(x.data_ptr(), _lib.DTYPE_BF16, m, k, ctypes.pointer(tw),
+                               scale_d.data_ptr(), _lib.VARIANTS[VARIANT], bias32.data_ptr(),
+                               None, out.data_ptr(), _lib.MODELS["sm90"], 0, None, 1)
+        fn, fname = lib.nvfp4_linear_cpu, "nvfp4_linear_cpu"
+        keep += [tw, args]
+    ref = ctypes.byref(args)
+
+    def call():
+        check(fn(ref), fname)
+    call.keep = keep
+    return call
+
+
 def test_ck_linear_speedup():
-    """ComfyUI's NVFP4 linear on the H200: through our backend (activations
-    quantized, our GEMM) vs comfy-kitchen's dequantize fallback (what ComfyUI
-    does on sm_90 today: F.linear(x, w) on the BF16 input, the weight
-    dequantized per call).  CUDA events, median; both with the bias."""
-    if not ON_GPU:
-        raise Skip("timing needs the GPU")
+    """Per seed linear and M: the C call alone, nvfp4.linear (a Layer built
+    once, the layer's static scale), ComfyUI's NVFP4 linear through our
+    backend (QuantizedTensor.from_float + F.linear, BF16 bias) and comfy-
+    kitchen's dequantize fallback (what ComfyUI does on sm_90 without us:
+    F.linear(x, w) on the BF16 input, the weight dequantized per call).
+    Back to back (CUDA events around many calls) and per call on an idle
+    GPU; the host's own time per call too.  All three of ours give the same
+    bits (checked); no call syncs the host.
+
+    NVFP4_TIMING_M=1,16,128 (default) picks the M values, NVFP4_QUICK=1 only
+    M = 128; NVFP4_TEST_DEVICE=cpu runs the same logic on small shapes."""
     ck = _ck()
-    from comfy_kitchen.registry import registry
     from comfy_kitchen.tensor import QuantizedTensor
-    ms = [128] if os.environ.get("NVFP4_QUICK") else [16, 128, 2048]
+    if os.environ.get("NVFP4_QUICK"):
+        ms = [128]
+    else:
+        ms = [int(v) for v in os.environ.get("NVFP4_TIMING_M", "1,16,128").split(",")]
     g = torch.Generator().manual_seed(7)
-    lines = []
-    for name, nn, k in SEED_LINEARS:
+    rows = []
+    for name, nn, k in (SEED_LINEARS if ON_GPU else DRY_LINEARS):
         w = rand_bf16(nn, k, 0.02, g).to(DEV)
         bias = rand_bf16(1, nn, 0.1, g)[0].to(DEV)
         wq = QuantizedTensor.from_float(w, "TensorCoreNVFP4Layout")
         del w
         W = nvfp4.NVFP4Tensor(wq._qdata, wq._params.block_scale, wq._params.scale)
+        bias32 = bias.float()
         for m in ms:
             x = rand_bf16(m, k, 1.0, g).to(DEV)
             scale = torch.amax(x.abs()).float() / 2688.0
-            ours = _median_us(lambda: _layout_linear(x, wq, bias, scale))
-            fused = _median_us(lambda: nvfp4.linear(x, nvfp4.Layer(W, bias=bias.float()),
-                                                    input_scale=scale))
-            # the BF16 input is not a QuantizedTensor: the weight is dequantized
-            # (comfy-kitchen's dequantize_nvfp4, not ours) and F.linear runs in BF16
-            fallback = _median_us(lambda: torch.nn.functional.linear(x, wq, bias))
-            # the two paths agree on what they compute (ours is exact, the
-            # fallback rounds the dequantized weight to BF16): report the spread
-            y_ours = _layout_linear(x, wq, bias, scale).float()
-            y_fb = torch.nn.functional.linear(x, wq.dequantize(), bias).float()
-            rel = float((y_ours - y_fb).norm() / y_fb.norm())
-            row = {"linear": name, "m": m, "n": nn, "k": k, "ck_nvfp4_us": round(ours, 1),
-                   "nvfp4_linear_fused_us": round(fused, 1), "ck_fallback_us": round(fallback, 1),
-                   "speedup": round(fallback / ours, 2), "rel_diff_vs_fallback": rel}
+            layer = nvfp4.Layer(W, input_scale=float(scale), bias=bias32)  # (reads it back)
+            out_c = torch.empty((m, W.rows), dtype=torch.bfloat16, device=DEV)
+            c_call = _c_linear_call(x, W, scale.reshape(1), bias32, out_c)
+
+            def linear():
+                return nvfp4.linear(x, layer, variant=VARIANT)
+
+            def ck_linear(wq=wq):
+                xq = QuantizedTensor.from_float(x, "TensorCoreNVFP4Layout", scale=scale)
+                return torch.nn.functional.linear(xq, wq, bias)
+
+            def fallback(wq=wq):
+                return torch.nn.functional.linear(x, wq, bias)
+
+            # the same bits from all three, and none of them syncs the host
+            c_call()
+            with no_host_sync():
+                y_lin = linear()
+                y_ck = ck_linear()
+            same_bits(y_lin, out_c, f"{name} M={m}: nvfp4.linear vs the C call")
+            same_bits(y_ck, out_c[:, :nn], f"{name} M={m}: comfy-kitchen via nvfp4 vs the C call")
+            y_fb = fallback().float()
+            rel = float((y_ck.float() - y_fb).norm() / y_fb.norm())
+            iters = 100 if m <= 128 else 20
+            row = {"linear": name, "m": m, "n": nn, "k": k}
+            for key, fn in (("c", c_call), ("nvfp4_linear", linear), ("ck_nvfp4", ck_linear),
+                            ("ck_fallback", fallback)):
+                row[key + "_us"], row[key + "_host_us"] = (round(v, 1) for v in
+                                                           _per_call_us(fn, iters))
+                if ON_GPU:
+                    row[key + "_latency_us"] = round(_median_us(fn), 1)
+            row["linear_overhead_us"] = round(row["nvfp4_linear_us"] - row["c_us"], 1)
+            row["speedup"] = round(row["ck_fallback_us"] / row["ck_nvfp4_us"], 2)
+            row["rel_diff_vs_fallback"] = rel
+            rows.append(row)
             RESULTS["timings"].append(row)
-            lines.append(f"{name:8s} M={m:5d}: comfy-kitchen via nvfp4 {ours:8.1f} us, "
-                         f"nvfp4.linear fused {fused:8.1f} us, dequantize fallback "
-                         f"{fallback:8.1f} us, speed-up x{fallback / ours:.2f} (rel diff {rel:.2e})")
         del wq, W
-        torch.cuda.empty_cache()
-    print("\n".join("    " + line for line in lines))
-    assert registry.get_capable_backend  # registry still usable
+        if ON_GPU:
+            torch.cuda.empty_cache()
+    cols = [("C call", "c"), ("nvfp4.linear", "nvfp4_linear"), ("ck via nvfp4", "ck_nvfp4"),
+            ("ck fallback", "ck_fallback")]
+    print("    us per call, back to back (host us in brackets); latency = one call on an idle "
+          "GPU" if ON_GPU else "    us per call (CPU dry run)")
+    print("    " + f"{'linear':9s}{'M':>5s}" + "".join(f"{c:>22s}" for c, _ in cols) +
+          f"{'overhead':>10s}{'speed-up':>10s}")
+    for r in rows:
+        cells = "".join(f"{r[k + '_us']:>11.1f} ({r[k + '_host_us']:>7.1f})" for _, k in cols)
+        print(f"    {r['linear']:9s}{r['m']:>5d}{cells}{r['linear_overhead_us']:>10.1f}"
+              f"{'x%.2f' % r['speedup']:>10s}")
+    if ON_GPU:
+        print("    latency: " + "; ".join(
+            f"{r['linear']} M={r['m']}: " + ", ".join(f"{k} {r[k + '_latency_us']:.1f}"
+                                                       for _, k in cols) for r in rows))
     del ck
-    return f"{len(lines)} timings"
+    return f"{len(rows)} timings"
 
 
 # ---------------------------------------------------------------------------
 def main():
     tests = [(k, v) for k, v in globals().items() if k.startswith("test_") and callable(v)]
+    only = [t for t in os.environ.get("NVFP4_TESTS", "").split(",") if t]
+    if only:
+        unknown = set(only) - {k for k, _ in tests}
+        if unknown:
+            print(f"NVFP4_TESTS: no test named {', '.join(sorted(unknown))}")
+            return 2
+        tests = [(k, v) for k, v in tests if k in only]
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     for name, fn in tests:
         t0 = time.time()
