@@ -67,6 +67,16 @@ NVFP4_DEV void ptx_tma_load_2d(void *dst, const void *tmap, uint64_t *bar, int32
         : "memory");
 }
 
+/* 3D tiled tensor copy global -> shared, completion counted on `bar`. */
+NVFP4_DEV void ptx_tma_load_3d(void *dst, const void *tmap, uint64_t *bar, int32_t x, int32_t y, int32_t z)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(ptx_smem_addr(dst)),
+        "l"(tmap), "r"(ptx_smem_addr(bar)), "r"(x), "r"(y), "r"(z)
+        : "memory");
+}
+
 /* 1D bulk copy of `bytes` (multiple of 16, 16-byte aligned ends). */
 NVFP4_DEV void ptx_bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
 {
@@ -80,6 +90,19 @@ NVFP4_DEV void ptx_bulk_load(void *dst, const void *src, uint32_t bytes, uint64_
 NVFP4_DEV void ptx_prefetch_tmap(const void *tmap)
 {
     asm volatile("prefetch.tensormap [%0];" ::"l"(tmap) : "memory");
+}
+
+/* ---- mma.sync ------------------------------------------------------------ */
+/* One m16n8k16 step, FP16 operands, FP32 accumulator d (in and out): one
+ * sm90 k16 step (docs/ORACLE.md). */
+NVFP4_DEV void ptx_mma_16816_regs(float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                   uint32_t b0, uint32_t b1)
+{
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 /* ---- programmatic dependent launch --------------------------------------- */

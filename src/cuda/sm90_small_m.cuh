@@ -79,11 +79,7 @@ NVFP4_DEV void ptx_cp_async_commit(void) { asm volatile("cp.async.commit_group;"
 
 NVFP4_DEV void ptx_mma_16816(float *d, const uint32_t *a, uint32_t b0, uint32_t b1)
 {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    ptx_mma_16816_regs(d, a[0], a[1], a[2], a[3], b0, b1);
 }
 
 /* The FP16 pairs {s, s} * 64 of the 4 block scales in one scale word (bytes =

@@ -74,25 +74,6 @@ typedef struct nvfp4_sm90_split_params {
     int chunks_per_slice; /* K slices: 64-element groups per slice */
 } nvfp4_sm90_split_params;
 
-NVFP4_DEV void ptx_tma_load_3d(void *dst, const void *tmap, uint64_t *bar, int32_t x, int32_t y, int32_t z)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(ptx_smem_addr(dst)),
-        "l"(tmap), "r"(ptx_smem_addr(bar)), "r"(x), "r"(y), "r"(z)
-        : "memory");
-}
-
-NVFP4_DEV void ptx_mma_16816_split(float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                   uint32_t b0, uint32_t b1)
-{
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 /* One (row, block) unit: the block's 8 code bytes {lo, hi} and its scale
  * byte -> the 4 register pairs of the 4 lanes t = 0..3 that hold this row:
  * pair t = {fragment k 2t,2t+1 ; k 2t+8,2t+9} = {elements 4t, 4t+2 ; 4t+1,

@@ -75,7 +75,7 @@
         _Pragma("unroll") for (int j_ = 0; j_ < SPLIT_TW; j_++) {                                  \
             const uint4 q_ = *(const uint4 *)(fr + slot[j_] + ((B) >> 2) * 2048 + woff[(B) & 3]);  \
             _Pragma("unroll") for (int u_ = 0; u_ < SPLIT_NT; u_++)                                \
-                ptx_mma_16816_split(acc[j_][u_], q_.x, q_.y, q_.z, q_.w, bf_[u_].x, bf_[u_].y);    \
+                ptx_mma_16816_regs(acc[j_][u_], q_.x, q_.y, q_.z, q_.w, bf_[u_].x, bf_[u_].y);    \
         }                                                                                          \
         const int gidx_ = 2 * c + ((B) >> 2);                                                      \
         if ((((B) & 3) == 3 || (B) == nblk - 1) &&                                                 \
