@@ -34,7 +34,7 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
 {
     /* Rules read off `nvfp4 bench` on the H200 (docs/KERNEL.md):
      *  - M <= 32: the split small-M kernel (N/16 chains over every SM; at
-     *    M = 1 / 16 it ran 0.65-0.75x the time of the earlier small-M kernel
+     *    M = 1 / 16 it ran 0.63-0.86x the time of the earlier small-M kernel
      *    and of the 64x8 .. 64x32 wgmma tiles on all four linears);
      *  - one activation tile whenever M <= 128 (activations are re-read from
      *    L2 once per weight tile, and a second tile doubles the dequant);

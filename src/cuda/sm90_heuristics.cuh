@@ -25,7 +25,6 @@ typedef struct nvfp4_sm90_variant {
     int r;  /* small-M kernel: n8 weight tiles (chains) per consumer warp; 0 with nc = 0:
              * the split small-M kernel (sm90_split.cuh) */
 } nvfp4_sm90_variant;
-#define NVFP4_SM90_SMALL_M_MAX 16
 /* Small-M kernel: weight ring depth (64-K chunks) per consumer, and the most
  * consumer warps per CTA (its launch bound), by r.  The ring holds about 9 KB
  * per warp whatever r; more chains per warp need more registers. */
