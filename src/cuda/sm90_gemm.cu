@@ -457,13 +457,15 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     const nvfp4_sm90_variant var = nvfp4_sm90_variants[plan.variant];
 
     cudaStream_t stream = (cudaStream_t)args->stream;
+    /* 512-byte scale chunks per 128-row tile, and 64-element groups per K slice */
+    const int ncb = (int)((k / 16 + 3) / 4);
+    const int chunks_per_slice = (int)(nvfp4_k_slice_elems(k, slices) / 64);
+    if (var.nc == 0 && act_ready)
+        return nvfp4_fail(NVFP4_ERR_INTERNAL,
+                          "gemm (cuda): the small-M kernels take NVFP4 activations, not FP16");
     if (var.nc == 0 && var.r == 0) { /* the split small-M kernel: NVFP4 activations by TMA */
-        if (act_ready)
-            return nvfp4_fail(NVFP4_ERR_INTERNAL,
-                              "gemm (cuda): the small-M kernel takes NVFP4 activations, not FP16");
         nvfp4_sm90_split_params sp;
         memset(&sp, 0, sizeof sp);
-        const int ncb = (int)((k / 16 + 3) / 4);
         nvfp4_status mst = split_tensor_maps(encode, a, b, m, n, k, ncb, var.bn, &sp);
         if (mst != NVFP4_OK) return mst;
         sp.a_scale2 = a->per_tensor_scale;
@@ -479,7 +481,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         sp.tmax = plan.tiles_per_cta;
         sp.raw_stages = plan.stages;
         sp.frag_stages = plan.frag_stages;
-        sp.chunks_per_slice = (int)(nvfp4_k_slice_elems(k, slices) / 64);
+        sp.chunks_per_slice = chunks_per_slice;
         const int tw = (plan.tiles_per_cta + SPLIT_MMA_WARPS - 1) / SPLIT_MMA_WARPS;
         const int mi = var.bn == 8 ? 0 : var.bn == 16 ? 1 : 2;
         sm90_split_fn kern = tw >= 1 && tw <= 4 ? sm90_split_kernels[mi][tw - 1] : NULL;
@@ -510,9 +512,6 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         if (misaligned(args->raw, 8) || misaligned(args->out, 4))
             return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
                               "gemm (cuda): raw must be 8-byte and out 4-byte aligned");
-        if (act_ready)
-            return nvfp4_fail(NVFP4_ERR_INTERNAL,
-                              "gemm (cuda): the small-M kernel takes NVFP4 activations, not FP16");
         nvfp4_sm90_small_params sp;
         memset(&sp, 0, sizeof sp);
         sp.a_codes = a->codes;
@@ -527,8 +526,8 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         sp.m = (int)m;
         sp.n = (int)n;
         sp.k = (int)k;
-        sp.ncb = (int)((k / 16 + 3) / 4);
-        sp.chunks_per_slice = (int)(nvfp4_k_slice_elems(k, slices) / 64);
+        sp.ncb = ncb;
+        sp.chunks_per_slice = chunks_per_slice;
         sp.items = (int)plan.tiles;
         sm90_small_fn kern = sm90_small_kernels[plan.variant];
         nvfp4_status sst = raise_smem(dev, &plan, (const void *)kern);
@@ -579,10 +578,10 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     p.m = (int)m;
     p.n = (int)n;
     p.k = (int)k;
-    p.ncb = (int)((k / 16 + 3) / 4);
+    p.ncb = ncb;
     p.num_at = (int)((m + var.bn - 1) / var.bn);
     p.stages = plan.stages;
-    p.chunks_per_slice = (int)(nvfp4_k_slice_elems(k, slices) / 64);
+    p.chunks_per_slice = chunks_per_slice;
     p.num_tiles = plan.tiles;
 
     cudaError_t e = act_ready ? cudaSuccess : launch_dequant_act(a, args->workspace, m, k, stream);
