@@ -4,10 +4,12 @@
  * are the library's variants, forced by index -- `nvfp4 bench --all-tiles`
  * lists them.)  Also the program ncu profiles (one launch after the check).
  *
- *   gemm_variants LINEAR M [VARIANT] [ITERS] [K_SLICES]
+ *   gemm_variants LINEAR M [VARIANT] [ITERS] [K_SLICES] [LOADERS]
  *     LINEAR   qkv | attn_out | fc1 | fc2 (the seed's shapes)
  *     VARIANT  index into nvfp4_sm90_variants, -1 = the heuristic (default)
- *     ITERS    timed launches (default 50; 0 = check only)
+ *     ITERS    timed launches (default 50; 0 = check only), back to back over
+ *              copies of the weights that together exceed the L2
+ *     LOADERS  TMA-issuing warps of the register kernel (0 = planned)
  *
  * Build: make gpu-tests (build/gpu/gemm_variants). */
 #include <cuda_runtime_api.h>
@@ -81,18 +83,12 @@ static nvfp4_cuda_operand upload(const nvfp4_tensor *t)
     return o;
 }
 
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
     static const struct { const char *name; int64_t n, k; } L[4] = {
         {"qkv", 21504, 5376}, {"attn_out", 5376, 7168}, {"fc1", 28672, 5376}, {"fc2", 5376, 14336}};
     if (argc < 3) {
-        fprintf(stderr, "usage: gemm_variants qkv|attn_out|fc1|fc2 M [VARIANT] [ITERS] [K_SLICES]\n");
+        fprintf(stderr, "usage: gemm_variants qkv|attn_out|fc1|fc2 M [VARIANT] [ITERS] [K_SLICES] [LOADERS]\n");
         return 2;
     }
     int li = -1;
@@ -101,6 +97,7 @@ int main(int argc, char **argv)
     const int64_t m = atoll(argv[2]);
     const int variant = argc > 3 ? atoi(argv[3]) : -1, iters = argc > 4 ? atoi(argv[4]) : 50;
     const int slices = argc > 5 ? atoi(argv[5]) : 1;
+    nvfp4_sm90_force_loaders(argc > 6 ? atoi(argv[6]) : 0);
     if (li < 0 || m < 1 || variant >= NVFP4_SM90_NUM_VARIANTS) {
         fprintf(stderr, "gemm_variants: bad arguments\n");
         return 2;
@@ -149,27 +146,36 @@ int main(int argc, char **argv)
                (long long)(first / n), (long long)(first % n), x, y);
         return 1;
     }
-    /* time: median of iters launches (events) */
+    /* time: back-to-back launches between two events, the weights rotated
+     * over copies that together exceed the L2 (50 MB on the H200) */
     float med = 0;
     if (iters > 0) {
-        float *ms = malloc((size_t)iters * sizeof *ms);
+        const double wbytes = (double)n * (double)k * 0.5625;
+        int ncopy = (int)(200e6 / wbytes) + 1;
+        if (ncopy > 16) ncopy = 16;
+        nvfp4_cuda_operand copies[16];
+        copies[0] = g.b;
+        for (int i = 1; i < ncopy; i++) copies[i] = upload(&b);
+        for (int i = 0; i < 3; i++) nvfp4_gemm_cuda(&g); /* warm-up */
         cudaEvent_t e0, e1;
         CUDA_OK(cudaEventCreate(&e0));
         CUDA_OK(cudaEventCreate(&e1));
+        CUDA_OK(cudaEventRecord(e0, 0));
         for (int i = 0; i < iters; i++) {
-            CUDA_OK(cudaEventRecord(e0, 0));
+            g.b = copies[i % ncopy];
             nvfp4_gemm_cuda(&g);
-            CUDA_OK(cudaEventRecord(e1, 0));
-            CUDA_OK(cudaEventSynchronize(e1));
-            CUDA_OK(cudaEventElapsedTime(&ms[i], e0, e1));
         }
-        qsort(ms, (size_t)iters, sizeof *ms, cmp_float);
-        med = ms[iters / 2] * 1000.0f;
-        free(ms);
+        CUDA_OK(cudaEventRecord(e1, 0));
+        CUDA_OK(cudaEventSynchronize(e1));
+        CUDA_OK(cudaGetLastError());
+        float ms = 0;
+        CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+        med = ms * 1000.0f / (float)iters;
     }
     const double bytes = (double)n * (double)k * 0.5625 + (double)m * (double)k * 0.5625 + (double)mn * 6;
-    printf("OK %s M=%lld variant %d k_slices %d: %lld outputs exact; %.1f us (%.0f%% of a 4.0 TB/s byte floor)\n",
-           L[li].name, (long long)m, variant, slices, (long long)(rows * n), med,
+    printf("OK %s M=%lld variant %d k_slices %d loaders %s: %lld outputs exact; %.1f us (%.0f%% of a 4.0 TB/s "
+           "byte floor)\n",
+           L[li].name, (long long)m, variant, slices, argc > 6 ? argv[6] : "planned", (long long)(rows * n), med,
            med > 0 ? 100.0 * bytes / 4.0e12 / (med * 1e-6) : 0.0);
     return 0;
 }

@@ -5,7 +5,8 @@
 # .whl/ (tools/slim_ck_wheel.py) and libjansson beside build/libnvfp4.so.
 #   sh tests/gpu/final.sh [BUILD]            every step
 #   STEPS="quantize linear check bench" sh tests/gpu/final.sh   a subset
-# Steps: quantize linear gemm check streaming explain python bench.
+# Steps: rates quantize linear gemmquick gemm check streaming explain python
+# tiles profile bench (rates, gemmquick, tiles and profile only when named).
 cd "$(dirname "$0")/../.." || exit 2
 B=${1:-build}
 LOG=${OUT:-$B/gpu-logs}
@@ -21,8 +22,10 @@ run() { # name, seconds, command...
     tail -n 2 "$LOG/$name.log"
 }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$LOG/gpu.txt" 2>&1
+run rates 120 "$B/gpu/probe_rates"
 run quantize 60 "$B/gpu/test_quantize_cuda"
 run linear 150 "$B/gpu/test_linear_cuda"
+run gemmquick 200 "$B/gpu/test_gemm_cuda" --quick
 run gemm 200 "$B/gpu/test_gemm_cuda"
 for m in 1 128 2048; do
     run check$m 90 "$B/nvfp4" check --rows $m --json "$LOG/check$m.json"
@@ -32,6 +35,9 @@ run explain 200 "$B/gpu/cublas_explain" "$LOG" ${EXPLAIN_ARGS:-}
 WHL=$(ls .whl/comfy_kitchen-*.whl 2>/dev/null | head -n 1)
 run python 150 env PYTHONPATH=python NVFP4_LIB="$B/libnvfp4.so" NVFP4_PRELOAD="$B/libjansson.so.4" NVFP4_CLI="$B/nvfp4" \
     NVFP4_CK_WHEEL="$WHL" NVFP4_QUICK=${NVFP4_QUICK:-} PYTHONUNBUFFERED=1 python3 tests/gpu/test_python_cuda.py
+# every kernel variant timed side by side (--all-tiles), and hardware counters of chosen ones
+run tiles 300 "$B/nvfp4" bench --quick --all-tiles --m ${TILES_M:-1,16,32} --json "$LOG/tiles.json"
+run profile 400 sh tests/gpu/profile.sh "$B" "$LOG/profile" "${PROFILE_CASES:-fc2:1:-1 qkv:1:-1}"
 run bench 300 "$B/nvfp4" bench --m ${BENCH_M:-1,16,128,512,2048,8192} --json "$LOG/bench.json"
 [ -f "$LOG/bench.log" ] && tail -n 30 "$LOG/bench.log"
 cat "$LOG/summary.txt"

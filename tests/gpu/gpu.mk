@@ -42,6 +42,14 @@ $(BUILD)/gpu/gemm_variants: dev/cuda/gemm_variants.c lib
 	@mkdir -p $(@D)
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a $(GPU_LIBS)
 
+# dev/cuda/probe_rates: TMA, dequantization-instruction and mma.sync rates on the H200
+all: $(BUILD)/gpu/probe_rates
+$(BUILD)/gpu/probe_rates: dev/cuda/probe_rates.cu src/cuda/ptx.cuh lib
+	@mkdir -p $(@D)
+	$(NVCC) -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall -Iinclude -Isrc/core -Isrc \
+	    -c -o $@.o $<
+	$(CC) -o $@ $@.o $(BUILD)/libnvfp4.a $(GPU_LIBS)
+
 # The cuBLAS-contract proof (issue 12): cuBLAS GemmEx, nvfp4_explain, our kernel.
 $(BUILD)/gpu/cublas_explain: tests/gpu/cublas_explain.c lib
 	@mkdir -p $(@D)

@@ -14,7 +14,7 @@ M="gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dra
 for c in $CASES; do
     L=${c%%:*}; r=${c#*:}; MM=${r%%:*}; V=${r#*:}
     f="$O/ncu-$L-m$MM-v$V.txt"
-    "$NCU" --clock-control none -k regex:'nvfp4_sm90_(gemm|small|split)' --launch-skip 1 --launch-count 1 \
+    "$NCU" --clock-control none -k regex:'nvfp4_sm90_(gemm|small|split|regm)' --launch-skip 1 --launch-count 1 \
         --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy \
         --section LaunchStats --metrics "$M" "$B/gpu/gemm_variants" "$L" "$MM" "$V" 2 >"$f" 2>&1
     echo "== $L M=$MM variant $V" >>"$O/profile-summary.txt"

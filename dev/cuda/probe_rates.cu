@@ -1,0 +1,444 @@
+/* probe_rates.cu -- the H200 rates the small-M kernel's design rests on
+ * (docs/KERNEL.md, "Rates"), measured rather than assumed:
+ *
+ *   tma      bytes per cycle per SM that TMA delivers, by box shape (rows x
+ *            row bytes, swizzle) and by the number of issuing warps: is the
+ *            cost per box, per box row, or per byte?
+ *   ops      warp instructions per cycle per SM of the dequantization's
+ *            instructions: F2FP (cvt.rn.f16x2.e4m3x2), PRMT, LOP3, HMUL2, IMAD,
+ *            and F2FP mixed with LOP3 (do they issue in parallel?);
+ *   mma      dependent-step latency and peak rate of mma.sync m16n8k16
+ *            (1, 2, 4, 8 independent chains per warp);
+ *   subnorm  whether mma.sync m16n8k16 .f32.f16 with A scaled by 2^-14
+ *            (FP16 subnormals) gives exactly 2^-14 times the unscaled chain,
+ *            bit for bit, on NVFP4-like operands (every step a set of exact
+ *            products: the condition for an FP16-subnormal dequantization).
+ *
+ *   probe_rates [tma|ops|mma|subnorm|all]
+ * Build: make gpu-tests (build/gpu/probe_rates).  Exit 1 if subnorm differs. */
+#define __NV_LEGACY_LAUNCH 1
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/ptx.cuh"
+
+extern "C" {
+#include "nvfp4.h"
+}
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
+            exit(2);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static int g_sms = 132;
+
+/* ------------------------------------------------------------------------ */
+/* TMA                                                                       */
+
+typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                              const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+#define TMA_ROWBYTES 4096 /* the global tensor: [rows][4096] bytes */
+#define TMA_MAX_RING (192 * 1024)
+
+/* Each issuing warp (lane 0) runs its own ring of `stages` boxes; box j of the
+ * CTA's sequence covers (x, y) = ((j % bpr) * bw, (j / bpr) * bh) of a
+ * disjoint part of the tensor.  clocks[blockIdx] = cycles of the whole loop. */
+__global__ void tma_kernel(const __grid_constant__ CUtensorMap tm, int bw, int bh, int boxes_per_warp,
+                           int stages, int rows, int prefetch, unsigned long long *clocks)
+{
+    extern __shared__ __align__(1024) uint8_t smem_raw[];
+    uint8_t *smem = smem_raw + ((1024u - (ptx_smem_addr(smem_raw) & 1023u)) & 1023u);
+    __shared__ uint64_t full[64];
+    const int warp = threadIdx.x / 32, nw = blockDim.x / 32;
+    const int box_bytes = bw * bh;
+    const int per_warp_stages = stages / nw;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; s++) ptx_mbar_init(&full[s], 1);
+        ptx_fence_mbar_init();
+    }
+    __syncthreads();
+    const long long t0 = clock64();
+    if (threadIdx.x % 32 == 0) {
+        if (prefetch) ptx_prefetch_tmap(&tm);
+        const int bpr = TMA_ROWBYTES / bw;
+        const long long total_boxes = (long long)rows / bh * bpr;
+        long long j = ((long long)blockIdx.x * nw + warp) * boxes_per_warp;
+        for (int i = 0; i < boxes_per_warp; i++, j++) {
+            const int s = warp * per_warp_stages + i % per_warp_stages;
+            if (i >= per_warp_stages) ptx_mbar_wait(&full[s], (uint32_t)((i / per_warp_stages - 1) & 1));
+            const long long jj = j % total_boxes;
+            ptx_mbar_arrive_expect_tx(&full[s], (uint32_t)box_bytes);
+            ptx_tma_load_2d(smem + (size_t)s * box_bytes, &tm, &full[s], (int)(jj % bpr) * bw, (int)(jj / bpr) * bh);
+        }
+        for (int i = boxes_per_warp - per_warp_stages; i < boxes_per_warp; i++) {
+            if (i < 0) continue;
+            const int s = warp * per_warp_stages + i % per_warp_stages;
+            ptx_mbar_wait(&full[s], (uint32_t)((i / per_warp_stages) & 1));
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) clocks[blockIdx.x] = (unsigned long long)(clock64() - t0);
+}
+
+static void probe_tma(void)
+{
+    void *fn = NULL;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) !=
+            cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+        fprintf(stderr, "tma: no cuTensorMapEncodeTiled\n");
+        exit(2);
+    }
+    encode_fn encode = (encode_fn)fn;
+    const int rows = 1 << 18; /* 1 GiB */
+    uint8_t *buf;
+    CK(cudaMalloc(&buf, (size_t)rows * TMA_ROWBYTES));
+    CK(cudaMemset(buf, 0x5A, (size_t)rows * TMA_ROWBYTES));
+    unsigned long long *dclk;
+    CK(cudaMalloc(&dclk, sizeof(unsigned long long) * 1024));
+    CK(cudaFuncSetAttribute(tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_MAX_RING + 1024));
+    struct {
+        int bw, bh, swz, warps, prefetch;
+    } cfg[] = {{64, 16, 64, 1, 0},   {128, 16, 128, 1, 0}, {128, 16, 128, 1, 1}, {128, 16, 128, 2, 1},
+               {128, 16, 128, 4, 1}, {128, 16, 128, 8, 1}, {128, 64, 128, 1, 1}, {128, 64, 128, 4, 1},
+               {128, 176, 128, 1, 1}, {128, 176, 128, 4, 1}, {128, 256, 128, 1, 1}, {256, 64, 0, 1, 1},
+               {128, 4, 0, 1, 1},    {128, 4, 0, 4, 1}};
+    printf("tma: box (row bytes x rows, swizzle), issuing warps -> bytes/cycle/SM, GB/s (132 CTAs, 1 GiB read twice)\n");
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        const int bw = cfg[c].bw, bh = cfg[c].bh, nw = cfg[c].warps;
+        CUtensorMap tm;
+        cuuint64_t dims[2] = {TMA_ROWBYTES, (cuuint64_t)rows};
+        cuuint64_t strides[1] = {TMA_ROWBYTES};
+        cuuint32_t box[2] = {(cuuint32_t)bw, (cuuint32_t)bh};
+        cuuint32_t estr[2] = {1, 1};
+        CUtensorMapSwizzle sw = cfg[c].swz == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+                                : cfg[c].swz == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                   : CU_TENSOR_MAP_SWIZZLE_NONE;
+        CUresult r = encode(&tm, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, buf, dims, strides, box, estr,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS) {
+            printf("  %4d x %3d sw%-3d w%d pf%d: encode failed (%d)\n", bw, bh, cfg[c].swz, nw, cfg[c].prefetch, (int)r);
+            continue;
+        }
+        const int box_bytes = bw * bh;
+        int stages = TMA_MAX_RING / box_bytes;
+        if (stages > 32) stages = 32;
+        stages = stages / nw * nw;
+        const long long total = 2LL * rows * TMA_ROWBYTES;
+        const int boxes_per_warp = (int)(total / box_bytes / (g_sms * nw));
+        cudaEvent_t e0, e1;
+        CK(cudaEventCreate(&e0));
+        CK(cudaEventCreate(&e1));
+        tma_kernel<<<g_sms, 32 * nw, TMA_MAX_RING + 1024>>>(tm, bw, bh, stages < boxes_per_warp ? stages : 1, stages,
+                                                             rows, cfg[c].prefetch, dclk); /* warm-up */
+        CK(cudaGetLastError());
+        CK(cudaEventRecord(e0));
+        tma_kernel<<<g_sms, 32 * nw, TMA_MAX_RING + 1024>>>(tm, bw, bh, boxes_per_warp, stages, rows,
+                                                             cfg[c].prefetch, dclk);
+        CK(cudaEventRecord(e1));
+        CK(cudaGetLastError());
+        CK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        unsigned long long clk[1024];
+        CK(cudaMemcpy(clk, dclk, sizeof(unsigned long long) * g_sms, cudaMemcpyDeviceToHost));
+        unsigned long long cmax = 0;
+        for (int i = 0; i < g_sms; i++) cmax = clk[i] > cmax ? clk[i] : cmax;
+        const double bytes = (double)boxes_per_warp * nw * g_sms * box_bytes;
+        printf("  %4d x %3d sw%-3d w%d pf%d: %6.2f B/clk/SM  %7.1f GB/s  (%d-deep ring, %.1f cycles per box row)\n",
+               bw, bh, cfg[c].swz, nw, cfg[c].prefetch, bytes / g_sms / (double)cmax, bytes / (ms * 1e6), stages,
+               (double)cmax / ((double)boxes_per_warp * nw * bh));
+        CK(cudaEventDestroy(e0));
+        CK(cudaEventDestroy(e1));
+    }
+    CK(cudaFree(buf));
+    CK(cudaFree(dclk));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Instruction rates                                                         */
+
+enum { OP_F2FP, OP_PRMT, OP_LOP3, OP_HMUL2, OP_IMAD, OP_F2FP_LOP3, OP_SHF, NOPS };
+static const char *op_names[NOPS] = {"F2FP cvt.rn.f16x2.e4m3x2", "PRMT", "LOP3", "HMUL2 mul.rn.f16x2",
+                                     "IMAD", "F2FP + LOP3 (1:1)", "SHF (funnel rotate)"};
+#define OPS_ITER 4096
+
+template <int OP>
+__global__ void ops_kernel(uint32_t seed, uint32_t *sink, unsigned long long *clocks)
+{
+    uint32_t x[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) x[i] = seed * (threadIdx.x + 1) + 0x01010101u * i;
+    __syncthreads();
+    const long long t0 = clock64();
+    for (int it = 0; it < OPS_ITER; it++) {
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            if (OP == OP_F2FP) {
+                x[i] = ptx_e4m3x2_to_f16x2((uint16_t)(x[i] >> 8)) ^ (uint32_t)i;
+            } else if (OP == OP_PRMT) {
+                x[i] = ptx_prmt(x[i], seed, 0x3571u + i);
+            } else if (OP == OP_LOP3) {
+                asm volatile("lop3.b32 %0, %0, %1, %2, 0x96;" : "+r"(x[i]) : "r"(seed), "r"(0x1C1C1C1Cu));
+            } else if (OP == OP_HMUL2) {
+                x[i] = ptx_hmul2(x[i], 0x3C013C01u);
+            } else if (OP == OP_IMAD) {
+                asm volatile("mad.lo.u32 %0, %0, %1, %2;" : "+r"(x[i]) : "r"(seed | 1u), "r"(0x1234u));
+            } else if (OP == OP_F2FP_LOP3) {
+                if (i & 1)
+                    asm volatile("lop3.b32 %0, %0, %1, %2, 0x96;" : "+r"(x[i]) : "r"(seed), "r"(0x1C1C1C1Cu));
+                else
+                    x[i] = ptx_e4m3x2_to_f16x2((uint16_t)(x[i] >> 8)) ^ (uint32_t)i;
+            } else {
+                asm volatile("shf.l.wrap.b32 %0, %0, %0, 3;" : "+r"(x[i]));
+            }
+        }
+    }
+    const long long t1 = clock64();
+    uint32_t acc = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) acc ^= x[i];
+    sink[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+    if (threadIdx.x == 0) clocks[blockIdx.x] = (unsigned long long)(t1 - t0);
+}
+
+template <int OP>
+static void run_op(uint32_t *sink, unsigned long long *dclk)
+{
+    const int threads = 1024; /* 8 warps per scheduler */
+    ops_kernel<OP><<<g_sms, threads>>>(12345u, sink, dclk);
+    CK(cudaGetLastError());
+    ops_kernel<OP><<<g_sms, threads>>>(54321u, sink, dclk);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    unsigned long long clk[1024];
+    CK(cudaMemcpy(clk, dclk, sizeof(unsigned long long) * g_sms, cudaMemcpyDeviceToHost));
+    unsigned long long cmax = 0;
+    for (int i = 0; i < g_sms; i++) cmax = clk[i] > cmax ? clk[i] : cmax;
+    const double warp_instr = (double)(threads / 32) * OPS_ITER * 8;
+    printf("  %-28s %6.3f warp instructions per cycle per SM (%5.1f lanes/clk)\n", op_names[OP],
+           warp_instr / (double)cmax, 32.0 * warp_instr / (double)cmax);
+}
+
+static void probe_ops(void)
+{
+    uint32_t *sink;
+    unsigned long long *dclk;
+    CK(cudaMalloc(&sink, (size_t)g_sms * 1024 * 4));
+    CK(cudaMalloc(&dclk, sizeof(unsigned long long) * 1024));
+    printf("ops: 32 warps per SM, 8 independent chains each (the loop's own branch included)\n");
+    run_op<OP_F2FP>(sink, dclk);
+    run_op<OP_PRMT>(sink, dclk);
+    run_op<OP_LOP3>(sink, dclk);
+    run_op<OP_HMUL2>(sink, dclk);
+    run_op<OP_IMAD>(sink, dclk);
+    run_op<OP_F2FP_LOP3>(sink, dclk);
+    run_op<OP_SHF>(sink, dclk);
+    CK(cudaFree(sink));
+    CK(cudaFree(dclk));
+}
+
+/* ------------------------------------------------------------------------ */
+/* mma.sync m16n8k16: latency and rate                                       */
+
+#define MMA_ITER 2048
+template <int CH>
+__global__ void mma_kernel(uint32_t seed, float *sink, unsigned long long *clocks)
+{
+    float d[CH][4];
+#pragma unroll
+    for (int c = 0; c < CH; c++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) d[c][e] = 0.0f;
+    const uint32_t a = 0x3C003C00u ^ (seed & 0x00FF00FFu), b = 0x38003800u;
+    __syncthreads();
+    const long long t0 = clock64();
+    for (int it = 0; it < MMA_ITER; it++) {
+#pragma unroll
+        for (int c = 0; c < CH; c++) ptx_mma_16816_regs(d[c], a, a ^ (uint32_t)c, a, a, b, b);
+    }
+    const long long t1 = clock64();
+    float s = 0;
+#pragma unroll
+    for (int c = 0; c < CH; c++) s += d[c][0] + d[c][1] + d[c][2] + d[c][3];
+    sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
+    if (threadIdx.x == 0) clocks[blockIdx.x] = (unsigned long long)(t1 - t0);
+}
+
+template <int CH>
+static void run_mma(int warps, float *sink, unsigned long long *dclk)
+{
+    mma_kernel<CH><<<g_sms, 32 * warps>>>(7u, sink, dclk);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    unsigned long long clk[1024];
+    CK(cudaMemcpy(clk, dclk, sizeof(unsigned long long) * g_sms, cudaMemcpyDeviceToHost));
+    unsigned long long cmax = 0;
+    for (int i = 0; i < g_sms; i++) cmax = clk[i] > cmax ? clk[i] : cmax;
+    const double per_step = (double)cmax / MMA_ITER;
+    printf("  %2d warps x %d chains: %6.1f cycles per step, %6.3f mma per cycle per SM\n", warps, CH, per_step,
+           (double)warps * CH / per_step);
+}
+
+static void probe_mma_rate(void)
+{
+    float *sink;
+    unsigned long long *dclk;
+    CK(cudaMalloc(&sink, (size_t)g_sms * 1024 * 4));
+    CK(cudaMalloc(&dclk, sizeof(unsigned long long) * 1024));
+    printf("mma: mma.sync m16n8k16 f32.f16 (dependent chains per warp)\n");
+    run_mma<1>(1, sink, dclk);
+    run_mma<2>(1, sink, dclk);
+    run_mma<4>(1, sink, dclk);
+    run_mma<8>(1, sink, dclk);
+    run_mma<1>(4, sink, dclk);
+    run_mma<2>(4, sink, dclk);
+    run_mma<4>(4, sink, dclk);
+    run_mma<2>(8, sink, dclk);
+    run_mma<4>(8, sink, dclk);
+    CK(cudaFree(sink));
+    CK(cudaFree(dclk));
+}
+
+/* ------------------------------------------------------------------------ */
+/* FP16-subnormal A operands                                                 */
+
+#define SUB_STEPS 48
+/* a[step][lane][4], b[step][lane][2] per warp; d[lane][4] per warp and version */
+__global__ void subnorm_kernel(const uint32_t *a, const uint32_t *as, const uint32_t *b, float *d, float *ds)
+{
+    const int w = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+    float acc[4] = {0, 0, 0, 0}, accs[4] = {0, 0, 0, 0};
+    for (int s = 0; s < SUB_STEPS; s++) {
+        const size_t ao = (((size_t)w * SUB_STEPS + s) * 32 + lane) * 4, bo = (((size_t)w * SUB_STEPS + s) * 32 + lane) * 2;
+        ptx_mma_16816_regs(acc, a[ao], a[ao + 1], a[ao + 2], a[ao + 3], b[bo], b[bo + 1]);
+        ptx_mma_16816_regs(accs, as[ao], as[ao + 1], as[ao + 2], as[ao + 3], b[bo], b[bo + 1]);
+    }
+    for (int e = 0; e < 4; e++) {
+        d[((size_t)w * 32 + lane) * 4 + e] = acc[e];
+        ds[((size_t)w * 32 + lane) * 4 + e] = accs[e];
+    }
+}
+
+static uint64_t sub_rng(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* An NVFP4-like operand value e2m1 * |e4m3| (signed by the code), with block
+ * scales drawn per (warp, step, lane-row) from a mix of tiny, subnormal and
+ * large E4M3 values. */
+static float sub_value(uint64_t *s, uint8_t scale)
+{
+    const uint8_t code = (uint8_t)(sub_rng(s) & 15);
+    return nvfp4_e2m1_to_f32(code) * nvfp4_e4m3_to_f32(scale);
+}
+
+static uint8_t sub_scale(uint64_t *s)
+{
+    const uint64_t r = sub_rng(s);
+    switch (r % 4) {
+    case 0: return (uint8_t)(1 + (r >> 8) % 7);          /* subnormal E4M3 */
+    case 1: return (uint8_t)(8 + (r >> 8) % 40);         /* small normals */
+    case 2: return (uint8_t)(0x40 + (r >> 8) % 0x3E);    /* large */
+    default: return (uint8_t)(1 + (r >> 8) % 0x7D);      /* anywhere */
+    }
+}
+
+static int probe_subnorm(void)
+{
+    const int warps = g_sms * 8 * 4;
+    const size_t na = (size_t)warps * SUB_STEPS * 32 * 4, nb = (size_t)warps * SUB_STEPS * 32 * 2;
+    uint32_t *ha = (uint32_t *)malloc(na * 4), *has = (uint32_t *)malloc(na * 4), *hb = (uint32_t *)malloc(nb * 4);
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < na; i++) {
+        const uint8_t sc = sub_scale(&s);
+        const float v0 = sub_value(&s, sc), v1 = sub_value(&s, sc);
+        /* 2^-14 times an exact a' = e2m1 * e4m3 is a multiple of 2^-24: exact in FP16 */
+        ha[i] = nvfp4_f16_from_f32(v0) | ((uint32_t)nvfp4_f16_from_f32(v1) << 16);
+        has[i] = nvfp4_f16_from_f32(v0 * 0x1p-14f) | ((uint32_t)nvfp4_f16_from_f32(v1 * 0x1p-14f) << 16);
+        if (nvfp4_f16_to_f32((uint16_t)(has[i] & 0xFFFF)) != v0 * 0x1p-14f ||
+            nvfp4_f16_to_f32((uint16_t)(has[i] >> 16)) != v1 * 0x1p-14f) {
+            fprintf(stderr, "subnorm: host value not exact in FP16\n");
+            exit(2);
+        }
+    }
+    for (size_t i = 0; i < nb; i++) {
+        const uint8_t sc = sub_scale(&s);
+        hb[i] = nvfp4_f16_from_f32(sub_value(&s, sc)) | ((uint32_t)nvfp4_f16_from_f32(sub_value(&s, sc)) << 16);
+    }
+    uint32_t *da, *das, *db;
+    float *dd, *dds;
+    const size_t nd = (size_t)warps * 32 * 4;
+    CK(cudaMalloc(&da, na * 4));
+    CK(cudaMalloc(&das, na * 4));
+    CK(cudaMalloc(&db, nb * 4));
+    CK(cudaMalloc(&dd, nd * 4));
+    CK(cudaMalloc(&dds, nd * 4));
+    CK(cudaMemcpy(da, ha, na * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(das, has, na * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(db, hb, nb * 4, cudaMemcpyHostToDevice));
+    subnorm_kernel<<<warps / 8, 256>>>(da, das, db, dd, dds);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    float *hd = (float *)malloc(nd * 4), *hds = (float *)malloc(nd * 4);
+    CK(cudaMemcpy(hd, dd, nd * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(hds, dds, nd * 4, cudaMemcpyDeviceToHost));
+    size_t bad = 0, nonzero = 0;
+    for (size_t i = 0; i < nd; i++) {
+        const float back = hds[i] * 0x1p14f;
+        uint32_t x, y;
+        memcpy(&x, &hd[i], 4);
+        memcpy(&y, &back, 4);
+        nonzero += hd[i] != 0.0f;
+        if (x != y) {
+            if (bad < 5)
+                fprintf(stderr, "subnorm: output %zu: unscaled %08x, scaled*2^14 %08x\n", i, (unsigned)x, (unsigned)y);
+            bad++;
+        }
+    }
+    printf("subnorm: %zu chains of %d steps (%zu outputs, %zu nonzero): %zu differ\n", nd, SUB_STEPS, nd, nonzero, bad);
+    free(ha);
+    free(has);
+    free(hb);
+    free(hd);
+    free(hds);
+    CK(cudaFree(da));
+    CK(cudaFree(das));
+    CK(cudaFree(db));
+    CK(cudaFree(dd));
+    CK(cudaFree(dds));
+    return bad == 0 && nonzero > nd / 2 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *what = argc > 1 ? argv[1] : "all";
+    CK(cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, 0));
+    int clk = 0;
+    CK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0));
+    printf("device: %d SMs, max clock %.2f GHz\n", g_sms, clk / 1e6);
+    int rc = 0;
+    const int all = strcmp(what, "all") == 0;
+    if (all || !strcmp(what, "tma")) probe_tma();
+    if (all || !strcmp(what, "ops")) probe_ops();
+    if (all || !strcmp(what, "mma")) probe_mma_rate();
+    if (all || !strcmp(what, "subnorm")) rc |= probe_subnorm();
+    return rc;
+}
