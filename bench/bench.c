@@ -316,7 +316,11 @@ typedef struct result {
 static void tile_label(char *buf, size_t len, int v)
 {
     const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
-    if (x->nc == 0)
+    if (x->kind == NVFP4_SM90_REGM && x->r == 0)
+        snprintf(buf, len, "reg%d_help", x->bn);
+    else if (x->kind == NVFP4_SM90_REGM)
+        snprintf(buf, len, "reg%d_tw%d", x->bn, x->r);
+    else if (x->kind != NVFP4_SM90_WGMMA)
         snprintf(buf, len, "mma%d_r%d", x->bn, x->r);
     else
         snprintf(buf, len, "%dx%d", 64 * x->nc, x->bn);
@@ -644,7 +648,7 @@ int nvfp4_cli_bench(int argc, char **argv)
                 printf("  %-8s M=%-5lld tiles:", L->name, (long long)m);
                 for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
                     R->us_variant[v] = -1;
-                    if (nvfp4_sm90_variants[v].nc == 0 && m > nvfp4_sm90_variants[v].bn) continue;
+                    if (NVFP4_SM90_IS_SMALL(&nvfp4_sm90_variants[v]) && m > nvfp4_sm90_variants[v].bn) continue;
                     nvfp4_sm90_force_variant(v);
                     int bad = time_median(launch_nvfp4, &qc, rq, 2, 10, &R->us_variant[v]);
                     nvfp4_sm90_force_variant(-1);

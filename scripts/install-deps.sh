@@ -11,9 +11,10 @@ done
 if ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
     need="$need libclang-rt-14-dev"
 fi
-# The Python package's tests (make test-python) need numpy, ml_dtypes and pytest.
+# The Python package's tests (make test-python) need numpy, ml_dtypes and pytest,
+# and wheel (test_install builds the package without build isolation).
 py_missing=0
-python3 -c "import numpy, ml_dtypes, pytest" >/dev/null 2>&1 || py_missing=1
+python3 -c "import numpy, ml_dtypes, pytest, wheel" >/dev/null 2>&1 || py_missing=1
 if [ "$py_missing" = 1 ] && ! python3 -m pip --version >/dev/null 2>&1; then
     need="$need python3-pip"
 fi
@@ -25,8 +26,8 @@ if [ -n "$need" ]; then
     $SUDO apt-get install -y -qq $need >/dev/null
 fi
 if [ "$py_missing" = 1 ]; then
-    echo "installing: numpy ml_dtypes pytest (pip)" >&2
+    echo "installing: numpy ml_dtypes pytest wheel (pip)" >&2
     # A distribution's own Python refuses plain pip installs (PEP 668).
-    python3 -m pip install -q numpy ml_dtypes pytest 2>/dev/null ||
-        python3 -m pip install -q --break-system-packages numpy ml_dtypes pytest
+    python3 -m pip install -q numpy ml_dtypes pytest wheel 2>/dev/null ||
+        python3 -m pip install -q --break-system-packages numpy ml_dtypes pytest wheel
 fi

@@ -77,6 +77,17 @@ NVFP4_DEV void ptx_tma_load_3d(void *dst, const void *tmap, uint64_t *bar, int32
         : "memory");
 }
 
+/* 4D tiled tensor copy global -> shared, completion counted on `bar`. */
+NVFP4_DEV void ptx_tma_load_4d(void *dst, const void *tmap, uint64_t *bar, int32_t x, int32_t y, int32_t z,
+                               int32_t w)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4, %5, %6}], [%2];" ::"r"(ptx_smem_addr(dst)),
+        "l"(tmap), "r"(ptx_smem_addr(bar)), "r"(x), "r"(y), "r"(z), "r"(w)
+        : "memory");
+}
+
 /* 1D bulk copy of `bytes` (multiple of 16, 16-byte aligned ends). */
 NVFP4_DEV void ptx_bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
 {

@@ -31,6 +31,7 @@ extern "C" {
 #include "formats/layout.h"
 #include "cuda/sm90_small_m.cuh"
 #include "cuda/sm90_split.cuh"
+#include "cuda/sm90_regm.cuh"
 
 /* ------------------------------------------------------------------------ */
 /* Kernel variants (one per nvfp4_sm90_variants entry, same order).         */
@@ -176,9 +177,66 @@ extern "C" {
 #define SPLIT_NAME nvfp4_sm90_split_mt32_tw2
 #include "cuda/sm90_split_body.cuh"
 
+/* The register small-M kernel (sm90_regm.cuh): MT activation rows x TW 8-row chains per MMA warp. */
+#define REGM_MT 8
+#define REGM_R 1
+#define REGM_NAME nvfp4_sm90_regm_mt8_tw1
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_MT 8
+#define REGM_R 2
+#define REGM_NAME nvfp4_sm90_regm_mt8_tw2
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_MT 8
+#define REGM_R 4
+#define REGM_NAME nvfp4_sm90_regm_mt8_tw4
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_MT 16
+#define REGM_R 1
+#define REGM_NAME nvfp4_sm90_regm_mt16_tw1
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_MT 16
+#define REGM_R 2
+#define REGM_NAME nvfp4_sm90_regm_mt16_tw2
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_MT 16
+#define REGM_R 4
+#define REGM_NAME nvfp4_sm90_regm_mt16_tw4
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_MT 8
+#define REGM_R 0
+#define REGM_NAME nvfp4_sm90_regm_mt8_help
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_MT 16
+#define REGM_R 0
+#define REGM_NAME nvfp4_sm90_regm_mt16_help
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_MT 32
+#define REGM_R 1
+#define REGM_NAME nvfp4_sm90_regm_mt32_tw1
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_MT 32
+#define REGM_R 2
+#define REGM_NAME nvfp4_sm90_regm_mt32_tw2
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_MT 32
+#define REGM_R 4
+#define REGM_NAME nvfp4_sm90_regm_mt32_tw4
+#include "cuda/sm90_regm_body.cuh"
+
 typedef void (*sm90_kernel_fn)(nvfp4_sm90_params);
 typedef void (*sm90_split_fn)(nvfp4_sm90_split_params);
 typedef void (*sm90_small_fn)(nvfp4_sm90_small_params);
+typedef void (*sm90_regm_fn)(nvfp4_sm90_regm_params);
 /* Indexed like nvfp4_sm90_variants: wgmma kernels, then the small-M ones. */
 static const sm90_kernel_fn sm90_kernels[NVFP4_SM90_NUM_VARIANTS] = {
     nvfp4_sm90_gemm_bn8_nc1,  nvfp4_sm90_gemm_bn16_nc1,  nvfp4_sm90_gemm_bn32_nc1,
@@ -196,6 +254,12 @@ static const sm90_split_fn sm90_split_kernels[3][4] = {
     {nvfp4_sm90_split_mt16_tw1, nvfp4_sm90_split_mt16_tw2, nvfp4_sm90_split_mt16_tw3,
      nvfp4_sm90_split_mt16_tw4},
     {nvfp4_sm90_split_mt32_tw1, nvfp4_sm90_split_mt32_tw2, NULL, NULL},
+};
+/* [MT 8, 16, 32][r 1, 2, 4, 0 (helped; MT 8 and 16 only)] */
+static const sm90_regm_fn sm90_regm_kernels[3][4] = {
+    {nvfp4_sm90_regm_mt8_tw1, nvfp4_sm90_regm_mt8_tw2, nvfp4_sm90_regm_mt8_tw4, nvfp4_sm90_regm_mt8_help},
+    {nvfp4_sm90_regm_mt16_tw1, nvfp4_sm90_regm_mt16_tw2, nvfp4_sm90_regm_mt16_tw4, nvfp4_sm90_regm_mt16_help},
+    {nvfp4_sm90_regm_mt32_tw1, nvfp4_sm90_regm_mt32_tw2, nvfp4_sm90_regm_mt32_tw4, NULL},
 };
 
 /* ------------------------------------------------------------------------ */
@@ -262,6 +326,7 @@ typedef struct sm90_device_info {
     size_t smem_per_sm;
     size_t smem_set[NVFP4_SM90_NUM_VARIANTS];
     size_t split_smem_set[3][4]; /* the split kernels, [MT][TW - 1] */
+    size_t regm_smem_set[3][4];  /* the register kernels, [MT][r 1, 2, 4, 0] */
 } sm90_device_info;
 
 #define SM90_MAX_DEVICES 16
@@ -387,6 +452,44 @@ static nvfp4_status split_tensor_maps(encode_tiled_fn encode, const nvfp4_cuda_o
                      "activation");
 }
 
+/* The register kernel's weight scales: the 128x4-tiled layout as {256
+ * bytes, 2 halves, ncb chunks, 128-row groups}; one box {256, 2, 4, SGMAX}
+ * holds the 4 chunks of a 256-element chunk of K for every group a CTA spans. */
+static nvfp4_status regm_scale_map(encode_tiled_fn encode, CUtensorMap *map, const nvfp4_cuda_operand *op,
+                                   int64_t rows, int ncb, int tmax)
+{
+    cuuint64_t dims[4] = {256, 2, (cuuint64_t)ncb, (cuuint64_t)((rows + 127) / 128)};
+    cuuint64_t strides[3] = {256, 512, (cuuint64_t)ncb * 512};
+    cuuint32_t box[4] = {256, 2, 4, (cuuint32_t)REGM_SGMAX(tmax)};
+    cuuint32_t estr[4] = {1, 1, 1, 1};
+    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)op->scales, dims, strides, box, estr,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): weight scale tensor map failed (CUresult %d)", (int)r);
+    return NVFP4_OK;
+}
+
+/* Launch one of the small-M kernels (one parameter struct) on the stream;
+ * after_producer: as the programmatic dependent of the kernel before it. */
+static cudaError_t launch_small(const void *kern, int grid, int threads, size_t smem, cudaStream_t stream,
+                                int after_producer, void *params)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)grid);
+    cfg.blockDim = dim3((unsigned)threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = after_producer ? 1 : 0;
+    void *kargs[1] = {params};
+    cudaError_t e = cudaLaunchKernelExC(&cfg, kern, kargs);
+    return e == cudaSuccess ? cudaGetLastError() : e;
+}
+
 /* act_ready: the caller (the fused linear's A producer) has already written
  * the exact FP16 activations into args->workspace; skip the pre-pass.
  * after_producer: the previous kernel on the stream is the fused linear's
@@ -460,10 +563,53 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     /* 512-byte scale chunks per 128-row tile, and 64-element groups per K slice */
     const int ncb = (int)((k / 16 + 3) / 4);
     const int chunks_per_slice = (int)(nvfp4_k_slice_elems(k, slices) / 64);
-    if (var.nc == 0 && act_ready)
+    if (NVFP4_SM90_IS_SMALL(&var) && act_ready)
         return nvfp4_fail(NVFP4_ERR_INTERNAL,
                           "gemm (cuda): the small-M kernels take NVFP4 activations, not FP16");
-    if (var.nc == 0 && var.r == 0) { /* the split small-M kernel: NVFP4 activations by TMA */
+    if (var.kind == NVFP4_SM90_REGM) { /* the register small-M kernel: NVFP4 weights and activations by TMA */
+        nvfp4_sm90_regm_params rp;
+        memset(&rp, 0, sizeof rp);
+        CUtensorMap unused;
+        nvfp4_status mst = split_map(encode, &rp.tm_b_codes, &unused, b, n, k, ncb, 8 * plan.tiles_per_cta, 1,
+                                     "weight");
+        if (mst == NVFP4_OK) mst = regm_scale_map(encode, &rp.tm_b_scales, b, n, ncb, plan.tiles_per_cta);
+        if (mst == NVFP4_OK)
+            mst = split_map(encode, &rp.tm_a_codes, &rp.tm_a_scales, a, m, k, ncb, var.bn, SPLIT_AH(var.bn),
+                            "activation");
+        if (mst != NVFP4_OK) return mst;
+        rp.a_scale2 = a->per_tensor_scale;
+        rp.b_scale2 = b->per_tensor_scale;
+        rp.bias = args->bias;
+        rp.raw = args->raw;
+        rp.out = args->out;
+        rp.m = (int)m;
+        rp.n = (int)n;
+        rp.k = (int)k;
+        rp.ncb = ncb;
+        rp.tiles = (int)plan.tiles;
+        rp.tmax = plan.tiles_per_cta;
+        rp.stages = plan.stages;
+        rp.mma_warps = plan.mma_warps;
+        rp.loaders = plan.loaders;
+        /* the epilogue stores pairs (raw 8 bytes, out 4) where the pointers allow */
+        rp.pair_stores = !misaligned(args->raw, 8) && !misaligned(args->out, 4);
+        rp.chunks_per_slice = chunks_per_slice;
+        const int mi = var.bn == 8 ? 0 : var.bn == 16 ? 1 : 2;
+        const int tw = var.r, ti = tw == 1 ? 0 : tw == 2 ? 1 : tw == 4 ? 2 : tw == 0 ? 3 : -1;
+        sm90_regm_fn kern = ti >= 0 ? sm90_regm_kernels[mi][ti] : NULL;
+        const int threads = 32 * (plan.loaders + REGM_AW(var.bn) + (REGM_HELP(tw) ? 2 : 1) * plan.mma_warps);
+        if (!kern || threads > REGM_THREADS_MAX(var.bn, tw))
+            return nvfp4_fail(NVFP4_ERR_INTERNAL, "gemm (cuda): no register kernel for MT=%d, %d tiles per CTA",
+                              var.bn, plan.tiles_per_cta);
+        nvfp4_status sst = raise_smem_to(&dev->regm_smem_set[mi][ti], plan.smem, (const void *)kern);
+        if (sst != NVFP4_OK) return sst;
+        cudaError_t e = launch_small((const void *)kern, plan.grid, threads, plan.smem, stream, after_producer, &rp);
+        if (e != cudaSuccess)
+            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): register small-M kernel launch (mt=%d, tw=%d): %s",
+                              var.bn, tw, cudaGetErrorString(e));
+        return NVFP4_OK;
+    }
+    if (var.kind == NVFP4_SM90_SPLIT) { /* the split small-M kernel: NVFP4 activations by TMA */
         nvfp4_sm90_split_params sp;
         memset(&sp, 0, sizeof sp);
         nvfp4_status mst = split_tensor_maps(encode, a, b, m, n, k, ncb, var.bn, &sp);
@@ -490,25 +636,14 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
                               var.bn, plan.tiles_per_cta);
         nvfp4_status sst = raise_smem_to(&dev->split_smem_set[mi][tw - 1], plan.smem, (const void *)kern);
         if (sst != NVFP4_OK) return sst;
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3((unsigned)plan.grid);
-        cfg.blockDim = dim3((unsigned)SPLIT_THREADS_OF(var.bn, tw));
-        cfg.dynamicSmemBytes = plan.smem;
-        cfg.stream = stream;
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = after_producer ? 1 : 0;
-        void *kargs[1] = {&sp};
-        cudaError_t e = cudaLaunchKernelExC(&cfg, (const void *)kern, kargs);
-        if (e == cudaSuccess) e = cudaGetLastError();
+        cudaError_t e = launch_small((const void *)kern, plan.grid, SPLIT_THREADS_OF(var.bn, tw), plan.smem,
+                                     stream, after_producer, &sp);
         if (e != cudaSuccess)
             return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): split small-M kernel launch (mt=%d): %s",
                               var.bn, cudaGetErrorString(e));
         return NVFP4_OK;
     }
-    if (var.nc == 0) { /* the small-M kernel: reads the NVFP4 activations itself */
+    if (var.kind == NVFP4_SM90_SMALLM) { /* the small-M kernel: reads the NVFP4 activations itself */
         if (misaligned(args->raw, 8) || misaligned(args->out, 4))
             return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
                               "gemm (cuda): raw must be 8-byte and out 4-byte aligned");
@@ -608,7 +743,7 @@ extern "C" int nvfp4_sm90_gemm_takes_nvfp4_act(int64_t m, int64_t n, int64_t k, 
     if (nvfp4_sm90_plan_gemm(m, n, k, k_slices, dev->num_sms, dev->smem_optin, dev->smem_per_sm,
                              sm90_forced_variant, &plan) != 0)
         return 0;
-    return nvfp4_sm90_variants[plan.variant].nc == 0;
+    return NVFP4_SM90_IS_SMALL(&nvfp4_sm90_variants[plan.variant]);
 }
 
 extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)

@@ -85,7 +85,7 @@
             _Pragma("unroll") for (int kb = 0; kb < 4; kb++)                                       \
                 _Pragma("unroll") for (int j = 0; j < 4; j++) ptx_fence_reg_u32(NXT[kb][j]);        \
             if (prev_last) {                                                                       \
-                ptx_fence_proxy_async();                                                           \
+                /* the stage was only read (LDS, wgmma): no proxy fence */                 \
                 __syncwarp();                                                                      \
                 if (lane == 0) ptx_mbar_arrive(&empty[prev_slot]);                                 \
             }                                                                                      \
@@ -105,8 +105,11 @@
 extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
     SM90_NAME(const __grid_constant__ nvfp4_sm90_params p)
 {
-    extern __shared__ uint8_t smem_dyn[];
-    uint8_t *const smem = (uint8_t *)(((uintptr_t)smem_dyn + 1023) & ~(uintptr_t)1023);
+    extern __shared__ __align__(1024) uint8_t smem_dyn[];
+    /* 1024-byte alignment by an offset from the shared array: through an
+     * integer round trip the pointer became generic and every code load a
+     * 64-bit LD instead of LDS (seen in the SASS) */
+    uint8_t *const smem = smem_dyn + ((1024u - (ptx_smem_addr(smem_dyn) & 1023u)) & 1023u);
     const int stages = p.stages;
     uint64_t *full = (uint64_t *)(smem + (size_t)stages * SM90_STAGE_BYTES);
     uint64_t *empty = full + stages;
@@ -212,7 +215,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                         ptx_fence_reg_u32(fb[kb][j]);
                     }
                 if (prev_last) {
-                    ptx_fence_proxy_async();
+                    /* (reads only: no proxy fence) */
                     __syncwarp();
                     if (lane == 0) ptx_mbar_arrive(&empty[prev_slot]);
                 }
@@ -236,7 +239,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                 for (int kb = 0; kb < 2; kb++)
 #pragma unroll
                     for (int j = 0; j < 4; j++) ptx_fence_reg_u32(fa[kb][j]);
-                ptx_fence_proxy_async();
+                /* (reads only: no proxy fence) */
                 __syncwarp();
                 if (lane == 0) ptx_mbar_arrive(&empty[s]);
                 SM90_NEXT_CHUNK();

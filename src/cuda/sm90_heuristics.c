@@ -6,11 +6,19 @@
 
 #include <string.h>
 
+#define W NVFP4_SM90_WGMMA
+#define S NVFP4_SM90_SMALLM
+#define R NVFP4_SM90_REGM
 const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS] = {
-    {8, 1, 0},  {16, 1, 0}, {32, 1, 0}, {64, 1, 0}, {64, 2, 0}, {128, 1, 0}, {128, 2, 0},
-    {256, 2, 0}, {8, 0, 1},  {8, 0, 2},  {8, 0, 4},  {16, 0, 1}, {16, 0, 2},  {16, 0, 4},
-    {8, 0, 0},   {16, 0, 0}, {32, 0, 0},
+    {W, 8, 1, 0},  {W, 16, 1, 0}, {W, 32, 1, 0}, {W, 64, 1, 0}, {W, 64, 2, 0}, {W, 128, 1, 0},
+    {W, 128, 2, 0}, {W, 256, 2, 0}, {S, 8, 0, 1},  {S, 8, 0, 2},  {S, 8, 0, 4},  {S, 16, 0, 1},
+    {S, 16, 0, 2}, {S, 16, 0, 4}, {NVFP4_SM90_SPLIT, 8, 0, 0}, {NVFP4_SM90_SPLIT, 16, 0, 0},
+    {NVFP4_SM90_SPLIT, 32, 0, 0}, {R, 8, 0, 1}, {R, 8, 0, 2}, {R, 8, 0, 4}, {R, 16, 0, 1}, {R, 16, 0, 2},
+    {R, 16, 0, 4}, {R, 32, 0, 1}, {R, 32, 0, 2}, {R, 32, 0, 4}, {R, 8, 0, 0}, {R, 16, 0, 0},
 };
+#undef W
+#undef S
+#undef R
 
 #define SM90_STAGE_ALIGN 1024
 #define SM90_BK 64 /* K elements per stage: 4 NVFP4 blocks, one 512-byte scale chunk */
@@ -29,29 +37,36 @@ int nvfp4_sm90_ctas_per_sm(int bn, int nc) { return NVFP4_SM90_CTAS(bn, nc); }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* Testing hook (nvfp4_sm90_force_loaders): loader warps of the register kernel, 0 = planned. */
+static int sm90_regm_loaders = 0;
+void nvfp4_sm90_force_loaders(int lw) { sm90_regm_loaders = lw; }
+
 int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_sms, size_t smem_optin,
                          size_t smem_per_sm, int force_variant, nvfp4_sm90_plan *out)
 {
     /* Rules read off `nvfp4 bench` on the H200 (docs/KERNEL.md):
-     *  - M <= 32: the split small-M kernel (N/16 chains over every SM; at
-     *    M = 1 / 16 it ran 0.63-0.86x the time of the earlier small-M kernel
-     *    and of the 64x8 .. 64x32 wgmma tiles on all four linears);
+     *  - M <= 32: the register small-M kernel (N/8 chains over every SM,
+     *    dequantized in the MMA warps' registers; docs/KERNEL.md);
      *  - one activation tile whenever M <= 128 (activations are re-read from
      *    L2 once per weight tile, and a second tile doubles the dequant);
      *  - 32 < M <= 128: two consumers sharing the activation tile when there
      *    are at least as many 128-row weight tiles as SMs, else one;
      *  - M > 128: 128 x 256 tiles (compute bound: the largest wgmma). */
-    int want_bn, want_nc, want_r = 0;
+    int want_kind, want_bn, want_nc, want_r = 0;
     (void)k; /* the rules do not depend on K (all four linears agree) */
     if (num_sms < 1) num_sms = 1;
-    if (m <= 32) { /* the split kernel, smallest MT >= M */
+    if (m <= 32) { /* the register kernel, smallest MT >= M, fewest chains per warp that fit one wave */
+        const int64_t per = ceil_div(n / 8 > 0 ? n / 8 : 1, num_sms);
+        want_kind = NVFP4_SM90_REGM;
         want_bn = m <= 8 ? 8 : m <= 16 ? 16 : 32;
         want_nc = 0;
-        want_r = 0;
+        want_r = per <= REGM_TMAX(1) ? 1 : per <= REGM_TMAX(2) ? 2 : 4;
     } else if (m <= 128) {
+        want_kind = NVFP4_SM90_WGMMA;
         want_bn = m <= 64 ? 64 : 128;
         want_nc = ceil_div(n, 128) >= num_sms ? 2 : 1;
     } else {
+        want_kind = NVFP4_SM90_WGMMA;
         want_bn = 256;
         want_nc = 2;
     }
@@ -63,18 +78,23 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
     for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
         const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
         if (force_variant >= 0 ? v == force_variant
-                               : x->bn == want_bn && x->nc == want_nc && x->r == want_r)
+                               : x->kind == want_kind && x->bn == want_bn && x->nc == want_nc && x->r == want_r)
             best_v = v;
     }
     if (best_v < 0) return -1;
     memset(out, 0, sizeof *out);
-    int bn = nvfp4_sm90_variants[best_v].bn, nc = nvfp4_sm90_variants[best_v].nc;
-    if (k_slices > 1 && nc > 0 && bn > 64) return -1;
-    if (nc == 0 && nvfp4_sm90_variants[best_v].r == 0) { /* split kernel: 16-row tiles per CTA */
-        if (m > bn) return -1;
-        const int64_t tiles = n / 16;
+    const nvfp4_sm90_variant *var = &nvfp4_sm90_variants[best_v];
+    int bn = var->bn, nc = var->nc;
+    if (k_slices > 1 && var->kind == NVFP4_SM90_WGMMA && bn > 64) return -1;
+    if (NVFP4_SM90_IS_SMALL(var) && m > bn) return -1;
+    if (var->kind == NVFP4_SM90_SPLIT || var->kind == NVFP4_SM90_REGM) {
+        /* weight tiles (split: 16 rows; register kernel: 8-row chains),
+         * balanced over at most one CTA per SM (more CTAs only where a CTA
+         * would take more than its maximum) */
+        const int regm = var->kind == NVFP4_SM90_REGM;
+        const int64_t tiles = n / (regm ? 8 : 16);
         if (tiles < 1) return -1;
-        const int64_t tmax = SPLIT_TMAX(bn);
+        const int64_t tmax = regm ? REGM_TMAX(var->r) : SPLIT_TMAX(bn);
         int64_t per = ceil_div(tiles, num_sms);
         int64_t grid = tiles < num_sms ? tiles : num_sms;
         if (per > tmax) {
@@ -83,6 +103,24 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
         }
         per = ceil_div(tiles, grid);
         if (grid > INT32_MAX) return -1;
+        out->variant = best_v;
+        out->tiles_per_cta = (int)per;
+        out->tiles = tiles;
+        out->grid = (int)grid;
+        if (regm) {
+            const size_t stage = REGM_STAGE_BYTES((size_t)bn, (size_t)per, var->r);
+            const size_t fixed = REGM_SMEM((size_t)bn, (size_t)per, var->r, 0);
+            if (fixed + 2 * stage > smem_optin) return -1;
+            size_t nst = (smem_optin - fixed) / stage;
+            if (nst > REGM_MAX_STAGES) nst = REGM_MAX_STAGES;
+            out->stages = (int)nst;
+            out->mma_warps = (int)ceil_div(per, REGM_TW_OF(var->r));
+            /* One TMA-issuing thread is enough here: two and four measured
+             * the same (docs/KERNEL.md); the hook tries others. */
+            out->loaders = sm90_regm_loaders >= 1 && sm90_regm_loaders <= REGM_LWMAX ? sm90_regm_loaders : 1;
+            out->smem = REGM_SMEM((size_t)bn, (size_t)per, var->r, nst);
+            return 0;
+        }
         /* the deepest fragment ring (4, 3, then 2) that leaves at least 4 raw stages (2 for the last) */
         int nfrag = 4;
         size_t fixed = SPLIT_SMEM((size_t)bn, (size_t)per, 0, (size_t)nfrag);
@@ -93,18 +131,13 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
         if (fixed + 2 * SPLIT_RAW_BYTES(bn, per) > smem_optin) return -1;
         size_t nraw = (smem_optin - fixed) / SPLIT_RAW_BYTES(bn, per);
         if (nraw > SPLIT_MAX_RAW) nraw = SPLIT_MAX_RAW;
-        out->variant = best_v;
         out->stages = (int)nraw;
         out->frag_stages = nfrag;
-        out->tiles_per_cta = (int)per;
-        out->tiles = tiles;
-        out->grid = (int)grid;
         out->smem = SPLIT_SMEM((size_t)bn, (size_t)per, nraw, (size_t)nfrag);
         return 0;
     }
-    if (nc == 0) { /* small-M kernel: one item of 8r weight rows per consumer warp */
-        const int r = nvfp4_sm90_variants[best_v].r;
-        if (m > bn) return -1;
+    if (var->kind == NVFP4_SM90_SMALLM) { /* one item of 8r weight rows per consumer warp */
+        const int r = var->r;
         int64_t items = ceil_div(n, 8 * (int64_t)r);
         int64_t w = ceil_div(items, num_sms);
         if (w > NVFP4_SM90_SMALL_WMAX(r)) w = NVFP4_SM90_SMALL_WMAX(r);

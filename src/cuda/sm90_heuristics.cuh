@@ -15,16 +15,25 @@
 extern "C" {
 #endif
 
-/* The compiled kernel variants: activation tile rows (wgmma N) and
- * consumer warpgroups (64 weight rows each).  Order matches the kernel
- * table in sm90_gemm.cu. */
-#define NVFP4_SM90_NUM_VARIANTS 17
+/* The compiled kernel variants.  Order matches the kernel tables in
+ * sm90_gemm.cu.  Kinds:
+ *   WGMMA  the persistent wgmma kernel (sm90_gemm_body.cuh): bn activation
+ *          rows (wgmma N) x 64 nc weight rows per tile;
+ *   SMALLM the first small-M mma.sync kernel (sm90_small_m.cuh): r n8 weight
+ *          tiles per consumer warp, M <= bn;
+ *   SPLIT  dequantizing warps feed MMA-only warps (sm90_split.cuh), M <= bn;
+ *   REGM   MMA warps dequantize their own 8-row weight chains in
+ *          registers (sm90_regm.cuh): r chains per MMA warp, M <= bn. */
+#define NVFP4_SM90_NUM_VARIANTS 28
+enum { NVFP4_SM90_WGMMA = 0, NVFP4_SM90_SMALLM = 1, NVFP4_SM90_SPLIT = 2, NVFP4_SM90_REGM = 3 };
 typedef struct nvfp4_sm90_variant {
-    int bn; /* activation rows per tile: 8..256 (small-M kernel: 8 or 16, and M <= bn) */
-    int nc; /* consumer warpgroups: 1 or 2; 0 = a small-M mma.sync kernel */
-    int r;  /* small-M kernel: n8 weight tiles (chains) per consumer warp; 0 with nc = 0:
-             * the split small-M kernel (sm90_split.cuh) */
+    int kind; /* NVFP4_SM90_WGMMA .. NVFP4_SM90_REGM */
+    int bn;   /* activation rows per tile: 8..256 (mma.sync kinds: MT = 8, 16 or 32, and M <= bn) */
+    int nc;   /* WGMMA: consumer warpgroups (1 or 2); 0 for the mma.sync kinds */
+    int r;    /* SMALLM: n8 chains per consumer warp; REGM: 8-row chains per MMA warp (0: one, with a helper warp) */
 } nvfp4_sm90_variant;
+/* Whether a variant is one of the mma.sync kernels that take M <= bn only. */
+#define NVFP4_SM90_IS_SMALL(v) ((v)->kind != NVFP4_SM90_WGMMA)
 /* Small-M kernel: weight ring depth (64-K chunks) per consumer, and the most
  * consumer warps per CTA (its launch bound), by r.  The ring holds about 9 KB
  * per warp whatever r; more chains per warp need more registers. */
@@ -34,7 +43,7 @@ typedef struct nvfp4_sm90_variant {
  * barriers, the A-fragment and staging rings (8 chunks each), the weight rings. */
 #define NVFP4_SM90_SMALL_SMEM(mt, r, w) \
     (256 + 8 * 2048 + 8 * (mt) * 48 + (w) * NVFP4_SM90_SMALL_WS(r) * (r) * 384)
-/* The split small-M kernel (sm90_split.cuh; variants with nc = 0 and r = 0):
+/* The split small-M kernel (sm90_split.cuh; kind NVFP4_SM90_SPLIT):
  * ring depths and shared memory.  Raw stage (256 K-elements): codes
  * [tmax][16][128] | act codes [MT][128] | scales [tmax][4][256] | act scales
  * [4][AH][256].
@@ -50,6 +59,31 @@ typedef struct nvfp4_sm90_variant {
 #define SPLIT_FRAG_BYTES(mt, tmax) ((size_t)(tmax) * 4096 + (size_t)((mt) / 8) * 2048)
 #define SPLIT_SMEM(mt, tmax, nraw, nfrag) \
     (1024 + SPLIT_BAR_BYTES + (nraw) * SPLIT_RAW_BYTES(mt, tmax) + (nfrag) * SPLIT_FRAG_BYTES(mt, tmax))
+/* The register small-M kernel (sm90_regm.cuh; kind NVFP4_SM90_REGM): 8-row
+ * weight chains, r per MMA warp; one ring of stages, each (256
+ * K-elements): codes [8 tmax][128] | act codes [MT][128] | weight scales
+ * [SGMAX groups][4 chunks][512] | act scales [4][AH][256] | act A fragments
+ * [16 blocks][m16 tiles][32 lanes][16] | (help variants) the helpers' B
+ * fragments [tmax chains][8 blocks][32 lanes][8]. */
+#define REGM_MAX_STAGES 16
+#define REGM_BAR_BYTES 1024
+/* r = 0: one chain per MMA warp plus a helper warp per chain that
+ * dequantizes the odd block pairs into shared memory (the "help" variants,
+ * for shapes with few chains per SM). */
+#define REGM_HELP(r) ((r) == 0)
+#define REGM_TW_OF(r) ((r) == 0 ? 1 : (r))
+#define REGM_TMAX(r) ((r) == 0 ? 8 : (r) == 1 ? 16 : (r) == 2 ? 24 : 32) /* chains per CTA (<= 256 box rows) */
+#define REGM_AW(mt) ((mt) == 8 ? 2 : (mt) / 8) /* activation warps: per n8 token tile, two for MT = 8 */
+#define REGM_LWMAX 2                           /* loader warps at most */
+#define REGM_SGMAX(tmax) (((tmax) * 8 + 127) / 128 + 1) /* 128-row scale groups a CTA spans */
+#define REGM_STAGE_BYTES(mt, tmax, r)                                                              \
+    (((size_t)(tmax) * 1024 + (size_t)(mt) * 128 + (size_t)REGM_SGMAX(tmax) * 2048 +              \
+      (size_t)SPLIT_AH(mt) * 1024 + (size_t)((mt) <= 16 ? 1 : 2) * 8192 +                          \
+      (REGM_HELP(r) ? (size_t)(tmax) * 2048 : 0) + 1023) / 1024 * 1024)
+#define REGM_SMEM(mt, tmax, r, stages) (1024 + REGM_BAR_BYTES + (size_t)(stages) * REGM_STAGE_BYTES(mt, tmax, r))
+/* MMA warps at most (helpers as many again), and the block size the kernel is built for */
+#define REGM_WMAX(r) ((REGM_TMAX(r) + REGM_TW_OF(r) - 1) / REGM_TW_OF(r))
+#define REGM_THREADS_MAX(mt, r) (32 * (REGM_LWMAX + REGM_AW(mt) + (REGM_HELP(r) ? 2 : 1) * REGM_WMAX(r)))
 
 extern const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS];
 
@@ -73,7 +107,9 @@ typedef struct nvfp4_sm90_plan {
     int64_t tiles; /* weight tiles x activation tiles */
     size_t smem;   /* dynamic shared memory bytes */
     int frag_stages;   /* split kernel: fragment ring depth (stages = raw ring depth) */
-    int tiles_per_cta; /* split kernel: 16-row weight tiles per CTA at most */
+    int tiles_per_cta; /* split kernel: 16-row weight tiles per CTA at most; register kernel: 8-row chains */
+    int mma_warps;     /* register kernel: MMA warps per CTA */
+    int loaders;       /* register kernel: TMA-issuing warps per CTA */
 } nvfp4_sm90_plan;
 
 /* Pick a variant, depth and grid for M x N x K (k_slices K slices, <= 1:
@@ -90,6 +126,11 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
  * (0..NVFP4_SM90_NUM_VARIANTS-1), or the heuristic again for v < 0.
  * Not thread-safe; for tests and benchmarks. */
 void nvfp4_sm90_force_variant(int v);
+
+/* Testing hook (sm90_heuristics.c): loader warps of the register small-M
+ * kernel (1..REGM_LWMAX), or the planned number again for lw <= 0.  Not
+ * thread-safe; for dev/cuda/gemm_variants. */
+void nvfp4_sm90_force_loaders(int lw);
 
 #ifdef __cplusplus
 }

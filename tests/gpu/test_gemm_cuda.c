@@ -375,7 +375,7 @@ static void test_variants_small(int quick)
             TEST(name) {
                 nvfp4_sm90_force_variant(v);
                 nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
-                if (nvfp4_sm90_variants[v].nc == 0 && m > nvfp4_sm90_variants[v].bn) {
+                if (NVFP4_SM90_IS_SMALL(&nvfp4_sm90_variants[v]) && m > nvfp4_sm90_variants[v].bn) {
                     CHECKF(st == NVFP4_ERR_UNSUPPORTED, "small-M kernel at M=%lld: got %d", (long long)m, st);
                     continue;
                 }
@@ -459,7 +459,7 @@ static void test_k_slices(void)
             g_k_slices = slices[j];
             for (int v = -1; v < NVFP4_SM90_NUM_VARIANTS; v++) {
                 const nvfp4_sm90_variant *x = v >= 0 ? &nvfp4_sm90_variants[v] : NULL;
-                if (x && (x->nc == 0 ? m > x->bn : x->bn > 64)) continue;
+                if (x && (NVFP4_SM90_IS_SMALL(x) ? m > x->bn : x->bn > 64)) continue;
                 static char name[128];
                 snprintf(name, sizeof name, "k_slices=%d variant %d (bn=%d nc=%d r=%d), M=%lld N=%lld K=%lld",
                          slices[j], v, x ? x->bn : 0, x ? x->nc : 0, x ? x->r : 0, (long long)m,

@@ -25,22 +25,34 @@ static void check_plan(const char *what, int64_t m, int64_t n, int slices, const
     CHECKF(p->variant >= 0 && p->variant < NVFP4_SM90_NUM_VARIANTS, "%s: variant %d", what, p->variant);
     CHECKF(p->smem <= OPTIN, "%s: %zu bytes of shared memory", what, p->smem);
     CHECKF(p->grid >= 1, "%s: grid %d", what, p->grid);
-    if (v->nc == 0 && v->r == 0) { /* split kernel: 16-row tiles, balanced over the CTAs */
-        const int64_t tiles = n / 16;
-        CHECKF(m <= v->bn, "%s: split kernel with MT=%d for M=%lld", what, v->bn, (long long)m);
+    if (v->kind == NVFP4_SM90_SPLIT || v->kind == NVFP4_SM90_REGM) { /* 16-row tiles, balanced over the CTAs */
+        const int64_t tmax = v->kind == NVFP4_SM90_SPLIT ? SPLIT_TMAX(v->bn) : REGM_TMAX(v->r);
+        const int64_t tiles = n / (v->kind == NVFP4_SM90_REGM ? 8 : 16);
+        CHECKF(m <= v->bn, "%s: kind %d with MT=%d for M=%lld", what, v->kind, v->bn, (long long)m);
         CHECKF(p->tiles == tiles && p->grid <= tiles && cdiv(tiles, p->grid) == p->tiles_per_cta,
                "%s: %d CTAs, %d tiles each, for %lld tiles", what, p->grid, p->tiles_per_cta,
                (long long)tiles);
-        CHECKF(p->tiles_per_cta >= 1 && p->tiles_per_cta <= SPLIT_TMAX(v->bn), "%s: %d tiles per CTA",
-               what, p->tiles_per_cta);
-        CHECKF(p->grid <= SMS || p->tiles_per_cta == SPLIT_TMAX(v->bn), "%s: %d CTAs", what, p->grid);
+        CHECKF(p->tiles_per_cta >= 1 && p->tiles_per_cta <= tmax, "%s: %d tiles per CTA", what,
+               p->tiles_per_cta);
+        CHECKF(p->grid <= SMS || p->tiles_per_cta == tmax, "%s: %d CTAs", what, p->grid);
+        if (v->kind == NVFP4_SM90_REGM) {
+            CHECKF(p->stages >= 2 && p->stages <= REGM_MAX_STAGES, "%s: %d stages", what, p->stages);
+            CHECKF(p->mma_warps == cdiv(p->tiles_per_cta, REGM_TW_OF(v->r)) && p->loaders >= 1 &&
+                       p->loaders <= REGM_LWMAX &&
+                       32 * (p->loaders + REGM_AW(v->bn) + (REGM_HELP(v->r) ? 2 : 1) * p->mma_warps) <=
+                           REGM_THREADS_MAX(v->bn, v->r),
+                   "%s: %d MMA warps for %d tiles", what, p->mma_warps, p->tiles_per_cta);
+            CHECKF(p->smem == REGM_SMEM((size_t)v->bn, (size_t)p->tiles_per_cta, v->r, (size_t)p->stages),
+                   "%s: smem formula", what);
+            return;
+        }
         CHECKF(p->stages >= 2 && p->stages <= SPLIT_MAX_RAW && p->frag_stages >= 2 &&
                    p->frag_stages <= SPLIT_MAX_FRAG,
                "%s: %d raw, %d fragment stages", what, p->stages, p->frag_stages);
         CHECKF(p->smem == SPLIT_SMEM((size_t)v->bn, (size_t)p->tiles_per_cta, (size_t)p->stages,
                                      (size_t)p->frag_stages),
                "%s: smem formula", what);
-    } else if (v->nc == 0) {
+    } else if (v->kind == NVFP4_SM90_SMALLM) {
         const int64_t items = cdiv(n, 8 * (int64_t)v->r);
         CHECKF(m <= v->bn, "%s: small-M kernel with MT=%d for M=%lld", what, v->bn, (long long)m);
         CHECKF(p->tiles == items && (int64_t)p->grid * p->stages >= items &&
@@ -92,7 +104,7 @@ int main(void)
                     const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
                     nvfp4_sm90_plan p;
                     int rc = nvfp4_sm90_plan_gemm(ms[mi], 5376, 7168, slices, SMS, OPTIN, PER_SM, v, &p);
-                    const int refuse = x->nc == 0 ? ms[mi] > x->bn : slices > 1 && x->bn > 64;
+                    const int refuse = NVFP4_SM90_IS_SMALL(x) ? ms[mi] > x->bn : slices > 1 && x->bn > 64;
                     char what[96];
                     snprintf(what, sizeof what, "variant %d M=%lld S=%d", v, (long long)ms[mi], slices);
                     CHECKF(refuse ? rc == -1 : rc == 0 && p.variant == v, "%s: rc %d", what, rc);
@@ -101,8 +113,8 @@ int main(void)
     }
     TEST("the choices read off the H200 bench") {
         static const struct { int lin; int64_t m; int bn, nc, r; } want[] = {
-            {0, 1, 8, 0, 0},  {0, 16, 16, 0, 0}, {1, 1, 8, 0, 0},  {1, 16, 16, 0, 0},
-            {2, 1, 8, 0, 0},  {2, 16, 16, 0, 0}, {3, 1, 8, 0, 0},  {3, 32, 32, 0, 0},
+            {0, 1, 8, 0, 2},  {0, 16, 16, 0, 2}, {1, 1, 8, 0, 1},  {1, 16, 16, 0, 1},
+            {2, 1, 8, 0, 4},  {2, 16, 16, 0, 4}, {3, 1, 8, 0, 1},  {3, 32, 32, 0, 1},
             {0, 128, 128, 2, 0}, {1, 128, 128, 1, 0}, {3, 2048, 256, 2, 0},
         };
         for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -114,10 +126,10 @@ int main(void)
                    "%s M=%lld: got bn=%d nc=%d r=%d", LIN[want[i].lin].name, (long long)want[i].m,
                    x ? x->bn : -1, x ? x->nc : -1, x ? x->r : -1);
         }
-        /* one wave: fc1 at M = 1 (1792 tiles) on 132 CTAs of at most 14 tiles (SPLIT_TMAX) */
+        /* one wave: fc1 at M = 1 (3584 8-row chains) on 132 CTAs of 28, four per MMA warp */
         nvfp4_sm90_plan p;
         CHECK(nvfp4_sm90_plan_gemm(1, 28672, 5376, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.grid == SMS &&
-              p.tiles_per_cta == 14);
+              p.tiles_per_cta == 28 && nvfp4_sm90_variants[p.variant].kind == NVFP4_SM90_REGM);
     }
     return test_summary("sm90_plan");
 }

@@ -1,0 +1,89 @@
+/* sm90_regm.cuh -- the register small-M kernel (M <= 32): shared parts.  The
+ * body (sm90_regm_body.cuh) is included once per variant by sm90_gemm.cu.
+ *
+ * Why: the split kernel (sm90_split.cuh) moved the dequantization out of the
+ * MMA warps and paid for it with a shared-memory round trip of FP16
+ * fragments (QKV and FC1 were bound by that bandwidth) and a hand-off per
+ * 8-step stage (FC2 and attn-out were bound by its latency).  Here each MMA
+ * warp dequantizes its own weight rows in registers, straight from the 4-bit
+ * codes TMA brought, and runs the chain; only the activations -- shared by
+ * every tile of the CTA -- go through shared memory as FP16 fragments.
+ *
+ *  - the loaders (warps 0 .. loaders-1, chunks round-robin; one issuing
+ *    thread pays ~700 cycles per TMA box, dev/cuda/probe_rates): per
+ *    256-element chunk of K, one box of codes for all of the CTA's weight
+ *    rows (16 * tiles rows x 128 bytes, 128-byte swizzle), one 4-D box of
+ *    the whole 512-byte tiled scale chunks of the 128-row groups the CTA
+ *    spans, and the activations' codes and scales, into a ring of stages;
+ *  - the activation dequantizers (one warp per n8 token tile): each
+ *    chunk's activation blocks -> exact FP16 m16n8k16 B fragments (in the
+ *    lane order the MMA warps load them), in the same stage;
+ *  - the MMA warps: warp w owns 16-row weight tiles (REGM_TW of them) for
+ *    the whole K: per block it loads 4 code bytes per lane, builds the A
+ *    fragment in registers (cvt e4m3x2 -> f16x2, times the block scale),
+ *    loads the activation B fragments and issues mma.sync m16n8k16.
+ *
+ * NOTES (hardware and contract constraints):
+ *  - mma.sync m16n8k16 .f32.f16.f16.f32 is one sm90 k16 step (docs/ORACLE.md):
+ *    one call per NVFP4 block, accumulator from +0, k increasing.
+ *  - The step adds its 16 products as a set, so the order of k inside a block
+ *    is free when A and B use the same one: fragment k 2t, 2t+1, 2t+8, 2t+9 of
+ *    lane (g, t) holds elements 4t, 4t+2, 4t+1, 4t+3 (the split kernel's pi):
+ *    a lane's four values are the code bytes 2t and 2t+1 of the block, one
+ *    16-bit half of one 32-bit shared-memory word.
+ *  - TMA 128-byte swizzle: 16-byte chunk c of box row r sits at c ^ (r & 7)
+ *    (boxes 1024-byte aligned): the 32-bit code loads of rows g = 0..7 fall in
+ *    8 different 16-byte bank groups (conflict-free).
+ *  - K % 32 == 0 (16-byte code rows for TMA); N % 16 == 0; a K tail shorter
+ *    than the chunk is zero-filled by TMA and its steps are not issued. */
+#ifndef NVFP4_CUDA_SM90_REGM_CUH
+#define NVFP4_CUDA_SM90_REGM_CUH
+
+#include <cuda.h>
+
+#include "cuda/ptx.cuh"
+#include "cuda/sm90_heuristics.cuh"
+#include "cuda/sm90_internal.cuh"
+
+#define REGM_KC 256 /* K elements per stage (16 blocks, 128 code bytes per row) */
+
+typedef struct nvfp4_sm90_regm_params {
+    CUtensorMap tm_b_codes;  /* weights [N][K/2] bytes, box {128, 8 * tmax}, 128-byte swizzle */
+    CUtensorMap tm_b_scales; /* weight scales as {256, 2, ncb, 128-row groups}, box {256, 2, 4, SGMAX} */
+    CUtensorMap tm_a_codes;  /* activations [M][K/2], box {128, MT}, 128-byte swizzle */
+    CUtensorMap tm_a_scales; /* activation scales as {256, 2, chunks}, box {256, AH, 4} */
+    const float *a_scale2;
+    const float *b_scale2;
+    const float *bias;
+    float *raw;
+    uint16_t *out;
+    int m, n, k;
+    int ncb;              /* 512-byte scale chunks per 128-row tile = roundup(K/16,4)/4 */
+    int tiles;            /* 8-row weight chains = N / 8 */
+    int tmax;             /* chains per CTA at most (the stage layout) */
+    int stages;           /* ring depth */
+    int mma_warps;        /* MMA warps per CTA = ceil(tmax / TW) */
+    int loaders;          /* TMA-issuing warps per CTA (1..REGM_LWMAX) */
+    int pair_stores;      /* raw is 8-byte and out 4-byte aligned: the epilogue stores pairs */
+    int chunks_per_slice; /* K slices: 64-element groups per slice */
+} nvfp4_sm90_regm_params;
+
+/* Two code bytes per row of rows g and g+8 (x = {g: byte 2t, 2t+1; g+8: byte
+ * 2t, 2t+1}) -> their E4M3 bytes s.0e1e0.m00 = e2m1 * 2^-6 (subnormals
+ * included): *ev the high nibbles (elements 4t, 4t+2), *od the low nibbles
+ * (elements 4t+1, 4t+3), each {row g pair in the low half, row g+8 pair in the
+ * high half}.  cvt.rn.f16x2.e4m3x2 converts a pair exactly. */
+NVFP4_DEV void regm_e4m3_bytes(uint32_t x, uint32_t *ev, uint32_t *od)
+{
+    *ev = (x & 0x80808080u) | ((x >> 2) & 0x1C1C1C1Cu);
+    *od = ((x << 4) & 0x80808080u) | ((x << 2) & 0x1C1C1C1Cu);
+}
+
+/* The FP16 pairs {s_lo * 64, s_hi * 64} of two block-scale bytes (signs
+ * cleared: the contract uses |e4m3|), from the 16-bit value lo | hi << 8. */
+NVFP4_DEV uint32_t regm_scale_pair(uint32_t two_bytes)
+{
+    return ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(two_bytes & 0x7F7Fu)), 0x54005400u);
+}
+
+#endif

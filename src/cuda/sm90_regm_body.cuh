@@ -1,0 +1,534 @@
+/* sm90_regm_body.cuh -- the register small-M kernel, included once per
+ * variant by sm90_gemm.cu with these macros defined (design: sm90_regm.cuh):
+ *   REGM_MT    activation rows per CTA: 8, 16 or 32 (M <= MT)
+ *   REGM_R     8-row weight chains per MMA warp (1, 2 or 4), or 0: one,
+ *              and a helper warp per chain that dequantizes the odd block
+ *              pairs of each chunk into shared memory (few chains per SM)
+ *   REGM_NAME  the kernel's name */
+
+#define REGM_TW REGM_TW_OF(REGM_R)
+#define REGM_HELPED REGM_HELP(REGM_R)
+#define REGM_NT (REGM_MT / 8)                /* n8 token tiles (activation warps) */
+#define REGM_NM (REGM_MT <= 16 ? 1 : 2)      /* m16 token tiles of the mma */
+#define REGM_AWN REGM_AW(REGM_MT)
+#define REGM_APS (REGM_AWN / REGM_NT) /* activation warps per n8 tile: block-pair stride */
+#define REGM_THREADS REGM_THREADS_MAX(REGM_MT, REGM_R)
+
+/* The activation A fragment {a0, a1, a2, a3} of block B, m16 token tile Q,
+ * of the chunk in stage `st` (one 16-byte load straight into the mma's
+ * register quad; with MT = 8, a1 and a3 -- token rows 8..15 -- are zeros
+ * written once). */
+#define REGM_AFRAG(B, Q, A)                                                                        \
+    {                                                                                              \
+        const uint4 v_ = *(const uint4 *)(st + act_ld + ((B) * REGM_NM + (Q)) * 512);              \
+        A[0] = v_.x;                                                                               \
+        A[1] = v_.y;                                                                               \
+        A[2] = v_.z;                                                                               \
+        A[3] = v_.w;                                                                               \
+    }
+
+/* Blocks 2 BP and 2 BP + 1 (the 16-byte code chunk BP of each row) of every
+ * chain of this MMA warp: per chain, one 32-bit code word per block (the
+ * lane's bytes 2t, 2t+1 in half t & 1) -> both blocks' B fragments in
+ * registers (cvt e4m3x2 -> f16x2, times the block scale); at BP even, the
+ * chain's four block scales (one word) as FP16 pairs.  Then the mma of both
+ * blocks; with FOLD, at the end of a 64-element group, the fold of a
+ * finished K slice. */
+#define REGM_PAIR(BP, FOLD)                                                                        \
+    {                                                                                              \
+        uint32_t a_[2][REGM_NM][4];                                                                \
+        _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++) {                                   \
+            REGM_AFRAG(2 * (BP), q_, a_[0][q_]);                                                   \
+            REGM_AFRAG(2 * (BP) + 1, q_, a_[1][q_]);                                               \
+        }                                                                                          \
+        _Pragma("unroll") for (int j_ = 0; j_ < REGM_TW; j_++) {                                   \
+            if (((BP) & 1) == 0) {                                                                 \
+                const uint32_t sw_ = *(const uint32_t *)(st + soff[j_] + ((BP) >> 1) * 512);       \
+                sf[j_][0] = regm_scale_pair(sw_);       /* {s0, s1} * 64 */                        \
+                sf[j_][1] = regm_scale_pair(sw_ >> 16); /* {s2, s3} * 64 */                        \
+            }                                                                                      \
+            const uint32_t sp_ = sf[j_][(BP) & 1];                                                 \
+            const uint32_t sc0_ = ptx_prmt(sp_, 0, 0x1010u), sc1_ = ptx_prmt(sp_, 0, 0x3232u);     \
+            const int cw_ = crow[j_] + (((BP) << 4) ^ gx);                                         \
+            const uint32_t x_ = ptx_prmt(*(const uint32_t *)(st + cw_), *(const uint32_t *)(st + cw_ + 8), xsel); \
+            uint32_t ev_, od_;                                                                     \
+            regm_e4m3_bytes(x_, &ev_, &od_);                                                       \
+            const uint32_t b00_ = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev_ & 0xFFFFu)), sc0_); \
+            const uint32_t b01_ = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od_ & 0xFFFFu)), sc0_); \
+            const uint32_t b10_ = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev_ >> 16)), sc1_);     \
+            const uint32_t b11_ = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od_ >> 16)), sc1_);     \
+            _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++) ptx_mma_16816_regs(              \
+                acc[j_][q_], a_[0][q_][0], a_[0][q_][1], a_[0][q_][2], a_[0][q_][3], b00_, b01_);  \
+            _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++) ptx_mma_16816_regs(              \
+                acc[j_][q_], a_[1][q_][0], a_[1][q_][1], a_[1][q_][2], a_[1][q_][3], b10_, b11_);  \
+        }                                                                                          \
+        const int gidx_ = 4 * c + ((BP) >> 1);                                                     \
+        if ((FOLD) && (((BP) & 1) == 1 || 2 * (BP) + 2 == nblk) &&                                 \
+            (gidx_ + 1 == slice_end || gidx_ + 1 == ngroups64)) {                                  \
+            _Pragma("unroll") for (int j_ = 0; j_ < REGM_TW; j_++)                                 \
+                _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++)                             \
+                    _Pragma("unroll") for (int e_ = 0; e_ < 4; e_++) {                             \
+                tot[j_][q_][e_] = first_slice ? acc[j_][q_][e_] : __fadd_rn(tot[j_][q_][e_], acc[j_][q_][e_]); \
+                acc[j_][q_][e_] = 0.0f;                                                            \
+            }                                                                                      \
+            first_slice = 0;                                                                       \
+            slice_end += p.chunks_per_slice;                                                       \
+        }                                                                                          \
+    }
+
+/* The hot path (16 blocks, no fold) as a software pipeline over block
+ * pairs: the shared-memory loads of pair BP + 2 and the dequantization of
+ * pair BP + 1 are issued before the mma of pair BP, so one MMA warp per
+ * scheduler keeps its dependent chain fed (docs/KERNEL.md: the unpipelined
+ * order left each block ~60 cycles of fixed-latency waits).  Registers
+ * rotate by pair: wq[BP % 3] code words, sq[BP % 3] scale words, aq[BP % 3]
+ * A fragments, bq[BP % 2] B fragments. */
+#define REGM_LD(BP)                                                                                \
+    {                                                                                              \
+        _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++) {                                   \
+            REGM_AFRAG(2 * (BP), q_, aq[(BP) % 3][0][q_]);                                         \
+            REGM_AFRAG(2 * (BP) + 1, q_, aq[(BP) % 3][1][q_]);                                     \
+        }                                                                                          \
+        _Pragma("unroll") for (int j_ = 0; j_ < REGM_TW; j_++) {                                   \
+            const int cw_ = crow[j_] + (((BP) << 4) ^ gx);                                         \
+            wq[(BP) % 3][j_][0] = *(const uint32_t *)(st + cw_);                                   \
+            wq[(BP) % 3][j_][1] = *(const uint32_t *)(st + cw_ + 8);                               \
+            if (((BP) & 1) == 0) sq[(BP) % 3][j_] = *(const uint32_t *)(st + soff[j_] + ((BP) >> 1) * 512); \
+        }                                                                                          \
+    }
+#define REGM_DQ(BP)                                                                                \
+    {                                                                                              \
+        _Pragma("unroll") for (int j_ = 0; j_ < REGM_TW; j_++) {                                   \
+            if (((BP) & 1) == 0) {                                                                 \
+                sf[j_][0] = regm_scale_pair(sq[(BP) % 3][j_]);                                     \
+                sf[j_][1] = regm_scale_pair(sq[(BP) % 3][j_] >> 16);                               \
+            }                                                                                      \
+            const uint32_t sp_ = sf[j_][(BP) & 1];                                                 \
+            const uint32_t sc0_ = ptx_prmt(sp_, 0, 0x1010u), sc1_ = ptx_prmt(sp_, 0, 0x3232u);     \
+            const uint32_t x_ = ptx_prmt(wq[(BP) % 3][j_][0], wq[(BP) % 3][j_][1], xsel);          \
+            uint32_t ev_, od_;                                                                     \
+            regm_e4m3_bytes(x_, &ev_, &od_);                                                       \
+            bq[(BP) & 1][j_][0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev_ & 0xFFFFu)), sc0_); \
+            bq[(BP) & 1][j_][1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od_ & 0xFFFFu)), sc0_); \
+            bq[(BP) & 1][j_][2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev_ >> 16)), sc1_);     \
+            bq[(BP) & 1][j_][3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od_ >> 16)), sc1_);     \
+        }                                                                                          \
+    }
+#define REGM_MM(BP)                                                                                \
+    {                                                                                              \
+        _Pragma("unroll") for (int j_ = 0; j_ < REGM_TW; j_++)                                     \
+            _Pragma("unroll") for (int h_ = 0; h_ < 2; h_++)                                       \
+                _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++) ptx_mma_16816_regs(          \
+                    acc[j_][q_], aq[(BP) % 3][h_][q_][0], aq[(BP) % 3][h_][q_][1],                 \
+                    aq[(BP) % 3][h_][q_][2], aq[(BP) % 3][h_][q_][3], bq[(BP) & 1][j_][2 * h_],    \
+                    bq[(BP) & 1][j_][2 * h_ + 1]);                                                 \
+    }
+#define REGM_HOT()                                                                                 \
+    {                                                                                              \
+        uint32_t wq[3][REGM_TW][2], sq[3][REGM_TW], aq[3][2][REGM_NM][4], bq[2][REGM_TW][4];      \
+        REGM_LD(0);                                                                                \
+        REGM_LD(1);                                                                                \
+        REGM_DQ(0);                                                                                \
+        REGM_LD(2);                                                                                \
+        REGM_DQ(1);                                                                                \
+        REGM_MM(0);                                                                                \
+        REGM_LD(3);                                                                                \
+        REGM_DQ(2);                                                                                \
+        REGM_MM(1);                                                                                \
+        REGM_LD(4);                                                                                \
+        REGM_DQ(3);                                                                                \
+        REGM_MM(2);                                                                                \
+        REGM_LD(5);                                                                                \
+        REGM_DQ(4);                                                                                \
+        REGM_MM(3);                                                                                \
+        REGM_LD(6);                                                                                \
+        REGM_DQ(5);                                                                                \
+        REGM_MM(4);                                                                                \
+        REGM_LD(7);                                                                                \
+        REGM_DQ(6);                                                                                \
+        REGM_MM(5);                                                                                \
+        REGM_DQ(7);                                                                                \
+        REGM_MM(6);                                                                                \
+        REGM_MM(7);                                                                                \
+    }
+
+/* The helped hot path (REGM_R = 0): the owner dequantizes the even block
+ * pairs itself (as above) and loads the odd pairs' B fragments that its
+ * helper wrote to the stage (hfrag[chain][block 2 (BP/2) + h][lane]). */
+#define REGM_HLD(BP)                                                                               \
+    {                                                                                              \
+        _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++) {                                   \
+            REGM_AFRAG(2 * (BP), q_, ah[0][q_]);                                                   \
+            REGM_AFRAG(2 * (BP) + 1, q_, ah[1][q_]);                                               \
+        }                                                                                          \
+        const uint2 h0_ = *(const uint2 *)(st + hfrag_ld + (2 * ((BP) >> 1)) * 256);               \
+        const uint2 h1_ = *(const uint2 *)(st + hfrag_ld + (2 * ((BP) >> 1) + 1) * 256);           \
+        bh[0] = h0_.x;                                                                             \
+        bh[1] = h0_.y;                                                                             \
+        bh[2] = h1_.x;                                                                             \
+        bh[3] = h1_.y;                                                                             \
+    }
+#define REGM_MMH()                                                                                 \
+    {                                                                                              \
+        _Pragma("unroll") for (int h_ = 0; h_ < 2; h_++)                                           \
+            _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++) ptx_mma_16816_regs(              \
+                acc[0][q_], ah[h_][q_][0], ah[h_][q_][1], ah[h_][q_][2], ah[h_][q_][3], bh[2 * h_], \
+                bh[2 * h_ + 1]);                                                                   \
+    }
+#define REGM_HOT_HELPED()                                                                          \
+    {                                                                                              \
+        uint32_t wq[3][REGM_TW][2], sq[3][REGM_TW], aq[3][2][REGM_NM][4], bq[2][REGM_TW][4];      \
+        uint32_t ah[2][REGM_NM][4], bh[4];                                                         \
+        REGM_LD(0);                                                                                \
+        REGM_LD(2);                                                                                \
+        REGM_DQ(0);                                                                                \
+        REGM_MM(0);                                                                                \
+        ptx_mbar_wait(&hfull[s], ph); /* the helper's pairs of this chunk */                      \
+        REGM_HLD(1);                                                                               \
+        REGM_MMH();                                                                                \
+        REGM_LD(4);                                                                                \
+        REGM_DQ(2);                                                                                \
+        REGM_MM(2);                                                                                \
+        REGM_HLD(3);                                                                               \
+        REGM_MMH();                                                                                \
+        REGM_LD(6);                                                                                \
+        REGM_DQ(4);                                                                                \
+        REGM_MM(4);                                                                                \
+        REGM_HLD(5);                                                                               \
+        REGM_MMH();                                                                                \
+        REGM_DQ(6);                                                                                \
+        REGM_MM(6);                                                                                \
+        REGM_HLD(7);                                                                               \
+        REGM_MMH();                                                                                \
+    }
+
+/* The activation fragments of blocks 2 BP, 2 BP + 1 of n8 tile u (token
+ * rows 8u .. 8u + 7; lane (g, t) does row 8u + g) of the chunk in stage
+ * `st`, from the row's two code words W0, W1 and the 4-block scale word SW:
+ * the values {elements 4t, 4t+2} and {4t+1, 4t+3} -- the a0 and a2 (even u)
+ * or a1 and a3 (odd u) of m16 tile u / 2. */
+#define REGM_ACT_LD(BP, W0, W1)                                                                    \
+    {                                                                                              \
+        const int cw_ = act_row + (((BP) << 4) ^ gx);                                              \
+        W0 = *(const uint32_t *)(st + cw_);                                                        \
+        W1 = *(const uint32_t *)(st + cw_ + 8);                                                    \
+    }
+#define REGM_ACT_UNIT(BP, W0, W1, SW)                                                              \
+    {                                                                                              \
+        const uint32_t x_ = ptx_prmt(W0, W1, xsel);                                                \
+        uint32_t ev_, od_;                                                                         \
+        regm_e4m3_bytes(x_, &ev_, &od_);                                                           \
+        const uint32_t sp_ = regm_scale_pair(((BP) & 1) ? (SW) >> 16 : (SW));                     \
+        const uint32_t s0_ = ptx_prmt(sp_, 0, 0x1010u), s1_ = ptx_prmt(sp_, 0, 0x3232u);           \
+        uint32_t *dst_ = (uint32_t *)(st + act_dst + 2 * (BP) * REGM_NM * 512);                    \
+        dst_[0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev_ & 0xFFFFu)), s0_);                  \
+        dst_[2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od_ & 0xFFFFu)), s0_);                  \
+        dst_[REGM_NM * 128] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev_ >> 16)), s1_);          \
+        dst_[REGM_NM * 128 + 2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od_ >> 16)), s1_);      \
+    }
+#define REGM_ACT_SW(BP) (*(const uint32_t *)(st + act_sc + ((BP) >> 1) * 256 * SPLIT_AH(REGM_MT)))
+
+extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
+    REGM_NAME(const __grid_constant__ nvfp4_sm90_regm_params p)
+{
+    extern __shared__ __align__(1024) uint8_t smem_regm_raw[];
+    /* 1024-byte alignment for the swizzled boxes, by an offset from the shared
+     * array (no integer round trip, so loads and stores stay LDS / STS) */
+    uint8_t *smem = smem_regm_raw + ((1024u - (ptx_smem_addr(smem_regm_raw) & 1023u)) & 1023u);
+    uint64_t *full = (uint64_t *)smem;             /* the stage's TMA boxes landed */
+    uint64_t *act_full = full + REGM_MAX_STAGES;   /* its activation fragments are written */
+    uint64_t *empty = act_full + REGM_MAX_STAGES;  /* every reader is done with it */
+    uint64_t *hfull = empty + REGM_MAX_STAGES;     /* (helped) the helpers' fragments are written */
+    uint8_t *ring = smem + REGM_BAR_BYTES;
+    const size_t stage_bytes = REGM_STAGE_BYTES(REGM_MT, p.tmax, REGM_R);
+    /* offsets inside a stage (sm90_heuristics.cuh) */
+    const int act_codes_off = p.tmax * 1024;
+    const int wsc_off = act_codes_off + REGM_MT * 128;
+    const int asc_off = wsc_off + REGM_SGMAX(p.tmax) * 2048;
+    const int frag_off = asc_off + SPLIT_AH(REGM_MT) * 1024;
+    const int hfrag_off = frag_off + REGM_NM * 8192; /* (helped) [chain][8 blocks][32 lanes][8] */
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    /* this CTA's 8-row chains: [tile0, tile0 + tcount), balanced over the grid */
+    const int tile0 = (int)((int64_t)blockIdx.x * p.tiles / gridDim.x);
+    const int tcount = (int)((int64_t)(blockIdx.x + 1) * p.tiles / gridDim.x) - tile0;
+    const int group0 = tile0 * 8 / 128; /* the first 128-row scale group */
+    const int nblocks = p.k / 16;
+    const int nch = (p.k + REGM_KC - 1) / REGM_KC;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < p.stages; s++) {
+            ptx_mbar_init(&full[s], 1);
+            ptx_mbar_init(&act_full[s], 32 * REGM_AWN);
+            ptx_mbar_init(&empty[s], (REGM_HELPED ? 2 : 1) * p.mma_warps + REGM_AWN);
+            if (REGM_HELPED) ptx_mbar_init(&hfull[s], 32 * p.mma_warps);
+        }
+        ptx_fence_mbar_init();
+    }
+    __syncthreads();
+
+    if (warp < p.loaders) {
+        /* ---------------- loaders: warp w issues chunks w, w + loaders, ... ---------------- */
+        if (lane != 0) return;
+        ptx_prefetch_tmap(&p.tm_b_codes);
+        ptx_prefetch_tmap(&p.tm_b_scales);
+        ptx_prefetch_tmap(&p.tm_a_codes);
+        ptx_prefetch_tmap(&p.tm_a_scales);
+        const uint32_t bytes = (uint32_t)p.tmax * 1024u + (uint32_t)REGM_SGMAX(p.tmax) * 2048u +
+                               (uint32_t)REGM_MT * 128u + 1024u * SPLIT_AH(REGM_MT);
+        /* Weights first: the first ring's worth does not depend on the
+         * previous kernel (the fused linear's quantizer, our programmatic
+         * prerequisite), so it streams while that kernel finishes. */
+        const int pro = nch < p.stages ? nch : p.stages;
+        for (int c = warp; c < pro; c += p.loaders) {
+            uint8_t *st = ring + (size_t)c * stage_bytes;
+            ptx_mbar_arrive_expect_tx(&full[c], bytes);
+            ptx_tma_load_2d(st, &p.tm_b_codes, &full[c], c * 128, tile0 * 8);
+            ptx_tma_load_4d(st + wsc_off, &p.tm_b_scales, &full[c], 0, 0, 4 * c, group0);
+        }
+        ptx_griddep_wait();
+        for (int c = warp; c < pro; c += p.loaders) {
+            uint8_t *st = ring + (size_t)c * stage_bytes;
+            ptx_tma_load_2d(st + act_codes_off, &p.tm_a_codes, &full[c], c * 128, 0);
+            ptx_tma_load_3d(st + asc_off, &p.tm_a_scales, &full[c], 0, 0, 4 * c);
+        }
+        for (int c = pro + ((warp - pro) % p.loaders + p.loaders) % p.loaders; c < nch; c += p.loaders) {
+            const int s = c % p.stages;
+            ptx_mbar_wait(&empty[s], (uint32_t)((c / p.stages - 1) & 1)); /* the stage's last use is read */
+            uint8_t *st = ring + (size_t)s * stage_bytes;
+            ptx_mbar_arrive_expect_tx(&full[s], bytes);
+            ptx_tma_load_2d(st, &p.tm_b_codes, &full[s], c * 128, tile0 * 8);
+            ptx_tma_load_4d(st + wsc_off, &p.tm_b_scales, &full[s], 0, 0, 4 * c, group0);
+            ptx_tma_load_2d(st + act_codes_off, &p.tm_a_codes, &full[s], c * 128, 0);
+            ptx_tma_load_3d(st + asc_off, &p.tm_a_scales, &full[s], 0, 0, 4 * c);
+        }
+        return;
+    }
+
+    const int g = lane >> 2, t = lane & 3;
+    const int gx = g << 4; /* the 128-byte swizzle of box rows g mod 8 */
+    /* prmt selector: the 16-bit half t & 1 of two words -> {lo, hi} */
+    const uint32_t xsel = (t & 1) ? 0x7632u : 0x5410u;
+
+    if (warp < p.loaders + REGM_AWN) {
+        /* ---------------- activation dequantizers ---------------- */
+        /* warp aw: n8 tile u = aw % NT, block pairs aw / NT, + REGM_APS, ... */
+        const int aw = warp - p.loaders, u = aw % REGM_NT, bp0 = aw / REGM_NT, r = 8 * u + g;
+        /* the row's code words (block pair 0, before the swizzle) and scale
+         * words (chunk 0) in a stage; its fragments' slot in block 0 */
+        const int act_row = act_codes_off + r * 128 + (t >> 1) * 4;
+        const int act_sc = asc_off + (r / 16) * 256 + (r % 16) * 16;
+        const int act_dst = frag_off + ((u >> 1) * 32 + lane) * 16 + (u & 1) * 4;
+        if (REGM_MT == 8 && aw == 0) /* token rows 8..15 of every fragment: zero, once */
+            for (int z = 0; z < p.stages * 16; z++) {
+                uint32_t *q = (uint32_t *)(ring + (size_t)(z / 16) * stage_bytes + frag_off + (z % 16) * 512 + lane * 16);
+                q[1] = 0;
+                q[3] = 0;
+            }
+        int s = 0;
+        uint32_t ph = 0;
+        for (int c = 0; c < nch; c++) {
+            ptx_mbar_wait(&full[s], ph);
+            uint8_t *st = ring + (size_t)s * stage_bytes;
+            const int nbp = (nblocks - 16 * c < 16 ? nblocks - 16 * c : 16) / 2; /* block pairs */
+            if (nbp == 8) { /* every load first, so the units overlap */
+                uint32_t w_[8 / REGM_APS][2], sw_[8 / REGM_APS];
+#pragma unroll
+                for (int i = 0; i < 8 / REGM_APS; i++) {
+                    const int bp = bp0 + REGM_APS * i;
+                    REGM_ACT_LD(bp, w_[i][0], w_[i][1]);
+                    sw_[i] = REGM_ACT_SW(bp);
+                }
+#pragma unroll
+                for (int i = 0; i < 8 / REGM_APS; i++) REGM_ACT_UNIT(bp0 + REGM_APS * i, w_[i][0], w_[i][1], sw_[i]);
+            } else {
+#pragma unroll
+                for (int i = 0; i < 8 / REGM_APS; i++) {
+                    const int bp = bp0 + REGM_APS * i;
+                    if (bp < nbp) {
+                        uint32_t w0, w1;
+                        REGM_ACT_LD(bp, w0, w1);
+                        REGM_ACT_UNIT(bp, w0, w1, REGM_ACT_SW(bp));
+                    }
+                }
+            }
+            ptx_mbar_arrive(&act_full[s]); /* releases this lane's fragment stores */
+            __syncwarp();
+            if (lane == 0) ptx_mbar_arrive(&empty[s]);
+            if (++s == p.stages) {
+                s = 0;
+                ph ^= 1u;
+            }
+        }
+        return;
+    }
+
+    if (REGM_HELPED && warp >= p.loaders + REGM_AWN + p.mma_warps) {
+        /* ---------------- helpers: chain hw's odd block pairs -> B fragments ---------------- */
+        const int hw = warp - p.loaders - REGM_AWN - p.mma_warps;
+        const int i = hw < tcount ? hw : tcount - 1, r = (tile0 + i) * 8 + g;
+        const int hrow = (8 * i + g) * 128 + (t >> 1) * 4;
+        const int hsc = wsc_off + (r / 128 - group0) * 2048 + (r % 32) * 16 + ((r % 128) / 32) * 4;
+        const int hdst = hfrag_off + (hw * 8 * 32 + lane) * 8;
+        const int ngroups64 = (p.k + 63) / 64, cps = p.chunks_per_slice;
+        int s = 0;
+        uint32_t ph = 0;
+        for (int c = 0; c < nch; c++) {
+            ptx_mbar_wait(&full[s], ph);
+            uint8_t *st = ring + (size_t)s * stage_bytes;
+            /* the owner's hot-path test, in closed form: 16 blocks, no K-slice end in the chunk */
+            const int hot = nblocks - 16 * c >= 16 && 4 * c + 4 < ngroups64 && (4 * c + 4) / cps == (4 * c) / cps;
+            if (hot) {
+                uint32_t w_[4][2], sw_[4];
+#pragma unroll
+                for (int k = 0; k < 4; k++) { /* pair 2k + 1: blocks 4k + 2, 4k + 3 */
+                    const int cw = hrow + (((2 * k + 1) << 4) ^ gx);
+                    w_[k][0] = *(const uint32_t *)(st + cw);
+                    w_[k][1] = *(const uint32_t *)(st + cw + 8);
+                    sw_[k] = *(const uint32_t *)(st + hsc + k * 512);
+                }
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    const uint32_t sp = regm_scale_pair(sw_[k] >> 16); /* blocks 4k + 2, 4k + 3 */
+                    const uint32_t sc0 = ptx_prmt(sp, 0, 0x1010u), sc1 = ptx_prmt(sp, 0, 0x3232u);
+                    uint32_t ev, od;
+                    regm_e4m3_bytes(ptx_prmt(w_[k][0], w_[k][1], xsel), &ev, &od);
+                    *(uint2 *)(st + hdst + (2 * k) * 256) =
+                        make_uint2(ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev & 0xFFFFu)), sc0),
+                                   ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od & 0xFFFFu)), sc0));
+                    *(uint2 *)(st + hdst + (2 * k + 1) * 256) =
+                        make_uint2(ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev >> 16)), sc1),
+                                   ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od >> 16)), sc1));
+                }
+            }
+            ptx_mbar_arrive(&hfull[s]); /* releases this lane's stores (nothing in a chunk off the hot path) */
+            __syncwarp();
+            if (lane == 0) ptx_mbar_arrive(&empty[s]);
+            if (++s == p.stages) {
+                s = 0;
+                ph ^= 1u;
+            }
+        }
+        return;
+    }
+
+    /* ---------------- MMA warps ---------------- */
+    const int mw = warp - p.loaders - REGM_AWN;
+    float acc[REGM_TW][REGM_NM][4], tot[REGM_TW][REGM_NM][4];
+#pragma unroll
+    for (int j = 0; j < REGM_TW; j++)
+#pragma unroll
+        for (int q = 0; q < REGM_NM; q++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                acc[j][q][e] = 0.0f;
+                tot[j][q][e] = 0.0f;
+            }
+    const int ngroups64 = (p.k + 63) / 64;
+    int first_slice = 1, slice_end = p.chunks_per_slice;
+    /* this lane's activation fragment slot (block 0, n8 tile 0), and (helped)
+     * its helper's B fragment slot (chain mw, block 0) */
+    const int act_ld = frag_off + lane * 16;
+    const int hfrag_ld = hfrag_off + (mw * 8 * 32 + lane) * 8;
+    /* Per chain: the code word of its box row g (before the swizzle) and the
+     * row's scale word (chunk 0).  Warps with fewer than REGM_TW chains
+     * repeat the CTA's last one, so the loop has no predicates; the epilogue
+     * stores only real chains. */
+    int crow[REGM_TW], soff[REGM_TW];
+    uint32_t sf[REGM_TW][2];
+#pragma unroll
+    for (int j = 0; j < REGM_TW; j++) {
+        const int i0 = mw * REGM_TW + j, i = i0 < tcount ? i0 : tcount - 1;
+        const int r = (tile0 + i) * 8 + g;
+        crow[j] = (8 * i + g) * 128 + (t >> 1) * 4;
+        soff[j] = wsc_off + (r / 128 - group0) * 2048 + (r % 32) * 16 + ((r % 128) / 32) * 4;
+        sf[j][0] = sf[j][1] = 0;
+    }
+    int s = 0;
+    uint32_t ph = 0;
+    for (int c = 0; c < nch; c++) {
+        ptx_mbar_wait(&full[s], ph);
+        ptx_mbar_wait(&act_full[s], ph);
+        const uint8_t *st = ring + (size_t)s * stage_bytes;
+        const int nblk = nblocks - 16 * c < 16 ? nblocks - 16 * c : 16;
+        if (nblk == 16 && 4 * c + 4 < slice_end && 4 * c + 4 < ngroups64) {
+            /* the hot path: 16 steps and no K-slice fold, one basic block */
+            if (REGM_HELPED) {
+                REGM_HOT_HELPED();
+            } else {
+                REGM_HOT();
+            }
+        } else { /* the K tail (2 .. 14 blocks) or a chunk that ends a K slice */
+#pragma unroll
+            for (int bp = 0; bp < 8; bp++)
+                if (2 * bp < nblk) REGM_PAIR(bp, 1);
+        }
+        __syncwarp(); /* every lane's loads of the stage are done */
+        if (lane == 0) ptx_mbar_arrive(&empty[s]);
+        if (++s == p.stages) {
+            s = 0;
+            ph ^= 1u;
+        }
+    }
+
+    /* ---- epilogue: tot[j][q][e] = (m = 16q + g + 8 (e >> 1), n = row 2t + (e & 1) of chain j) ---- */
+    const float alpha = __fmul_rn(*p.a_scale2, *p.b_scale2);
+#pragma unroll
+    for (int j = 0; j < REGM_TW; j++) {
+        const int i = mw * REGM_TW + j;
+        if (i >= tcount) continue;
+        const int n = (tile0 + i) * 8 + 2 * t;
+        const float bias0 = p.bias ? p.bias[n] : 0.0f, bias1 = p.bias ? p.bias[n + 1] : 0.0f;
+#pragma unroll
+        for (int q = 0; q < REGM_NM; q++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int m = 16 * q + g + 8 * h;
+                if (m >= p.m) continue;
+                const size_t o = (size_t)m * (size_t)p.n + (size_t)n; /* even (N % 16 == 0) */
+                const float v0 = tot[j][q][2 * h], v1 = tot[j][q][2 * h + 1];
+                float y0 = __fmul_rn(alpha, v0), y1 = __fmul_rn(alpha, v1);
+                if (p.bias) {
+                    y0 = __fadd_rn(y0, bias0);
+                    y1 = __fadd_rn(y1, bias1);
+                }
+                const uint16_t o0 = nvfp4_dev_bf16_rne(y0), o1 = nvfp4_dev_bf16_rne(y1);
+                if (p.pair_stores) {
+                    if (p.raw) *(float2 *)(p.raw + o) = make_float2(v0, v1);
+                    if (p.out) *(uint32_t *)(p.out + o) = (uint32_t)o0 | ((uint32_t)o1 << 16);
+                } else {
+                    if (p.raw) {
+                        p.raw[o] = v0;
+                        p.raw[o + 1] = v1;
+                    }
+                    if (p.out) {
+                        p.out[o] = o0;
+                        p.out[o + 1] = o1;
+                    }
+                }
+            }
+    }
+}
+
+#undef REGM_PAIR
+#undef REGM_AFRAG
+#undef REGM_ACT_UNIT
+#undef REGM_NT
+#undef REGM_NM
+#undef REGM_AWN
+#undef REGM_APS
+#undef REGM_LD
+#undef REGM_DQ
+#undef REGM_MM
+#undef REGM_HOT
+#undef REGM_ACT_LD
+#undef REGM_ACT_SW
+#undef REGM_THREADS
+#undef REGM_MT
+#undef REGM_TW
+#undef REGM_R
+#undef REGM_HELPED
+#undef REGM_HLD
+#undef REGM_MMH
+#undef REGM_HOT_HELPED
+#undef REGM_NAME
