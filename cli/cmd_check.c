@@ -623,9 +623,9 @@ static int check_prepare(check_state *s)
     }
     if (cx.cuda)
         snprintf(kernel, sizeof s->kernel,
-                 "nvfp4 sm90a GEMM: mma.sync small-M kernel (M <= 8, or <= 16 at N >= 16384), "
-                 "else persistent warp-specialized wgmma; exact FP16 dequantization, one k16 step "
-                 "per NVFP4 block");
+                 "nvfp4 sm90a GEMM: M <= 32 the register mma.sync kernel (8-row weight chains "
+                 "dequantized in registers), else the persistent warp-specialized wgmma kernel; "
+                 "exact FP16 dequantization, one k16 step per NVFP4 block");
     else
         snprintf(kernel, sizeof s->kernel, "nvfp4 CPU backend (%s, %d threads)", nvfp4_cpu_simd_name(),
                  threads ? (int)threads : nvfp4_default_threads());

@@ -160,6 +160,16 @@ NVFP4_DEV uint32_t ptx_e4m3x2_to_f16x2(uint16_t two)
     return out;
 }
 
+/* Four hi-first code bytes x -> the E4M3 bytes s.0e1e0.m00 = e2m1 * 2^-6
+ * (subnormals included) of their nibbles: *hi the high nibbles (elements
+ * 2i, in byte i), *lo the low nibbles (elements 2i+1).  cvt e4m3x2 converts
+ * a pair of them exactly; times 64 * |scale| the FP16 product is exact. */
+NVFP4_DEV void nvfp4_codes_to_e4m3(uint32_t x, uint32_t *hi, uint32_t *lo)
+{
+    *hi = (x & 0x80808080u) | ((x >> 2) & 0x1C1C1C1Cu);
+    *lo = ((x << 4) & 0x80808080u) | ((x << 2) & 0x1C1C1C1Cu);
+}
+
 NVFP4_DEV uint32_t ptx_hmul2(uint32_t a, uint32_t b)
 {
     uint32_t d;

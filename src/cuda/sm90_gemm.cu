@@ -179,57 +179,47 @@ extern "C" {
 
 /* The register small-M kernel (sm90_regm.cuh): MT activation rows x TW 8-row chains per MMA warp. */
 #define REGM_MT 8
-#define REGM_R 1
+#define REGM_TW 1
 #define REGM_NAME nvfp4_sm90_regm_mt8_tw1
 #include "cuda/sm90_regm_body.cuh"
 
 #define REGM_MT 8
-#define REGM_R 2
+#define REGM_TW 2
 #define REGM_NAME nvfp4_sm90_regm_mt8_tw2
 #include "cuda/sm90_regm_body.cuh"
 
 #define REGM_MT 8
-#define REGM_R 4
+#define REGM_TW 4
 #define REGM_NAME nvfp4_sm90_regm_mt8_tw4
 #include "cuda/sm90_regm_body.cuh"
 
 #define REGM_MT 16
-#define REGM_R 1
+#define REGM_TW 1
 #define REGM_NAME nvfp4_sm90_regm_mt16_tw1
 #include "cuda/sm90_regm_body.cuh"
 
 #define REGM_MT 16
-#define REGM_R 2
+#define REGM_TW 2
 #define REGM_NAME nvfp4_sm90_regm_mt16_tw2
 #include "cuda/sm90_regm_body.cuh"
 
 #define REGM_MT 16
-#define REGM_R 4
+#define REGM_TW 4
 #define REGM_NAME nvfp4_sm90_regm_mt16_tw4
 #include "cuda/sm90_regm_body.cuh"
 
-#define REGM_MT 8
-#define REGM_R 0
-#define REGM_NAME nvfp4_sm90_regm_mt8_help
-#include "cuda/sm90_regm_body.cuh"
-
-#define REGM_MT 16
-#define REGM_R 0
-#define REGM_NAME nvfp4_sm90_regm_mt16_help
-#include "cuda/sm90_regm_body.cuh"
-
 #define REGM_MT 32
-#define REGM_R 1
+#define REGM_TW 1
 #define REGM_NAME nvfp4_sm90_regm_mt32_tw1
 #include "cuda/sm90_regm_body.cuh"
 
 #define REGM_MT 32
-#define REGM_R 2
+#define REGM_TW 2
 #define REGM_NAME nvfp4_sm90_regm_mt32_tw2
 #include "cuda/sm90_regm_body.cuh"
 
 #define REGM_MT 32
-#define REGM_R 4
+#define REGM_TW 4
 #define REGM_NAME nvfp4_sm90_regm_mt32_tw4
 #include "cuda/sm90_regm_body.cuh"
 
@@ -255,11 +245,11 @@ static const sm90_split_fn sm90_split_kernels[3][4] = {
      nvfp4_sm90_split_mt16_tw4},
     {nvfp4_sm90_split_mt32_tw1, nvfp4_sm90_split_mt32_tw2, NULL, NULL},
 };
-/* [MT 8, 16, 32][r 1, 2, 4, 0 (helped; MT 8 and 16 only)] */
-static const sm90_regm_fn sm90_regm_kernels[3][4] = {
-    {nvfp4_sm90_regm_mt8_tw1, nvfp4_sm90_regm_mt8_tw2, nvfp4_sm90_regm_mt8_tw4, nvfp4_sm90_regm_mt8_help},
-    {nvfp4_sm90_regm_mt16_tw1, nvfp4_sm90_regm_mt16_tw2, nvfp4_sm90_regm_mt16_tw4, nvfp4_sm90_regm_mt16_help},
-    {nvfp4_sm90_regm_mt32_tw1, nvfp4_sm90_regm_mt32_tw2, nvfp4_sm90_regm_mt32_tw4, NULL},
+/* [MT 8, 16, 32][TW 1, 2, 4] */
+static const sm90_regm_fn sm90_regm_kernels[3][3] = {
+    {nvfp4_sm90_regm_mt8_tw1, nvfp4_sm90_regm_mt8_tw2, nvfp4_sm90_regm_mt8_tw4},
+    {nvfp4_sm90_regm_mt16_tw1, nvfp4_sm90_regm_mt16_tw2, nvfp4_sm90_regm_mt16_tw4},
+    {nvfp4_sm90_regm_mt32_tw1, nvfp4_sm90_regm_mt32_tw2, nvfp4_sm90_regm_mt32_tw4},
 };
 
 /* ------------------------------------------------------------------------ */
@@ -283,8 +273,8 @@ extern "C" __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const uint32_t x = words[h];
-        const uint32_t hi = (x & 0x80808080u) | ((x >> 2) & 0x1C1C1C1Cu);
-        const uint32_t lo = ((x << 4) & 0x80808080u) | ((x << 2) & 0x1C1C1C1Cu);
+        uint32_t hi, lo;
+        nvfp4_codes_to_e4m3(x, &hi, &lo);
         const uint32_t p01 = ptx_prmt(hi, lo, 0x5140u);
         const uint32_t p23 = ptx_prmt(hi, lo, 0x7362u);
         o[4 * h + 0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 & 0xFFFFu)), sc);
@@ -326,7 +316,7 @@ typedef struct sm90_device_info {
     size_t smem_per_sm;
     size_t smem_set[NVFP4_SM90_NUM_VARIANTS];
     size_t split_smem_set[3][4]; /* the split kernels, [MT][TW - 1] */
-    size_t regm_smem_set[3][4];  /* the register kernels, [MT][r 1, 2, 4, 0] */
+    size_t regm_smem_set[3][3];  /* the register kernels, [MT][TW 1, 2, 4] */
 } sm90_device_info;
 
 #define SM90_MAX_DEVICES 16
@@ -406,9 +396,10 @@ static cudaError_t launch_dequant_act(const nvfp4_cuda_operand *a, void *workspa
     return cudaGetLastError();
 }
 
-/* The split kernel's four tensor maps: codes as [rows][K/2] bytes (box 128 x
- * rows-per-box, 128-byte swizzle) and the 128x4-tiled scales as {256 bytes,
- * 2 halves, 512-byte chunks} (box 256 x ah x 4: one 256-element chunk of K). */
+/* The small-M kernels' tensor maps: codes as [rows][K/2] bytes (box 128 x
+ * rows-per-box, 128-byte swizzle) and, unless scales_map is NULL, the
+ * 128x4-tiled scales as {256 bytes, 2 halves, 512-byte chunks} (box 256 x ah
+ * x 4: one 256-element chunk of K). */
 static nvfp4_status split_map(encode_tiled_fn encode, CUtensorMap *codes_map, CUtensorMap *scales_map,
                               const nvfp4_cuda_operand *op, int64_t rows, int64_t k, int ncb,
                               int box_rows, int ah, const char *what)
@@ -425,7 +416,7 @@ static nvfp4_status split_map(encode_tiled_fn encode, CUtensorMap *codes_map, CU
             return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): %s code tensor map failed (CUresult %d)", what,
                               (int)r);
     }
-    {
+    if (scales_map) {
         const int64_t chunks = (rows + 127) / 128 * ncb;
         cuuint64_t dims[3] = {256, 2, (cuuint64_t)chunks};
         cuuint64_t strides[2] = {256, 512};
@@ -569,8 +560,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     if (var.kind == NVFP4_SM90_REGM) { /* the register small-M kernel: NVFP4 weights and activations by TMA */
         nvfp4_sm90_regm_params rp;
         memset(&rp, 0, sizeof rp);
-        CUtensorMap unused;
-        nvfp4_status mst = split_map(encode, &rp.tm_b_codes, &unused, b, n, k, ncb, 8 * plan.tiles_per_cta, 1,
+        nvfp4_status mst = split_map(encode, &rp.tm_b_codes, NULL, b, n, k, ncb, 8 * plan.tiles_per_cta, 1,
                                      "weight");
         if (mst == NVFP4_OK) mst = regm_scale_map(encode, &rp.tm_b_scales, b, n, ncb, plan.tiles_per_cta);
         if (mst == NVFP4_OK)
@@ -595,9 +585,9 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         rp.pair_stores = !misaligned(args->raw, 8) && !misaligned(args->out, 4);
         rp.chunks_per_slice = chunks_per_slice;
         const int mi = var.bn == 8 ? 0 : var.bn == 16 ? 1 : 2;
-        const int tw = var.r, ti = tw == 1 ? 0 : tw == 2 ? 1 : tw == 4 ? 2 : tw == 0 ? 3 : -1;
+        const int tw = var.r, ti = tw == 1 ? 0 : tw == 2 ? 1 : tw == 4 ? 2 : -1;
         sm90_regm_fn kern = ti >= 0 ? sm90_regm_kernels[mi][ti] : NULL;
-        const int threads = 32 * (plan.loaders + REGM_AW(var.bn) + (REGM_HELP(tw) ? 2 : 1) * plan.mma_warps);
+        const int threads = 32 * (plan.loaders + REGM_AW(var.bn) + plan.mma_warps);
         if (!kern || threads > REGM_THREADS_MAX(var.bn, tw))
             return nvfp4_fail(NVFP4_ERR_INTERNAL, "gemm (cuda): no register kernel for MT=%d, %d tiles per CTA",
                               var.bn, plan.tiles_per_cta);

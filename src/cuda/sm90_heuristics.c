@@ -14,7 +14,7 @@ const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS] = {
     {W, 128, 2, 0}, {W, 256, 2, 0}, {S, 8, 0, 1},  {S, 8, 0, 2},  {S, 8, 0, 4},  {S, 16, 0, 1},
     {S, 16, 0, 2}, {S, 16, 0, 4}, {NVFP4_SM90_SPLIT, 8, 0, 0}, {NVFP4_SM90_SPLIT, 16, 0, 0},
     {NVFP4_SM90_SPLIT, 32, 0, 0}, {R, 8, 0, 1}, {R, 8, 0, 2}, {R, 8, 0, 4}, {R, 16, 0, 1}, {R, 16, 0, 2},
-    {R, 16, 0, 4}, {R, 32, 0, 1}, {R, 32, 0, 2}, {R, 32, 0, 4}, {R, 8, 0, 0}, {R, 16, 0, 0},
+    {R, 16, 0, 4}, {R, 32, 0, 1}, {R, 32, 0, 2}, {R, 32, 0, 4},
 };
 #undef W
 #undef S
@@ -108,17 +108,17 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
         out->tiles = tiles;
         out->grid = (int)grid;
         if (regm) {
-            const size_t stage = REGM_STAGE_BYTES((size_t)bn, (size_t)per, var->r);
-            const size_t fixed = REGM_SMEM((size_t)bn, (size_t)per, var->r, 0);
+            const size_t stage = REGM_STAGE_BYTES((size_t)bn, (size_t)per);
+            const size_t fixed = REGM_SMEM((size_t)bn, (size_t)per, 0);
             if (fixed + 2 * stage > smem_optin) return -1;
             size_t nst = (smem_optin - fixed) / stage;
             if (nst > REGM_MAX_STAGES) nst = REGM_MAX_STAGES;
             out->stages = (int)nst;
-            out->mma_warps = (int)ceil_div(per, REGM_TW_OF(var->r));
+            out->mma_warps = (int)ceil_div(per, var->r);
             /* One TMA-issuing thread is enough here: two and four measured
              * the same (docs/KERNEL.md); the hook tries others. */
             out->loaders = sm90_regm_loaders >= 1 && sm90_regm_loaders <= REGM_LWMAX ? sm90_regm_loaders : 1;
-            out->smem = REGM_SMEM((size_t)bn, (size_t)per, var->r, nst);
+            out->smem = REGM_SMEM((size_t)bn, (size_t)per, nst);
             return 0;
         }
         /* the deepest fragment ring (4, 3, then 2) that leaves at least 4 raw stages (2 for the last) */

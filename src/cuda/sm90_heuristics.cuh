@@ -24,13 +24,13 @@ extern "C" {
  *   SPLIT  dequantizing warps feed MMA-only warps (sm90_split.cuh), M <= bn;
  *   REGM   MMA warps dequantize their own 8-row weight chains in
  *          registers (sm90_regm.cuh): r chains per MMA warp, M <= bn. */
-#define NVFP4_SM90_NUM_VARIANTS 28
+#define NVFP4_SM90_NUM_VARIANTS 26
 enum { NVFP4_SM90_WGMMA = 0, NVFP4_SM90_SMALLM = 1, NVFP4_SM90_SPLIT = 2, NVFP4_SM90_REGM = 3 };
 typedef struct nvfp4_sm90_variant {
     int kind; /* NVFP4_SM90_WGMMA .. NVFP4_SM90_REGM */
     int bn;   /* activation rows per tile: 8..256 (mma.sync kinds: MT = 8, 16 or 32, and M <= bn) */
     int nc;   /* WGMMA: consumer warpgroups (1 or 2); 0 for the mma.sync kinds */
-    int r;    /* SMALLM: n8 chains per consumer warp; REGM: 8-row chains per MMA warp (0: one, with a helper warp) */
+    int r;    /* SMALLM: n8 chains per consumer warp; REGM: 8-row chains per MMA warp */
 } nvfp4_sm90_variant;
 /* Whether a variant is one of the mma.sync kernels that take M <= bn only. */
 #define NVFP4_SM90_IS_SMALL(v) ((v)->kind != NVFP4_SM90_WGMMA)
@@ -63,27 +63,20 @@ typedef struct nvfp4_sm90_variant {
  * weight chains, r per MMA warp; one ring of stages, each (256
  * K-elements): codes [8 tmax][128] | act codes [MT][128] | weight scales
  * [SGMAX groups][4 chunks][512] | act scales [4][AH][256] | act A fragments
- * [16 blocks][m16 tiles][32 lanes][16] | (help variants) the helpers' B
- * fragments [tmax chains][8 blocks][32 lanes][8]. */
+ * [16 blocks][m16 tiles][32 lanes][16]. */
 #define REGM_MAX_STAGES 16
 #define REGM_BAR_BYTES 1024
-/* r = 0: one chain per MMA warp plus a helper warp per chain that
- * dequantizes the odd block pairs into shared memory (the "help" variants,
- * for shapes with few chains per SM). */
-#define REGM_HELP(r) ((r) == 0)
-#define REGM_TW_OF(r) ((r) == 0 ? 1 : (r))
-#define REGM_TMAX(r) ((r) == 0 ? 8 : (r) == 1 ? 16 : (r) == 2 ? 24 : 32) /* chains per CTA (<= 256 box rows) */
+#define REGM_TMAX(tw) ((tw) == 1 ? 16 : (tw) == 2 ? 24 : 32) /* chains per CTA at most (<= 256 box rows) */
 #define REGM_AW(mt) ((mt) == 8 ? 2 : (mt) / 8) /* activation warps: per n8 token tile, two for MT = 8 */
 #define REGM_LWMAX 2                           /* loader warps at most */
 #define REGM_SGMAX(tmax) (((tmax) * 8 + 127) / 128 + 1) /* 128-row scale groups a CTA spans */
-#define REGM_STAGE_BYTES(mt, tmax, r)                                                              \
+#define REGM_STAGE_BYTES(mt, tmax)                                                                 \
     (((size_t)(tmax) * 1024 + (size_t)(mt) * 128 + (size_t)REGM_SGMAX(tmax) * 2048 +              \
-      (size_t)SPLIT_AH(mt) * 1024 + (size_t)((mt) <= 16 ? 1 : 2) * 8192 +                          \
-      (REGM_HELP(r) ? (size_t)(tmax) * 2048 : 0) + 1023) / 1024 * 1024)
-#define REGM_SMEM(mt, tmax, r, stages) (1024 + REGM_BAR_BYTES + (size_t)(stages) * REGM_STAGE_BYTES(mt, tmax, r))
-/* MMA warps at most (helpers as many again), and the block size the kernel is built for */
-#define REGM_WMAX(r) ((REGM_TMAX(r) + REGM_TW_OF(r) - 1) / REGM_TW_OF(r))
-#define REGM_THREADS_MAX(mt, r) (32 * (REGM_LWMAX + REGM_AW(mt) + (REGM_HELP(r) ? 2 : 1) * REGM_WMAX(r)))
+      (size_t)SPLIT_AH(mt) * 1024 + (size_t)((mt) <= 16 ? 1 : 2) * 8192 + 1023) / 1024 * 1024)
+#define REGM_SMEM(mt, tmax, stages) (1024 + REGM_BAR_BYTES + (size_t)(stages) * REGM_STAGE_BYTES(mt, tmax))
+/* MMA warps at most, and the block size the kernel is built for */
+#define REGM_WMAX(tw) ((REGM_TMAX(tw) + (tw) - 1) / (tw))
+#define REGM_THREADS_MAX(mt, tw) (32 * (REGM_LWMAX + REGM_AW(mt) + REGM_WMAX(tw)))
 
 extern const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS];
 

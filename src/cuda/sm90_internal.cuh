@@ -76,8 +76,8 @@ static __device__ __forceinline__ void nvfp4_sm90_dequant_chunk(const uint8_t *c
         const uint32_t x = ptx_prmt(x0, x1, 0x5410u);
         /* Each nibble s.e1e0.m as an E4M3 byte s.0e1e0.m00 = e2m1 * 2^-6:
          * high nibbles (elements 2i) and low nibbles (2i+1). */
-        const uint32_t hi = (x & 0x80808080u) | ((x >> 2) & 0x1C1C1C1Cu);
-        const uint32_t lo = ((x << 4) & 0x80808080u) | ((x << 2) & 0x1C1C1C1Cu);
+        uint32_t hi, lo;
+        nvfp4_codes_to_e4m3(x, &hi, &lo);
         const uint32_t p01 = ptx_prmt(hi, lo, 0x5140u); /* row0: {2t,2t+1}, {2t+8,2t+9} */
         const uint32_t p23 = ptx_prmt(hi, lo, 0x7362u); /* row1: the same */
         const uint32_t sc0 = ptx_prmt(sf[kb], 0, 0x1010u); /* {s0, s0} */

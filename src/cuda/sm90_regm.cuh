@@ -7,22 +7,22 @@
  * 8-step stage (FC2 and attn-out were bound by its latency).  Here each MMA
  * warp dequantizes its own weight rows in registers, straight from the 4-bit
  * codes TMA brought, and runs the chain; only the activations -- shared by
- * every tile of the CTA -- go through shared memory as FP16 fragments.
+ * every chain of the CTA -- go through shared memory as FP16 fragments.
  *
- *  - the loaders (warps 0 .. loaders-1, chunks round-robin; one issuing
- *    thread pays ~700 cycles per TMA box, dev/cuda/probe_rates): per
+ *  - the loader (warp 0; the planner takes one, the hook more): per
  *    256-element chunk of K, one box of codes for all of the CTA's weight
- *    rows (16 * tiles rows x 128 bytes, 128-byte swizzle), one 4-D box of
+ *    rows (8 * chains rows x 128 bytes, 128-byte swizzle), one 4-D box of
  *    the whole 512-byte tiled scale chunks of the 128-row groups the CTA
  *    spans, and the activations' codes and scales, into a ring of stages;
- *  - the activation dequantizers (one warp per n8 token tile): each
- *    chunk's activation blocks -> exact FP16 m16n8k16 B fragments (in the
- *    lane order the MMA warps load them), in the same stage;
- *  - the MMA warps: warp w owns 16-row weight tiles (REGM_TW of them) for
- *    the whole K: per block it loads 4 code bytes per lane, builds the A
- *    fragment in registers (cvt e4m3x2 -> f16x2, times the block scale),
- *    loads the activation B fragments and issues mma.sync m16n8k16.
- *
+ *  - the activation warps (one per n8 token tile, two for MT = 8): each
+ *    chunk's activation blocks -> exact FP16 m16n8k16 A fragments, stored in
+ *    the mma's register-quad order, in the same stage;
+ *  - the MMA warps: warp w owns REGM_TW chains of 8 weight rows (the n8
+ *    side of the mma) for the whole K: per block it loads one 32-bit code
+ *    word per chain and lane, builds the B fragment in registers (cvt
+ *    e4m3x2 -> f16x2, times the block scale), loads the activation A
+ *    fragment and issues mma.sync m16n8k16.
+
  * NOTES (hardware and contract constraints):
  *  - mma.sync m16n8k16 .f32.f16.f16.f32 is one sm90 k16 step (docs/ORACLE.md):
  *    one call per NVFP4 block, accumulator from +0, k increasing.
@@ -67,17 +67,6 @@ typedef struct nvfp4_sm90_regm_params {
     int pair_stores;      /* raw is 8-byte and out 4-byte aligned: the epilogue stores pairs */
     int chunks_per_slice; /* K slices: 64-element groups per slice */
 } nvfp4_sm90_regm_params;
-
-/* Two code bytes per row of rows g and g+8 (x = {g: byte 2t, 2t+1; g+8: byte
- * 2t, 2t+1}) -> their E4M3 bytes s.0e1e0.m00 = e2m1 * 2^-6 (subnormals
- * included): *ev the high nibbles (elements 4t, 4t+2), *od the low nibbles
- * (elements 4t+1, 4t+3), each {row g pair in the low half, row g+8 pair in the
- * high half}.  cvt.rn.f16x2.e4m3x2 converts a pair exactly. */
-NVFP4_DEV void regm_e4m3_bytes(uint32_t x, uint32_t *ev, uint32_t *od)
-{
-    *ev = (x & 0x80808080u) | ((x >> 2) & 0x1C1C1C1Cu);
-    *od = ((x << 4) & 0x80808080u) | ((x << 2) & 0x1C1C1C1Cu);
-}
 
 /* The FP16 pairs {s_lo * 64, s_hi * 64} of two block-scale bytes (signs
  * cleared: the contract uses |e4m3|), from the 16-bit value lo | hi << 8. */

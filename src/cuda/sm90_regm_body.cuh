@@ -1,18 +1,14 @@
 /* sm90_regm_body.cuh -- the register small-M kernel, included once per
  * variant by sm90_gemm.cu with these macros defined (design: sm90_regm.cuh):
  *   REGM_MT    activation rows per CTA: 8, 16 or 32 (M <= MT)
- *   REGM_R     8-row weight chains per MMA warp (1, 2 or 4), or 0: one,
- *              and a helper warp per chain that dequantizes the odd block
- *              pairs of each chunk into shared memory (few chains per SM)
+ *   REGM_TW    8-row weight chains per MMA warp (1, 2 or 4)
  *   REGM_NAME  the kernel's name */
 
-#define REGM_TW REGM_TW_OF(REGM_R)
-#define REGM_HELPED REGM_HELP(REGM_R)
 #define REGM_NT (REGM_MT / 8)                /* n8 token tiles (activation warps) */
 #define REGM_NM (REGM_MT <= 16 ? 1 : 2)      /* m16 token tiles of the mma */
 #define REGM_AWN REGM_AW(REGM_MT)
 #define REGM_APS (REGM_AWN / REGM_NT) /* activation warps per n8 tile: block-pair stride */
-#define REGM_THREADS REGM_THREADS_MAX(REGM_MT, REGM_R)
+#define REGM_THREADS REGM_THREADS_MAX(REGM_MT, REGM_TW)
 
 /* The activation A fragment {a0, a1, a2, a3} of block B, m16 token tile Q,
  * of the chunk in stage `st` (one 16-byte load straight into the mma's
@@ -52,7 +48,7 @@
             const int cw_ = crow[j_] + (((BP) << 4) ^ gx);                                         \
             const uint32_t x_ = ptx_prmt(*(const uint32_t *)(st + cw_), *(const uint32_t *)(st + cw_ + 8), xsel); \
             uint32_t ev_, od_;                                                                     \
-            regm_e4m3_bytes(x_, &ev_, &od_);                                                       \
+            nvfp4_codes_to_e4m3(x_, &ev_, &od_);                                                       \
             const uint32_t b00_ = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev_ & 0xFFFFu)), sc0_); \
             const uint32_t b01_ = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od_ & 0xFFFFu)), sc0_); \
             const uint32_t b10_ = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev_ >> 16)), sc1_);     \
@@ -107,7 +103,7 @@
             const uint32_t sc0_ = ptx_prmt(sp_, 0, 0x1010u), sc1_ = ptx_prmt(sp_, 0, 0x3232u);     \
             const uint32_t x_ = ptx_prmt(wq[(BP) % 3][j_][0], wq[(BP) % 3][j_][1], xsel);          \
             uint32_t ev_, od_;                                                                     \
-            regm_e4m3_bytes(x_, &ev_, &od_);                                                       \
+            nvfp4_codes_to_e4m3(x_, &ev_, &od_);                                                       \
             bq[(BP) & 1][j_][0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev_ & 0xFFFFu)), sc0_); \
             bq[(BP) & 1][j_][1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od_ & 0xFFFFu)), sc0_); \
             bq[(BP) & 1][j_][2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev_ >> 16)), sc1_);     \
@@ -152,56 +148,6 @@
         REGM_MM(7);                                                                                \
     }
 
-/* The helped hot path (REGM_R = 0): the owner dequantizes the even block
- * pairs itself (as above) and loads the odd pairs' B fragments that its
- * helper wrote to the stage (hfrag[chain][block 2 (BP/2) + h][lane]). */
-#define REGM_HLD(BP)                                                                               \
-    {                                                                                              \
-        _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++) {                                   \
-            REGM_AFRAG(2 * (BP), q_, ah[0][q_]);                                                   \
-            REGM_AFRAG(2 * (BP) + 1, q_, ah[1][q_]);                                               \
-        }                                                                                          \
-        const uint2 h0_ = *(const uint2 *)(st + hfrag_ld + (2 * ((BP) >> 1)) * 256);               \
-        const uint2 h1_ = *(const uint2 *)(st + hfrag_ld + (2 * ((BP) >> 1) + 1) * 256);           \
-        bh[0] = h0_.x;                                                                             \
-        bh[1] = h0_.y;                                                                             \
-        bh[2] = h1_.x;                                                                             \
-        bh[3] = h1_.y;                                                                             \
-    }
-#define REGM_MMH()                                                                                 \
-    {                                                                                              \
-        _Pragma("unroll") for (int h_ = 0; h_ < 2; h_++)                                           \
-            _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++) ptx_mma_16816_regs(              \
-                acc[0][q_], ah[h_][q_][0], ah[h_][q_][1], ah[h_][q_][2], ah[h_][q_][3], bh[2 * h_], \
-                bh[2 * h_ + 1]);                                                                   \
-    }
-#define REGM_HOT_HELPED()                                                                          \
-    {                                                                                              \
-        uint32_t wq[3][REGM_TW][2], sq[3][REGM_TW], aq[3][2][REGM_NM][4], bq[2][REGM_TW][4];      \
-        uint32_t ah[2][REGM_NM][4], bh[4];                                                         \
-        REGM_LD(0);                                                                                \
-        REGM_LD(2);                                                                                \
-        REGM_DQ(0);                                                                                \
-        REGM_MM(0);                                                                                \
-        ptx_mbar_wait(&hfull[s], ph); /* the helper's pairs of this chunk */                      \
-        REGM_HLD(1);                                                                               \
-        REGM_MMH();                                                                                \
-        REGM_LD(4);                                                                                \
-        REGM_DQ(2);                                                                                \
-        REGM_MM(2);                                                                                \
-        REGM_HLD(3);                                                                               \
-        REGM_MMH();                                                                                \
-        REGM_LD(6);                                                                                \
-        REGM_DQ(4);                                                                                \
-        REGM_MM(4);                                                                                \
-        REGM_HLD(5);                                                                               \
-        REGM_MMH();                                                                                \
-        REGM_DQ(6);                                                                                \
-        REGM_MM(6);                                                                                \
-        REGM_HLD(7);                                                                               \
-        REGM_MMH();                                                                                \
-    }
-
 /* The activation fragments of blocks 2 BP, 2 BP + 1 of n8 tile u (token
  * rows 8u .. 8u + 7; lane (g, t) does row 8u + g) of the chunk in stage
  * `st`, from the row's two code words W0, W1 and the 4-block scale word SW:
@@ -217,7 +163,7 @@
     {                                                                                              \
         const uint32_t x_ = ptx_prmt(W0, W1, xsel);                                                \
         uint32_t ev_, od_;                                                                         \
-        regm_e4m3_bytes(x_, &ev_, &od_);                                                           \
+        nvfp4_codes_to_e4m3(x_, &ev_, &od_);                                                           \
         const uint32_t sp_ = regm_scale_pair(((BP) & 1) ? (SW) >> 16 : (SW));                     \
         const uint32_t s0_ = ptx_prmt(sp_, 0, 0x1010u), s1_ = ptx_prmt(sp_, 0, 0x3232u);           \
         uint32_t *dst_ = (uint32_t *)(st + act_dst + 2 * (BP) * REGM_NM * 512);                    \
@@ -238,15 +184,13 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
     uint64_t *full = (uint64_t *)smem;             /* the stage's TMA boxes landed */
     uint64_t *act_full = full + REGM_MAX_STAGES;   /* its activation fragments are written */
     uint64_t *empty = act_full + REGM_MAX_STAGES;  /* every reader is done with it */
-    uint64_t *hfull = empty + REGM_MAX_STAGES;     /* (helped) the helpers' fragments are written */
     uint8_t *ring = smem + REGM_BAR_BYTES;
-    const size_t stage_bytes = REGM_STAGE_BYTES(REGM_MT, p.tmax, REGM_R);
+    const size_t stage_bytes = REGM_STAGE_BYTES(REGM_MT, p.tmax);
     /* offsets inside a stage (sm90_heuristics.cuh) */
     const int act_codes_off = p.tmax * 1024;
     const int wsc_off = act_codes_off + REGM_MT * 128;
     const int asc_off = wsc_off + REGM_SGMAX(p.tmax) * 2048;
     const int frag_off = asc_off + SPLIT_AH(REGM_MT) * 1024;
-    const int hfrag_off = frag_off + REGM_NM * 8192; /* (helped) [chain][8 blocks][32 lanes][8] */
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     /* this CTA's 8-row chains: [tile0, tile0 + tcount), balanced over the grid */
@@ -260,8 +204,7 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
         for (int s = 0; s < p.stages; s++) {
             ptx_mbar_init(&full[s], 1);
             ptx_mbar_init(&act_full[s], 32 * REGM_AWN);
-            ptx_mbar_init(&empty[s], (REGM_HELPED ? 2 : 1) * p.mma_warps + REGM_AWN);
-            if (REGM_HELPED) ptx_mbar_init(&hfull[s], 32 * p.mma_warps);
+            ptx_mbar_init(&empty[s], p.mma_warps + REGM_AWN);
         }
         ptx_fence_mbar_init();
     }
@@ -363,55 +306,6 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
         return;
     }
 
-    if (REGM_HELPED && warp >= p.loaders + REGM_AWN + p.mma_warps) {
-        /* ---------------- helpers: chain hw's odd block pairs -> B fragments ---------------- */
-        const int hw = warp - p.loaders - REGM_AWN - p.mma_warps;
-        const int i = hw < tcount ? hw : tcount - 1, r = (tile0 + i) * 8 + g;
-        const int hrow = (8 * i + g) * 128 + (t >> 1) * 4;
-        const int hsc = wsc_off + (r / 128 - group0) * 2048 + (r % 32) * 16 + ((r % 128) / 32) * 4;
-        const int hdst = hfrag_off + (hw * 8 * 32 + lane) * 8;
-        const int ngroups64 = (p.k + 63) / 64, cps = p.chunks_per_slice;
-        int s = 0;
-        uint32_t ph = 0;
-        for (int c = 0; c < nch; c++) {
-            ptx_mbar_wait(&full[s], ph);
-            uint8_t *st = ring + (size_t)s * stage_bytes;
-            /* the owner's hot-path test, in closed form: 16 blocks, no K-slice end in the chunk */
-            const int hot = nblocks - 16 * c >= 16 && 4 * c + 4 < ngroups64 && (4 * c + 4) / cps == (4 * c) / cps;
-            if (hot) {
-                uint32_t w_[4][2], sw_[4];
-#pragma unroll
-                for (int k = 0; k < 4; k++) { /* pair 2k + 1: blocks 4k + 2, 4k + 3 */
-                    const int cw = hrow + (((2 * k + 1) << 4) ^ gx);
-                    w_[k][0] = *(const uint32_t *)(st + cw);
-                    w_[k][1] = *(const uint32_t *)(st + cw + 8);
-                    sw_[k] = *(const uint32_t *)(st + hsc + k * 512);
-                }
-#pragma unroll
-                for (int k = 0; k < 4; k++) {
-                    const uint32_t sp = regm_scale_pair(sw_[k] >> 16); /* blocks 4k + 2, 4k + 3 */
-                    const uint32_t sc0 = ptx_prmt(sp, 0, 0x1010u), sc1 = ptx_prmt(sp, 0, 0x3232u);
-                    uint32_t ev, od;
-                    regm_e4m3_bytes(ptx_prmt(w_[k][0], w_[k][1], xsel), &ev, &od);
-                    *(uint2 *)(st + hdst + (2 * k) * 256) =
-                        make_uint2(ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev & 0xFFFFu)), sc0),
-                                   ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od & 0xFFFFu)), sc0));
-                    *(uint2 *)(st + hdst + (2 * k + 1) * 256) =
-                        make_uint2(ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev >> 16)), sc1),
-                                   ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od >> 16)), sc1));
-                }
-            }
-            ptx_mbar_arrive(&hfull[s]); /* releases this lane's stores (nothing in a chunk off the hot path) */
-            __syncwarp();
-            if (lane == 0) ptx_mbar_arrive(&empty[s]);
-            if (++s == p.stages) {
-                s = 0;
-                ph ^= 1u;
-            }
-        }
-        return;
-    }
-
     /* ---------------- MMA warps ---------------- */
     const int mw = warp - p.loaders - REGM_AWN;
     float acc[REGM_TW][REGM_NM][4], tot[REGM_TW][REGM_NM][4];
@@ -426,10 +320,8 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
             }
     const int ngroups64 = (p.k + 63) / 64;
     int first_slice = 1, slice_end = p.chunks_per_slice;
-    /* this lane's activation fragment slot (block 0, n8 tile 0), and (helped)
-     * its helper's B fragment slot (chain mw, block 0) */
+    /* this lane's activation fragment slot (block 0, n8 tile 0) */
     const int act_ld = frag_off + lane * 16;
-    const int hfrag_ld = hfrag_off + (mw * 8 * 32 + lane) * 8;
     /* Per chain: the code word of its box row g (before the swizzle) and the
      * row's scale word (chunk 0).  Warps with fewer than REGM_TW chains
      * repeat the CTA's last one, so the loop has no predicates; the epilogue
@@ -453,11 +345,7 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
         const int nblk = nblocks - 16 * c < 16 ? nblocks - 16 * c : 16;
         if (nblk == 16 && 4 * c + 4 < slice_end && 4 * c + 4 < ngroups64) {
             /* the hot path: 16 steps and no K-slice fold, one basic block */
-            if (REGM_HELPED) {
-                REGM_HOT_HELPED();
-            } else {
-                REGM_HOT();
-            }
+            REGM_HOT();
         } else { /* the K tail (2 .. 14 blocks) or a chunk that ends a K slice */
 #pragma unroll
             for (int bp = 0; bp < 8; bp++)
@@ -526,9 +414,4 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
 #undef REGM_THREADS
 #undef REGM_MT
 #undef REGM_TW
-#undef REGM_R
-#undef REGM_HELPED
-#undef REGM_HLD
-#undef REGM_MMH
-#undef REGM_HOT_HELPED
 #undef REGM_NAME

@@ -89,8 +89,8 @@ NVFP4_DEV void split_unit(uint32_t lo, uint32_t hi, uint32_t scale_byte, uint32_
     for (int h = 0; h < 2; h++) {
         const uint32_t x = w[h];
         /* even elements (high nibbles) and odd elements (low nibbles) as E4M3 bytes */
-        const uint32_t ev = (x & 0x80808080u) | ((x >> 2) & 0x1C1C1C1Cu);
-        const uint32_t od = ((x << 4) & 0x80808080u) | ((x << 2) & 0x1C1C1C1Cu);
+        uint32_t ev, od;
+        nvfp4_codes_to_e4m3(x, &ev, &od);
         out[4 * h + 0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev & 0xFFFFu)), sc); /* t = 2h: 4t, 4t+2 */
         out[4 * h + 1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od & 0xFFFFu)), sc); /* 4t+1, 4t+3 */
         out[4 * h + 2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev >> 16)), sc);     /* t = 2h+1 */

@@ -37,12 +37,10 @@ static void check_plan(const char *what, int64_t m, int64_t n, int slices, const
         CHECKF(p->grid <= SMS || p->tiles_per_cta == tmax, "%s: %d CTAs", what, p->grid);
         if (v->kind == NVFP4_SM90_REGM) {
             CHECKF(p->stages >= 2 && p->stages <= REGM_MAX_STAGES, "%s: %d stages", what, p->stages);
-            CHECKF(p->mma_warps == cdiv(p->tiles_per_cta, REGM_TW_OF(v->r)) && p->loaders >= 1 &&
-                       p->loaders <= REGM_LWMAX &&
-                       32 * (p->loaders + REGM_AW(v->bn) + (REGM_HELP(v->r) ? 2 : 1) * p->mma_warps) <=
-                           REGM_THREADS_MAX(v->bn, v->r),
+            CHECKF(p->mma_warps == cdiv(p->tiles_per_cta, v->r) && p->loaders >= 1 && p->loaders <= REGM_LWMAX &&
+                       32 * (p->loaders + REGM_AW(v->bn) + p->mma_warps) <= REGM_THREADS_MAX(v->bn, v->r),
                    "%s: %d MMA warps for %d tiles", what, p->mma_warps, p->tiles_per_cta);
-            CHECKF(p->smem == REGM_SMEM((size_t)v->bn, (size_t)p->tiles_per_cta, v->r, (size_t)p->stages),
+            CHECKF(p->smem == REGM_SMEM((size_t)v->bn, (size_t)p->tiles_per_cta, (size_t)p->stages),
                    "%s: smem formula", what);
             return;
         }
