@@ -15,6 +15,8 @@
  *            products: the condition for an FP16-subnormal dequantization).
  *
  *   probe_rates [tma|ops|mma|subnorm|all]
+ *   probe_rates subnorm-model [SMS]   host only: the C oracle on the subnorm
+ *                                     operands (SMS: the GPU's count, 132)
  * Build: make gpu-tests (build/gpu/probe_rates).  Exit 1 if subnorm differs. */
 #define __NV_LEGACY_LAUNCH 1
 #include <cuda.h>
@@ -40,6 +42,15 @@ extern "C" {
     } while (0)
 
 static int g_sms = 132;
+
+/* The largest of the per-CTA cycle counts a probe kernel wrote (one CTA per SM). */
+static unsigned long long max_clock(const unsigned long long *dclk)
+{
+    unsigned long long clk[1024], cmax = 0;
+    CK(cudaMemcpy(clk, dclk, sizeof(unsigned long long) * (size_t)g_sms, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < g_sms; i++) cmax = clk[i] > cmax ? clk[i] : cmax;
+    return cmax;
+}
 
 /* ------------------------------------------------------------------------ */
 /* TMA                                                                       */
@@ -224,10 +235,7 @@ static void run_op(uint32_t *sink, unsigned long long *dclk)
     ops_kernel<OP><<<g_sms, threads>>>(54321u, sink, dclk);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
-    unsigned long long clk[1024];
-    CK(cudaMemcpy(clk, dclk, sizeof(unsigned long long) * g_sms, cudaMemcpyDeviceToHost));
-    unsigned long long cmax = 0;
-    for (int i = 0; i < g_sms; i++) cmax = clk[i] > cmax ? clk[i] : cmax;
+    const unsigned long long cmax = max_clock(dclk);
     const double warp_instr = (double)(threads / 32) * OPS_ITER * 8;
     printf("  %-28s %6.3f warp instructions per cycle per SM (%5.1f lanes/clk)\n", op_names[OP],
            warp_instr / (double)cmax, 32.0 * warp_instr / (double)cmax);
@@ -284,10 +292,7 @@ static void run_mma(int warps, float *sink, unsigned long long *dclk)
     mma_kernel<CH><<<g_sms, 32 * warps>>>(7u, sink, dclk);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
-    unsigned long long clk[1024];
-    CK(cudaMemcpy(clk, dclk, sizeof(unsigned long long) * g_sms, cudaMemcpyDeviceToHost));
-    unsigned long long cmax = 0;
-    for (int i = 0; i < g_sms; i++) cmax = clk[i] > cmax ? clk[i] : cmax;
+    const unsigned long long cmax = max_clock(dclk);
     const double per_step = (double)cmax / MMA_ITER;
     printf("  %2d warps x %d chains: %6.1f cycles per step, %6.3f mma per cycle per SM\n", warps, CH, per_step,
            (double)warps * CH / per_step);
@@ -361,9 +366,10 @@ static uint8_t sub_scale(uint64_t *s)
     }
 }
 
-static int probe_subnorm(void)
+/* The operands of the subnorm probe: per warp, step and lane, the A registers
+ * (a[4]), the same scaled by 2^-14 (as[4]) and the B registers (b[2]). */
+static void subnorm_operands(int warps, uint32_t **pa, uint32_t **pas, uint32_t **pb)
 {
-    const int warps = g_sms * 8 * 4;
     const size_t na = (size_t)warps * SUB_STEPS * 32 * 4, nb = (size_t)warps * SUB_STEPS * 32 * 2;
     uint32_t *ha = (uint32_t *)malloc(na * 4), *has = (uint32_t *)malloc(na * 4), *hb = (uint32_t *)malloc(nb * 4);
     uint64_t s = 0x9E3779B97F4A7C15ull;
@@ -383,6 +389,70 @@ static int probe_subnorm(void)
         const uint8_t sc = sub_scale(&s);
         hb[i] = nvfp4_f16_from_f32(sub_value(&s, sc)) | ((uint32_t)nvfp4_f16_from_f32(sub_value(&s, sc)) << 16);
     }
+    *pa = ha;
+    *pas = has;
+    *pb = hb;
+}
+
+/* Host only: the C oracle's sm90 chains on the same operands (the mma's
+ * fragment layout: a0/a2 = row g, k 2t..2t+1 / 2t+8..2t+9, a1/a3 = row g+8;
+ * b0/b1 = column g, the same k; d0..d3 = (g, 2t), (g, 2t+1), (g+8, 2t),
+ * (g+8, 2t+1)), and how many outputs the model says differ between the
+ * unscaled chain and 2^14 times the scaled one. */
+static int subnorm_model(void)
+{
+    const int warps = g_sms * 8 * 4;
+    uint32_t *ha, *has, *hb;
+    subnorm_operands(warps, &ha, &has, &hb);
+    size_t bad = 0, n = 0;
+    for (int w = 0; w < warps; w++)
+        for (int lane = 0; lane < 32; lane++)
+            for (int e = 0; e < 4; e++) {
+                const int g = lane / 4, t = lane % 4;
+                const int row = g + 8 * (e >> 1), col = 2 * t + (e & 1);
+                float acc = 0.0f, accs = 0.0f;
+                for (int st = 0; st < SUB_STEPS; st++) {
+                    uint16_t a[16], as[16], b[16];
+                    for (int tt = 0; tt < 4; tt++) {
+                        const size_t ao = (((size_t)w * SUB_STEPS + st) * 32 + (row % 8) * 4 + tt) * 4;
+                        const size_t bo = (((size_t)w * SUB_STEPS + st) * 32 + col * 4 + tt) * 2;
+                        const int lo = row < 8 ? 0 : 1; /* a0/a2 or a1/a3 */
+                        for (int h = 0; h < 2; h++) {
+                            a[2 * tt + h] = (uint16_t)(ha[ao + lo] >> (16 * h));
+                            a[2 * tt + 8 + h] = (uint16_t)(ha[ao + 2 + lo] >> (16 * h));
+                            as[2 * tt + h] = (uint16_t)(has[ao + lo] >> (16 * h));
+                            as[2 * tt + 8 + h] = (uint16_t)(has[ao + 2 + lo] >> (16 * h));
+                            b[2 * tt + h] = (uint16_t)(hb[bo] >> (16 * h));
+                            b[2 * tt + 8 + h] = (uint16_t)(hb[bo + 1] >> (16 * h));
+                        }
+                    }
+                    acc = nvfp4_sm90_step(acc, a, b, NVFP4_OPERAND_F16);
+                    accs = nvfp4_sm90_step(accs, as, b, NVFP4_OPERAND_F16);
+                }
+                const float back = accs * 0x1p14f;
+                uint32_t x, y;
+                memcpy(&x, &acc, 4);
+                memcpy(&y, &back, 4);
+                if (x != y) {
+                    const size_t idx = ((size_t)w * 32 + lane) * 4 + e;
+                    if (bad < 5) printf("subnorm model: output %zu: unscaled %08x, scaled*2^14 %08x\n", idx, x, y);
+                    bad++;
+                }
+                n++;
+            }
+    printf("subnorm model (C oracle, host): %zu outputs, %zu differ\n", n, bad);
+    free(ha);
+    free(has);
+    free(hb);
+    return 0;
+}
+
+static int probe_subnorm(void)
+{
+    const int warps = g_sms * 8 * 4;
+    const size_t na = (size_t)warps * SUB_STEPS * 32 * 4, nb = (size_t)warps * SUB_STEPS * 32 * 2;
+    uint32_t *ha, *has, *hb;
+    subnorm_operands(warps, &ha, &has, &hb);
     uint32_t *da, *das, *db;
     float *dd, *dds;
     const size_t nd = (size_t)warps * 32 * 4;
@@ -430,6 +500,10 @@ static int probe_subnorm(void)
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "all";
+    if (!strcmp(what, "subnorm-model")) {
+        g_sms = argc > 2 ? atoi(argv[2]) : 132;
+        return subnorm_model();
+    }
     CK(cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, 0));
     int clk = 0;
     CK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0));
