@@ -10,6 +10,9 @@
  *     ITERS    timed launches (default 50; 0 = check only), back to back over
  *              copies of the weights that together exceed the L2
  *     LOADERS  TMA-issuing warps of the register kernel (0 = planned)
+ *   NVFP4_DEV_MODE=N (environment): the register kernel with parts left out
+ *     (REGM_DEV_* bits, src/cuda/sm90_regm.cuh); the check is skipped, the
+ *     timing is what such a run is for.
  *
  * Build: make gpu-tests (build/gpu/gemm_variants). */
 #include <cuda_runtime_api.h>
@@ -83,6 +86,31 @@ static nvfp4_cuda_operand upload(const nvfp4_tensor *t)
     return o;
 }
 
+/* The mean of `iters` back-to-back launches (us), the weights
+ * rotated over `ncopy` copies, after 3 warm-up launches. */
+static float time_launches(nvfp4_cuda_gemm_args *g, const nvfp4_cuda_operand *copies, int ncopy, int iters)
+{
+    const nvfp4_cuda_operand b0 = g->b;
+    for (int i = 0; i < 3; i++) nvfp4_gemm_cuda(g); /* warm-up */
+    cudaEvent_t e0, e1;
+    CUDA_OK(cudaEventCreate(&e0));
+    CUDA_OK(cudaEventCreate(&e1));
+    CUDA_OK(cudaEventRecord(e0, 0));
+    for (int i = 0; i < iters; i++) {
+        g->b = copies[i % ncopy];
+        nvfp4_gemm_cuda(g);
+    }
+    CUDA_OK(cudaEventRecord(e1, 0));
+    CUDA_OK(cudaEventSynchronize(e1));
+    CUDA_OK(cudaGetLastError());
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+    CUDA_OK(cudaEventDestroy(e0));
+    CUDA_OK(cudaEventDestroy(e1));
+    g->b = b0;
+    return ms * 1000.0f / (float)iters;
+}
+
 int main(int argc, char **argv)
 {
     static const struct { const char *name; int64_t n, k; } L[4] = {
@@ -115,6 +143,9 @@ int main(int argc, char **argv)
     CUDA_OK(cudaMalloc(&g.workspace, wsb));
     g.workspace_bytes = wsb;
     nvfp4_sm90_force_variant(variant);
+    const char *dm_env = getenv("NVFP4_DEV_MODE");
+    const int dev_mode = dm_env ? atoi(dm_env) : 0;
+    nvfp4_sm90_force_dev_mode(dev_mode);
 
     /* check: rows 0..min(M,16)-1 (all of them at small M), every column */
     CUDA_OK(cudaMemset(g.raw, 0xFF, mn * 4));
@@ -134,7 +165,7 @@ int main(int argc, char **argv)
         return 1;
     }
     int64_t bad = 0, first = -1;
-    for (int64_t i = 0; i < rows * n; i++)
+    for (int64_t i = 0; i < rows * n && !dev_mode; i++)
         if (memcmp(&got[i], &want[i], 4) != 0 && bad++ == 0) first = i;
     if (bad) {
         uint32_t x, y;
@@ -149,33 +180,40 @@ int main(int argc, char **argv)
     /* time: back-to-back launches between two events, the weights rotated
      * over copies that together exceed the L2 (50 MB on the H200) */
     float med = 0;
+    nvfp4_cuda_operand copies[16];
+    int ncopy = 1;
     if (iters > 0) {
         const double wbytes = (double)n * (double)k * 0.5625;
-        int ncopy = (int)(200e6 / wbytes) + 1;
+        ncopy = (int)(200e6 / wbytes) + 1;
         if (ncopy > 16) ncopy = 16;
-        nvfp4_cuda_operand copies[16];
         copies[0] = g.b;
         for (int i = 1; i < ncopy; i++) copies[i] = upload(&b);
-        for (int i = 0; i < 3; i++) nvfp4_gemm_cuda(&g); /* warm-up */
-        cudaEvent_t e0, e1;
-        CUDA_OK(cudaEventCreate(&e0));
-        CUDA_OK(cudaEventCreate(&e1));
-        CUDA_OK(cudaEventRecord(e0, 0));
-        for (int i = 0; i < iters; i++) {
-            g.b = copies[i % ncopy];
-            nvfp4_gemm_cuda(&g);
-        }
-        CUDA_OK(cudaEventRecord(e1, 0));
-        CUDA_OK(cudaEventSynchronize(e1));
-        CUDA_OK(cudaGetLastError());
-        float ms = 0;
-        CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
-        med = ms * 1000.0f / (float)iters;
+        med = time_launches(&g, copies, ncopy, iters);
     }
     const double bytes = (double)n * (double)k * 0.5625 + (double)m * (double)k * 0.5625 + (double)mn * 6;
-    printf("OK %s M=%lld variant %d k_slices %d loaders %s: %lld outputs exact; %.1f us (%.0f%% of a 4.0 TB/s "
+    printf("%s %s M=%lld variant %d k_slices %d loaders %s dev_mode %d: %lld outputs %s; %.1f us (%.0f%% of a 4.0 TB/s "
            "byte floor)\n",
-           L[li].name, (long long)m, variant, slices, argc > 6 ? argv[6] : "planned", (long long)(rows * n), med,
+           dev_mode ? "DEV" : "OK", L[li].name, (long long)m, variant, slices, argc > 6 ? argv[6] : "planned",
+           dev_mode, (long long)(rows * n), dev_mode ? "not checked" : "exact", med,
            med > 0 ? 100.0 * bytes / 4.0e12 / (med * 1e-6) : 0.0);
+    /* NVFP4_DEV_SWEEP="MODE:LOADERS,...": after the check, time each
+     * configuration of the register kernel in this one process (no data
+     * regenerated): MODE as NVFP4_DEV_MODE, LOADERS as the argument. */
+    const char *sweep = getenv("NVFP4_DEV_SWEEP");
+    if (sweep && iters > 0) {
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s", sweep);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            int mode = 0, lw = 0;
+            if (sscanf(tok, "%d:%d", &mode, &lw) < 1) continue;
+            nvfp4_sm90_force_dev_mode(mode);
+            nvfp4_sm90_force_loaders(lw);
+            const float t = time_launches(&g, copies, ncopy, iters);
+            printf("SWEEP %s M=%lld variant %d dev_mode %2d loaders %d: %.1f us\n", L[li].name, (long long)m,
+                   variant, mode, lw, t);
+        }
+        nvfp4_sm90_force_dev_mode(0);
+        nvfp4_sm90_force_loaders(0);
+    }
     return 0;
 }

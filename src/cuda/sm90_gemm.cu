@@ -329,6 +329,10 @@ extern "C" void nvfp4_sm90_force_variant(int v)
     sm90_forced_variant = (v >= 0 && v < NVFP4_SM90_NUM_VARIANTS) ? v : -1;
 }
 
+/* dev/cuda experiments: the register kernel's dev_mode (REGM_DEV_* bits). */
+static int sm90_dev_mode = 0;
+extern "C" void nvfp4_sm90_force_dev_mode(int mode) { sm90_dev_mode = mode; }
+
 static nvfp4_status device_info(sm90_device_info **out)
 {
     int dev = 0;
@@ -584,6 +588,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         /* the epilogue stores pairs (raw 8 bytes, out 4) where the pointers allow */
         rp.pair_stores = !misaligned(args->raw, 8) && !misaligned(args->out, 4);
         rp.chunks_per_slice = chunks_per_slice;
+        rp.dev_mode = sm90_dev_mode;
         const int mi = var.bn == 8 ? 0 : var.bn == 16 ? 1 : 2;
         const int tw = var.r, ti = tw == 1 ? 0 : tw == 2 ? 1 : tw == 4 ? 2 : -1;
         sm90_regm_fn kern = ti >= 0 ? sm90_regm_kernels[mi][ti] : NULL;

@@ -125,6 +125,11 @@ void nvfp4_sm90_force_variant(int v);
  * thread-safe; for dev/cuda/gemm_variants. */
 void nvfp4_sm90_force_loaders(int lw);
 
+/* Testing hook (sm90_gemm.cu): the register kernel's dev_mode, the parts
+ * of the kernel left out for dev/cuda timing experiments (REGM_DEV_* in
+ * sm90_regm.cuh; 0 = the kernel as it is).  Results are wrong when set. */
+void nvfp4_sm90_force_dev_mode(int mode);
+
 #ifdef __cplusplus
 }
 #endif

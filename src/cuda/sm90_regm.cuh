@@ -66,7 +66,17 @@ typedef struct nvfp4_sm90_regm_params {
     int loaders;          /* TMA-issuing warps per CTA (1..REGM_LWMAX) */
     int pair_stores;      /* raw is 8-byte and out 4-byte aligned: the epilogue stores pairs */
     int chunks_per_slice; /* K slices: 64-element groups per slice */
+    int dev_mode;         /* 0; dev/cuda experiments only (REGM_DEV_* bits: parts left out, results wrong) */
 } nvfp4_sm90_regm_params;
+
+/* dev_mode bits (dev/cuda/gemm_variants, NVFP4_DEV_MODE): time the kernel
+ * with a part left out, to find what sets its pace.  Never set by the
+ * library's own callers. */
+#define REGM_DEV_NO_MMA 1     /* MMA warps wait for each stage and release it, nothing else */
+#define REGM_DEV_NO_ACT 2     /* activation warps likewise */
+#define REGM_DEV_NO_WSCALE 4  /* the loader skips the weight-scale box */
+#define REGM_DEV_NO_ABOX 8    /* the loader skips the activation boxes */
+#define REGM_DEV_NO_WCODES 16 /* the loader skips the weight-code box */
 
 /* The FP16 pairs {s_lo * 64, s_hi * 64} of two block-scale bytes (signs
  * cleared: the contract uses |e4m3|), from the 16-bit value lo | hi << 8. */

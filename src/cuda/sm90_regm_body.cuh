@@ -217,8 +217,10 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
         ptx_prefetch_tmap(&p.tm_b_scales);
         ptx_prefetch_tmap(&p.tm_a_codes);
         ptx_prefetch_tmap(&p.tm_a_scales);
-        const uint32_t bytes = (uint32_t)p.tmax * 1024u + (uint32_t)REGM_SGMAX(p.tmax) * 2048u +
-                               (uint32_t)REGM_MT * 128u + 1024u * SPLIT_AH(REGM_MT);
+        const int dm = p.dev_mode;
+        const uint32_t bytes = (dm & REGM_DEV_NO_WCODES ? 0u : (uint32_t)p.tmax * 1024u) +
+                               (dm & REGM_DEV_NO_WSCALE ? 0u : (uint32_t)REGM_SGMAX(p.tmax) * 2048u) +
+                               (dm & REGM_DEV_NO_ABOX ? 0u : (uint32_t)REGM_MT * 128u + 1024u * SPLIT_AH(REGM_MT));
         /* Weights first: the first ring's worth does not depend on the
          * previous kernel (the fused linear's quantizer, our programmatic
          * prerequisite), so it streams while that kernel finishes. */
@@ -226,12 +228,14 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
         for (int c = warp; c < pro; c += p.loaders) {
             uint8_t *st = ring + (size_t)c * stage_bytes;
             ptx_mbar_arrive_expect_tx(&full[c], bytes);
-            ptx_tma_load_2d(st, &p.tm_b_codes, &full[c], c * 128, tile0 * 8);
-            ptx_tma_load_4d(st + wsc_off, &p.tm_b_scales, &full[c], 0, 0, 4 * c, group0);
+            if (!(dm & REGM_DEV_NO_WCODES)) ptx_tma_load_2d(st, &p.tm_b_codes, &full[c], c * 128, tile0 * 8);
+            if (!(dm & REGM_DEV_NO_WSCALE))
+                ptx_tma_load_4d(st + wsc_off, &p.tm_b_scales, &full[c], 0, 0, 4 * c, group0);
         }
         ptx_griddep_wait();
         for (int c = warp; c < pro; c += p.loaders) {
             uint8_t *st = ring + (size_t)c * stage_bytes;
+            if (dm & REGM_DEV_NO_ABOX) continue;
             ptx_tma_load_2d(st + act_codes_off, &p.tm_a_codes, &full[c], c * 128, 0);
             ptx_tma_load_3d(st + asc_off, &p.tm_a_scales, &full[c], 0, 0, 4 * c);
         }
@@ -240,10 +244,20 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
             ptx_mbar_wait(&empty[s], (uint32_t)((c / p.stages - 1) & 1)); /* the stage's last use is read */
             uint8_t *st = ring + (size_t)s * stage_bytes;
             ptx_mbar_arrive_expect_tx(&full[s], bytes);
-            ptx_tma_load_2d(st, &p.tm_b_codes, &full[s], c * 128, tile0 * 8);
-            ptx_tma_load_4d(st + wsc_off, &p.tm_b_scales, &full[s], 0, 0, 4 * c, group0);
-            ptx_tma_load_2d(st + act_codes_off, &p.tm_a_codes, &full[s], c * 128, 0);
-            ptx_tma_load_3d(st + asc_off, &p.tm_a_scales, &full[s], 0, 0, 4 * c);
+            if (dm == 0) { /* the library's path */
+                ptx_tma_load_2d(st, &p.tm_b_codes, &full[s], c * 128, tile0 * 8);
+                ptx_tma_load_4d(st + wsc_off, &p.tm_b_scales, &full[s], 0, 0, 4 * c, group0);
+                ptx_tma_load_2d(st + act_codes_off, &p.tm_a_codes, &full[s], c * 128, 0);
+                ptx_tma_load_3d(st + asc_off, &p.tm_a_scales, &full[s], 0, 0, 4 * c);
+            } else {
+                if (!(dm & REGM_DEV_NO_WCODES)) ptx_tma_load_2d(st, &p.tm_b_codes, &full[s], c * 128, tile0 * 8);
+                if (!(dm & REGM_DEV_NO_WSCALE))
+                    ptx_tma_load_4d(st + wsc_off, &p.tm_b_scales, &full[s], 0, 0, 4 * c, group0);
+                if (!(dm & REGM_DEV_NO_ABOX)) {
+                    ptx_tma_load_2d(st + act_codes_off, &p.tm_a_codes, &full[s], c * 128, 0);
+                    ptx_tma_load_3d(st + asc_off, &p.tm_a_scales, &full[s], 0, 0, 4 * c);
+                }
+            }
         }
         return;
     }
@@ -274,7 +288,8 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
             ptx_mbar_wait(&full[s], ph);
             uint8_t *st = ring + (size_t)s * stage_bytes;
             const int nbp = (nblocks - 16 * c < 16 ? nblocks - 16 * c : 16) / 2; /* block pairs */
-            if (nbp == 8) { /* every load first, so the units overlap */
+            if (p.dev_mode & REGM_DEV_NO_ACT) {
+            } else if (nbp == 8) { /* every load first, so the units overlap */
                 uint32_t w_[8 / REGM_APS][2], sw_[8 / REGM_APS];
 #pragma unroll
                 for (int i = 0; i < 8 / REGM_APS; i++) {
@@ -343,7 +358,8 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
         ptx_mbar_wait(&act_full[s], ph);
         const uint8_t *st = ring + (size_t)s * stage_bytes;
         const int nblk = nblocks - 16 * c < 16 ? nblocks - 16 * c : 16;
-        if (nblk == 16 && 4 * c + 4 < slice_end && 4 * c + 4 < ngroups64) {
+        if (p.dev_mode & REGM_DEV_NO_MMA) {
+        } else if (nblk == 16 && 4 * c + 4 < slice_end && 4 * c + 4 < ngroups64) {
             /* the hot path: 16 steps and no K-slice fold, one basic block */
             REGM_HOT();
         } else { /* the K tail (2 .. 14 blocks) or a chunk that ends a K slice */
