@@ -160,6 +160,22 @@ NVFP4_DEV uint32_t ptx_e4m3x2_to_f16x2(uint16_t two)
     return out;
 }
 
+/* Bytes 0, 1 (_lo) or 2, 3 (_hi) of a word, two E4M3 values, to two FP16,
+ * exact: one F2FP each (the _hi form reads the upper half in place, no
+ * shift: F2FP.F16.E4M3.UNPACK_B R, R.H1). */
+NVFP4_DEV uint32_t ptx_e4m3x2_lo_to_f16x2(uint32_t four)
+{
+    uint32_t out;
+    asm("{.reg .b16 l, h;\n mov.b32 {l, h}, %1;\n cvt.rn.f16x2.e4m3x2 %0, l;\n}" : "=r"(out) : "r"(four));
+    return out;
+}
+NVFP4_DEV uint32_t ptx_e4m3x2_hi_to_f16x2(uint32_t four)
+{
+    uint32_t out;
+    asm("{.reg .b16 l, h;\n mov.b32 {l, h}, %1;\n cvt.rn.f16x2.e4m3x2 %0, h;\n}" : "=r"(out) : "r"(four));
+    return out;
+}
+
 /* Four hi-first code bytes x -> the E4M3 bytes s.0e1e0.m00 = e2m1 * 2^-6
  * (subnormals included) of their nibbles: *hi the high nibbles (elements
  * 2i, in byte i), *lo the low nibbles (elements 2i+1).  cvt e4m3x2 converts

@@ -592,7 +592,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         const int mi = var.bn == 8 ? 0 : var.bn == 16 ? 1 : 2;
         const int tw = var.r, ti = tw == 1 ? 0 : tw == 2 ? 1 : tw == 4 ? 2 : -1;
         sm90_regm_fn kern = ti >= 0 ? sm90_regm_kernels[mi][ti] : NULL;
-        const int threads = 32 * (plan.loaders + REGM_AW(var.bn) + plan.mma_warps);
+        const int threads = 32 * (plan.loaders + REGM_AW(var.bn, var.r) + plan.mma_warps);
         if (!kern || threads > REGM_THREADS_MAX(var.bn, tw))
             return nvfp4_fail(NVFP4_ERR_INTERNAL, "gemm (cuda): no register kernel for MT=%d, %d tiles per CTA",
                               var.bn, plan.tiles_per_cta);

@@ -63,20 +63,29 @@ typedef struct nvfp4_sm90_variant {
  * weight chains, r per MMA warp; one ring of stages, each (256
  * K-elements): codes [8 tmax][128] | act codes [MT][128] | weight scales
  * [SGMAX groups][4 chunks][512] | act scales [4][AH][256] | act A fragments
- * [16 blocks][m16 tiles][32 lanes][16]. */
+ * [16 blocks][FB] | the CTA's weight scales as FP16 pairs [tmax chains][8
+ * block pairs][8 rows][8 bytes] (a warp's 8-byte loads of one block pair
+ * cover 64 contiguous bytes: conflict-free). */
 #define REGM_MAX_STAGES 16
 #define REGM_BAR_BYTES 1024
 #define REGM_TMAX(tw) ((tw) == 1 ? 16 : (tw) == 2 ? 24 : 32) /* chains per CTA at most (<= 256 box rows) */
-#define REGM_AW(mt) ((mt) == 8 ? 2 : (mt) / 8) /* activation warps: per n8 token tile, two for MT = 8 */
+/* activation warps (they also turn the CTA's weight scales into FP16 pairs
+ * each chunk), splitting each n8 token tile's block pairs: 2 with one chain
+ * per MMA warp (up to 16 chains: more would take the MMA warps' issue
+ * slots, measured), 4 with more, and at least one per n8 tile */
+#define REGM_AW(mt, tw) ((mt) == 32 || (tw) > 1 ? 4 : 2)
 #define REGM_LWMAX 2                           /* loader warps at most */
 #define REGM_SGMAX(tmax) (((tmax) * 8 + 127) / 128 + 1) /* 128-row scale groups a CTA spans */
+/* A-fragment bytes per block: {a0..a3} per lane and m16 token tile */
+#define REGM_FRAG_BLOCK_BYTES(mt) (((mt) <= 16 ? 1 : 2) * 512)
 #define REGM_STAGE_BYTES(mt, tmax)                                                                 \
     (((size_t)(tmax) * 1024 + (size_t)(mt) * 128 + (size_t)REGM_SGMAX(tmax) * 2048 +              \
-      (size_t)SPLIT_AH(mt) * 1024 + (size_t)((mt) <= 16 ? 1 : 2) * 8192 + 1023) / 1024 * 1024)
+      (size_t)SPLIT_AH(mt) * 1024 + (size_t)16 * REGM_FRAG_BLOCK_BYTES(mt) +                      \
+      (size_t)(tmax) * 512 + 1023) / 1024 * 1024)
 #define REGM_SMEM(mt, tmax, stages) (1024 + REGM_BAR_BYTES + (size_t)(stages) * REGM_STAGE_BYTES(mt, tmax))
 /* MMA warps at most, and the block size the kernel is built for */
 #define REGM_WMAX(tw) ((REGM_TMAX(tw) + (tw) - 1) / (tw))
-#define REGM_THREADS_MAX(mt, tw) (32 * (REGM_LWMAX + REGM_AW(mt) + REGM_WMAX(tw)))
+#define REGM_THREADS_MAX(mt, tw) (32 * (REGM_LWMAX + REGM_AW(mt, tw) + REGM_WMAX(tw)))
 
 extern const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS];
 

@@ -20,8 +20,9 @@
  *  - the MMA warps: warp w owns REGM_TW chains of 8 weight rows (the n8
  *    side of the mma) for the whole K: per block it loads one 32-bit code
  *    word per chain and lane, builds the B fragment in registers (cvt
- *    e4m3x2 -> f16x2, times the block scale), loads the activation A
- *    fragment and issues mma.sync m16n8k16.
+ *    e4m3x2 -> f16x2, times the block scale from an FP16 pair the
+ *    activation warps wrote), loads the activation A fragment and issues
+ *    mma.sync m16n8k16.
 
  * NOTES (hardware and contract constraints):
  *  - mma.sync m16n8k16 .f32.f16.f16.f32 is one sm90 k16 step (docs/ORACLE.md):
@@ -78,11 +79,13 @@ typedef struct nvfp4_sm90_regm_params {
 #define REGM_DEV_NO_ABOX 8    /* the loader skips the activation boxes */
 #define REGM_DEV_NO_WCODES 16 /* the loader skips the weight-code box */
 
-/* The FP16 pairs {s_lo * 64, s_hi * 64} of two block-scale bytes (signs
- * cleared: the contract uses |e4m3|), from the 16-bit value lo | hi << 8. */
-NVFP4_DEV uint32_t regm_scale_pair(uint32_t two_bytes)
+/* The FP16 pair {s_a * 64, s_b * 64} of the two block-scale bytes in the
+ * low (hi = 0) or high half of a word (signs cleared: the contract uses
+ * |e4m3|). */
+NVFP4_DEV uint32_t regm_scale_pair(uint32_t four_bytes, int hi)
 {
-    return ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(two_bytes & 0x7F7Fu)), 0x54005400u);
+    const uint32_t m = four_bytes & 0x7F7F7F7Fu;
+    return ptx_hmul2(hi ? ptx_e4m3x2_hi_to_f16x2(m) : ptx_e4m3x2_lo_to_f16x2(m), 0x54005400u);
 }
 
 #endif

@@ -6,30 +6,44 @@
 
 #define REGM_NT (REGM_MT / 8)                /* n8 token tiles (activation warps) */
 #define REGM_NM (REGM_MT <= 16 ? 1 : 2)      /* m16 token tiles of the mma */
-#define REGM_AWN REGM_AW(REGM_MT)
+#define REGM_AWN REGM_AW(REGM_MT, REGM_TW)
 #define REGM_APS (REGM_AWN / REGM_NT) /* activation warps per n8 tile: block-pair stride */
 #define REGM_THREADS REGM_THREADS_MAX(REGM_MT, REGM_TW)
+#define REGM_FB REGM_FRAG_BLOCK_BYTES(REGM_MT) /* A-fragment bytes per block */
 
 /* The activation A fragment {a0, a1, a2, a3} of block B, m16 token tile Q,
  * of the chunk in stage `st` (one 16-byte load straight into the mma's
  * register quad; with MT = 8, a1 and a3 -- token rows 8..15 -- are zeros
- * written once). */
+ * written once: zero registers instead cost the quad a move per block). */
 #define REGM_AFRAG(B, Q, A)                                                                        \
     {                                                                                              \
-        const uint4 v_ = *(const uint4 *)(st + act_ld + ((B) * REGM_NM + (Q)) * 512);              \
+        const uint4 v_ = *(const uint4 *)(st + act_ld + (B) * REGM_FB + (Q) * 512);               \
         A[0] = v_.x;                                                                               \
         A[1] = v_.y;                                                                               \
         A[2] = v_.z;                                                                               \
         A[3] = v_.w;                                                                               \
     }
 
+/* The B fragments of blocks 2 BP, 2 BP + 1 of one chain from the lane's
+ * code word X (its bytes 2t, 2t+1 of both blocks) and the blocks' FP16
+ * scale pairs SC (.x = {s, s} * 64 of block 2 BP, .y of 2 BP + 1):
+ * cvt e4m3x2 -> f16x2 (exact), times the scale (exact). */
+#define REGM_BFRAGS(X, SC, B0, B1, B2, B3)                                                         \
+    {                                                                                              \
+        uint32_t ev_, od_;                                                                         \
+        nvfp4_codes_to_e4m3((X), &ev_, &od_);                                                      \
+        B0 = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(ev_), (SC).x);                                       \
+        B1 = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(od_), (SC).x);                                       \
+        B2 = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(ev_), (SC).y);                                       \
+        B3 = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(od_), (SC).y);                                       \
+    }
+
 /* Blocks 2 BP and 2 BP + 1 (the 16-byte code chunk BP of each row) of every
  * chain of this MMA warp: per chain, one 32-bit code word per block (the
- * lane's bytes 2t, 2t+1 in half t & 1) -> both blocks' B fragments in
- * registers (cvt e4m3x2 -> f16x2, times the block scale); at BP even, the
- * chain's four block scales (one word) as FP16 pairs.  Then the mma of both
- * blocks; with FOLD, at the end of a 64-element group, the fold of a
- * finished K slice. */
+ * lane's bytes 2t, 2t+1 in half t & 1) and the blocks' FP16 scale pairs
+ * (one 8-byte load) -> both blocks' B fragments in registers.  Then the
+ * mma of both blocks; with FOLD, at the end of a 64-element group, the fold
+ * of a finished K slice. */
 #define REGM_PAIR(BP, FOLD)                                                                        \
     {                                                                                              \
         uint32_t a_[2][REGM_NM][4];                                                                \
@@ -38,21 +52,11 @@
             REGM_AFRAG(2 * (BP) + 1, q_, a_[1][q_]);                                               \
         }                                                                                          \
         _Pragma("unroll") for (int j_ = 0; j_ < REGM_TW; j_++) {                                   \
-            if (((BP) & 1) == 0) {                                                                 \
-                const uint32_t sw_ = *(const uint32_t *)(st + soff[j_] + ((BP) >> 1) * 512);       \
-                sf[j_][0] = regm_scale_pair(sw_);       /* {s0, s1} * 64 */                        \
-                sf[j_][1] = regm_scale_pair(sw_ >> 16); /* {s2, s3} * 64 */                        \
-            }                                                                                      \
-            const uint32_t sp_ = sf[j_][(BP) & 1];                                                 \
-            const uint32_t sc0_ = ptx_prmt(sp_, 0, 0x1010u), sc1_ = ptx_prmt(sp_, 0, 0x3232u);     \
+            const uint2 sc_ = *(const uint2 *)(st + sfo[j_] + (BP) * 64);                           \
             const int cw_ = crow[j_] + (((BP) << 4) ^ gx);                                         \
             const uint32_t x_ = ptx_prmt(*(const uint32_t *)(st + cw_), *(const uint32_t *)(st + cw_ + 8), xsel); \
-            uint32_t ev_, od_;                                                                     \
-            nvfp4_codes_to_e4m3(x_, &ev_, &od_);                                                       \
-            const uint32_t b00_ = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev_ & 0xFFFFu)), sc0_); \
-            const uint32_t b01_ = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od_ & 0xFFFFu)), sc0_); \
-            const uint32_t b10_ = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev_ >> 16)), sc1_);     \
-            const uint32_t b11_ = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od_ >> 16)), sc1_);     \
+            uint32_t b00_, b01_, b10_, b11_;                                                       \
+            REGM_BFRAGS(x_, sc_, b00_, b01_, b10_, b11_);                                          \
             _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++) ptx_mma_16816_regs(              \
                 acc[j_][q_], a_[0][q_][0], a_[0][q_][1], a_[0][q_][2], a_[0][q_][3], b00_, b01_);  \
             _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++) ptx_mma_16816_regs(              \
@@ -77,7 +81,7 @@
  * pair BP + 1 are issued before the mma of pair BP, so one MMA warp per
  * scheduler keeps its dependent chain fed (docs/KERNEL.md: the unpipelined
  * order left each block ~60 cycles of fixed-latency waits).  Registers
- * rotate by pair: wq[BP % 3] code words, sq[BP % 3] scale words, aq[BP % 3]
+ * rotate by pair: wq[BP % 3] code words, sq[BP % 3] scale pairs, aq[BP % 3]
  * A fragments, bq[BP % 2] B fragments. */
 #define REGM_LD(BP)                                                                                \
     {                                                                                              \
@@ -89,25 +93,15 @@
             const int cw_ = crow[j_] + (((BP) << 4) ^ gx);                                         \
             wq[(BP) % 3][j_][0] = *(const uint32_t *)(st + cw_);                                   \
             wq[(BP) % 3][j_][1] = *(const uint32_t *)(st + cw_ + 8);                               \
-            if (((BP) & 1) == 0) sq[(BP) % 3][j_] = *(const uint32_t *)(st + soff[j_] + ((BP) >> 1) * 512); \
+            sq[(BP) % 3][j_] = *(const uint2 *)(st + sfo[j_] + (BP) * 64);                          \
         }                                                                                          \
     }
 #define REGM_DQ(BP)                                                                                \
     {                                                                                              \
         _Pragma("unroll") for (int j_ = 0; j_ < REGM_TW; j_++) {                                   \
-            if (((BP) & 1) == 0) {                                                                 \
-                sf[j_][0] = regm_scale_pair(sq[(BP) % 3][j_]);                                     \
-                sf[j_][1] = regm_scale_pair(sq[(BP) % 3][j_] >> 16);                               \
-            }                                                                                      \
-            const uint32_t sp_ = sf[j_][(BP) & 1];                                                 \
-            const uint32_t sc0_ = ptx_prmt(sp_, 0, 0x1010u), sc1_ = ptx_prmt(sp_, 0, 0x3232u);     \
             const uint32_t x_ = ptx_prmt(wq[(BP) % 3][j_][0], wq[(BP) % 3][j_][1], xsel);          \
-            uint32_t ev_, od_;                                                                     \
-            nvfp4_codes_to_e4m3(x_, &ev_, &od_);                                                       \
-            bq[(BP) & 1][j_][0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev_ & 0xFFFFu)), sc0_); \
-            bq[(BP) & 1][j_][1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od_ & 0xFFFFu)), sc0_); \
-            bq[(BP) & 1][j_][2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev_ >> 16)), sc1_);     \
-            bq[(BP) & 1][j_][3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od_ >> 16)), sc1_);     \
+            REGM_BFRAGS(x_, sq[(BP) % 3][j_], bq[(BP) & 1][j_][0], bq[(BP) & 1][j_][1],           \
+                        bq[(BP) & 1][j_][2], bq[(BP) & 1][j_][3]);                                 \
         }                                                                                          \
     }
 #define REGM_MM(BP)                                                                                \
@@ -121,7 +115,8 @@
     }
 #define REGM_HOT()                                                                                 \
     {                                                                                              \
-        uint32_t wq[3][REGM_TW][2], sq[3][REGM_TW], aq[3][2][REGM_NM][4], bq[2][REGM_TW][4];      \
+        uint32_t wq[3][REGM_TW][2], aq[3][2][REGM_NM][4], bq[2][REGM_TW][4];                       \
+        uint2 sq[3][REGM_TW];                                                                      \
         REGM_LD(0);                                                                                \
         REGM_LD(1);                                                                                \
         REGM_DQ(0);                                                                                \
@@ -163,14 +158,32 @@
     {                                                                                              \
         const uint32_t x_ = ptx_prmt(W0, W1, xsel);                                                \
         uint32_t ev_, od_;                                                                         \
-        nvfp4_codes_to_e4m3(x_, &ev_, &od_);                                                           \
-        const uint32_t sp_ = regm_scale_pair(((BP) & 1) ? (SW) >> 16 : (SW));                     \
+        nvfp4_codes_to_e4m3(x_, &ev_, &od_);                                                       \
+        const uint32_t sp_ = regm_scale_pair((SW), (BP) & 1);                                      \
         const uint32_t s0_ = ptx_prmt(sp_, 0, 0x1010u), s1_ = ptx_prmt(sp_, 0, 0x3232u);           \
-        uint32_t *dst_ = (uint32_t *)(st + act_dst + 2 * (BP) * REGM_NM * 512);                    \
-        dst_[0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev_ & 0xFFFFu)), s0_);                  \
-        dst_[2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od_ & 0xFFFFu)), s0_);                  \
-        dst_[REGM_NM * 128] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(ev_ >> 16)), s1_);          \
-        dst_[REGM_NM * 128 + 2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(od_ >> 16)), s1_);      \
+        uint32_t *dst_ = (uint32_t *)(st + act_dst + 2 * (BP) * REGM_FB);                          \
+        dst_[0] = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(ev_), s0_);                                     \
+        dst_[2] = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(od_), s0_);                               \
+        dst_[REGM_FB / 4] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(ev_), s1_);                           \
+        dst_[REGM_FB / 4 + 2] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(od_), s1_);                 \
+    }
+/* The weight scales of CTA row I = 8 i + g (its 16 blocks: one word per
+ * 64-element group q, four independent chains) of the chunk in stage `st`
+ * -> the FP16 pairs {s, s} * 64 of block pair BP at wsf_off + ((i * 8 + BP)
+ * * 8 + g) * 8 (the MMA lanes load their row's two in one 8-byte load). */
+#define REGM_WSCALE_ROW(I)                                                                         \
+    {                                                                                              \
+        const int r_ = tile0 * 8 + (I);                                                            \
+        const uint8_t *src_ = st + wsc_off + (r_ / 128 - group0) * 2048 + (r_ % 32) * 16 + ((r_ % 128) / 32) * 4; \
+        uint32_t w_[4];                                                                            \
+        _Pragma("unroll") for (int q_ = 0; q_ < 4; q_++) w_[q_] = *(const uint32_t *)(src_ + q_ * 512) & 0x7F7F7F7Fu; \
+        uint2 *d_ = (uint2 *)(st + wsf_off + (((I) >> 3) * 64 + ((I) & 7)) * 8);                   \
+        _Pragma("unroll") for (int q_ = 0; q_ < 4; q_++) {                                         \
+            const uint32_t s01_ = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(w_[q_]), 0x54005400u);          \
+            const uint32_t s23_ = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(w_[q_]), 0x54005400u);          \
+            d_[16 * q_] = make_uint2(ptx_prmt(s01_, 0, 0x1010u), ptx_prmt(s01_, 0, 0x3232u));      \
+            d_[16 * q_ + 8] = make_uint2(ptx_prmt(s23_, 0, 0x1010u), ptx_prmt(s23_, 0, 0x3232u));  \
+        }                                                                                          \
     }
 #define REGM_ACT_SW(BP) (*(const uint32_t *)(st + act_sc + ((BP) >> 1) * 256 * SPLIT_AH(REGM_MT)))
 
@@ -191,6 +204,7 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
     const int wsc_off = act_codes_off + REGM_MT * 128;
     const int asc_off = wsc_off + REGM_SGMAX(p.tmax) * 2048;
     const int frag_off = asc_off + SPLIT_AH(REGM_MT) * 1024;
+    const int wsf_off = frag_off + 16 * REGM_FB;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     /* this CTA's 8-row chains: [tile0, tile0 + tcount), balanced over the grid */
@@ -199,12 +213,16 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
     const int group0 = tile0 * 8 / 128; /* the first 128-row scale group */
     const int nblocks = p.k / 16;
     const int nch = (p.k + REGM_KC - 1) / REGM_KC;
+    /* MMA warps with a chain of their own (a CTA one chain short of tmax
+     * leaves its last warp idle: it exits at once instead of repeating a
+     * chain, so the issue slots go to the real ones) */
+    const int mma_live = (tcount + REGM_TW - 1) / REGM_TW;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < p.stages; s++) {
             ptx_mbar_init(&full[s], 1);
             ptx_mbar_init(&act_full[s], 32 * REGM_AWN);
-            ptx_mbar_init(&empty[s], p.mma_warps + REGM_AWN);
+            ptx_mbar_init(&empty[s], mma_live + REGM_AWN);
         }
         ptx_fence_mbar_init();
     }
@@ -278,10 +296,11 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
         const int act_dst = frag_off + ((u >> 1) * 32 + lane) * 16 + (u & 1) * 4;
         if (REGM_MT == 8 && aw == 0) /* token rows 8..15 of every fragment: zero, once */
             for (int z = 0; z < p.stages * 16; z++) {
-                uint32_t *q = (uint32_t *)(ring + (size_t)(z / 16) * stage_bytes + frag_off + (z % 16) * 512 + lane * 16);
+                uint32_t *q = (uint32_t *)(ring + (size_t)(z / 16) * stage_bytes + frag_off + (z % 16) * REGM_FB + lane * 16);
                 q[1] = 0;
                 q[3] = 0;
             }
+        const int wsc_rows = 8 * tcount; /* the CTA's weight rows */
         int s = 0;
         uint32_t ph = 0;
         for (int c = 0; c < nch; c++) {
@@ -310,7 +329,9 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
                     }
                 }
             }
-            ptx_mbar_arrive(&act_full[s]); /* releases this lane's fragment stores */
+            if (!(p.dev_mode & REGM_DEV_NO_ACT))
+                for (int i = aw * 32 + lane; i < wsc_rows; i += 32 * REGM_AWN) REGM_WSCALE_ROW(i);
+            ptx_mbar_arrive(&act_full[s]); /* releases this lane's fragment and scale stores */
             __syncwarp();
             if (lane == 0) ptx_mbar_arrive(&empty[s]);
             if (++s == p.stages) {
@@ -323,6 +344,7 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
 
     /* ---------------- MMA warps ---------------- */
     const int mw = warp - p.loaders - REGM_AWN;
+    if (mw >= mma_live) return;
     float acc[REGM_TW][REGM_NM][4], tot[REGM_TW][REGM_NM][4];
 #pragma unroll
     for (int j = 0; j < REGM_TW; j++)
@@ -338,18 +360,15 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
     /* this lane's activation fragment slot (block 0, n8 tile 0) */
     const int act_ld = frag_off + lane * 16;
     /* Per chain: the code word of its box row g (before the swizzle) and the
-     * row's scale word (chunk 0).  Warps with fewer than REGM_TW chains
+     * row's FP16 scale pairs (block 0).  Warps with fewer than REGM_TW chains
      * repeat the CTA's last one, so the loop has no predicates; the epilogue
      * stores only real chains. */
-    int crow[REGM_TW], soff[REGM_TW];
-    uint32_t sf[REGM_TW][2];
+    int crow[REGM_TW], sfo[REGM_TW];
 #pragma unroll
     for (int j = 0; j < REGM_TW; j++) {
         const int i0 = mw * REGM_TW + j, i = i0 < tcount ? i0 : tcount - 1;
-        const int r = (tile0 + i) * 8 + g;
         crow[j] = (8 * i + g) * 128 + (t >> 1) * 4;
-        soff[j] = wsc_off + (r / 128 - group0) * 2048 + (r % 32) * 16 + ((r % 128) / 32) * 4;
-        sf[j][0] = sf[j][1] = 0;
+        sfo[j] = wsf_off + (64 * i + g) * 8;
     }
     int s = 0;
     uint32_t ph = 0;
@@ -427,6 +446,9 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
 #undef REGM_HOT
 #undef REGM_ACT_LD
 #undef REGM_ACT_SW
+#undef REGM_FB
+#undef REGM_BFRAGS
+#undef REGM_WSCALE_ROW
 #undef REGM_THREADS
 #undef REGM_MT
 #undef REGM_TW

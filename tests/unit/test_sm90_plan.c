@@ -38,7 +38,7 @@ static void check_plan(const char *what, int64_t m, int64_t n, int slices, const
         if (v->kind == NVFP4_SM90_REGM) {
             CHECKF(p->stages >= 2 && p->stages <= REGM_MAX_STAGES, "%s: %d stages", what, p->stages);
             CHECKF(p->mma_warps == cdiv(p->tiles_per_cta, v->r) && p->loaders >= 1 && p->loaders <= REGM_LWMAX &&
-                       32 * (p->loaders + REGM_AW(v->bn) + p->mma_warps) <= REGM_THREADS_MAX(v->bn, v->r),
+                       32 * (p->loaders + REGM_AW(v->bn, v->r) + p->mma_warps) <= REGM_THREADS_MAX(v->bn, v->r),
                    "%s: %d MMA warps for %d tiles", what, p->mma_warps, p->tiles_per_cta);
             CHECKF(p->smem == REGM_SMEM((size_t)v->bn, (size_t)p->tiles_per_cta, (size_t)p->stages),
                    "%s: smem formula", what);
