@@ -54,7 +54,7 @@ extern "C" {
 enum { THR_EXACT = 0, THR_TABLE = 1, THR_ZERO = 2 };
 
 /* Fixed-count loops over register arrays must unroll on the device. */
-#ifdef __CUDACC__
+#ifdef __CUDA_ARCH__
 #define THR_UNROLL _Pragma("unroll")
 #else
 #define THR_UNROLL
@@ -284,12 +284,24 @@ NVFP4_HOST_DEVICE uint32_t thr_nt(uint32_t thr16)
     return n | (n << 16);
 }
 
-/* (x & m) | (y & ~m): one LOP3 */
-NVFP4_HOST_DEVICE uint32_t thr_mux(uint32_t m, uint32_t x, uint32_t y) { return (x & m) | (y & ~m); }
+/* (x & m) | (y & ~m): one LOP3 (written out on the device, so the PTX
+ * counts what the SASS runs) */
+NVFP4_HOST_DEVICE uint32_t thr_mux(uint32_t m, uint32_t x, uint32_t y)
+{
+#ifdef __CUDA_ARCH__
+    uint32_t d;
+    asm("lop3.b32 %0, %1, %2, %3, 0xE4;" : "=r"(d) : "r"(x), "r"(y), "r"(m));
+    return d;
+#else
+    return (x & m) | (y & ~m);
+#endif
+}
 
-/* Eight BF16 elements, w[p] = element 2p (low half) | element 2p+1 (high
- * half), none NaN, to their eight codes, hi-first (element 2p in the high
- * nibble of byte p), from the entry's thr_nt words.
+/* The SWAR step shared by thr_codes8 and thr_f16x8: eight BF16 elements,
+ * w[p] = element 2p (low half) | element 2p+1 (high half), none NaN, from
+ * the entry's thr_nt words, to nib[h] (elements 4h..4h+3, one byte each,
+ * the code's nibble in both halves of its byte) and sgn[h] (their sign
+ * bits as byte masks).
  *
  * A binary search per half instead of 7 compares: c2 = A >= T3; c1 = A >=
  * (c2 ? T5 : T1); c0 = A >= T[4 c2 + 2 c1] (the thermometer code below the
@@ -297,14 +309,11 @@ NVFP4_HOST_DEVICE uint32_t thr_mux(uint32_t m, uint32_t x, uint32_t y) { return 
  * prmt's sign mode turns it into a 0x0000 / 0xFFFF half mask that selects
  * the next threshold (LOP3), and, gathering two words, into byte masks
  * (one byte per element) from which three LOP3s with constants build each
- * element's nibble, twice per byte; two prmt and a LOP3 pair the nibbles.
- * Instructions (SASS: LOP3, IADD3, PRMT), per word: 1 mask + 3 adds + 2
- * half masks + 4 selects = 10; per two words: 4 gathers + 3 LOP3 = 7; per
- * four words: 2 prmt + 1 LOP3 = 3.  Total 57 per 8 elements, 14.25 per
- * pair (the mask is shared with the block's amax in the kernel). */
-NVFP4_HOST_DEVICE uint32_t thr_codes8(const uint32_t w[4], const uint32_t nt[7])
+ * element's nibble.  Instructions (SASS: LOP3, IADD3, PRMT), per word: 1
+ * mask + 3 adds + 2 half masks + 4 selects = 10; per two words: 4 gathers
+ * + 3 LOP3 = 7. */
+NVFP4_HOST_DEVICE void thr_swar(const uint32_t w[4], const uint32_t nt[7], uint32_t nib[2], uint32_t sgn[2])
 {
-    uint32_t nib[2];
     THR_UNROLL
     for (int h = 0; h < 2; h++) {
         uint32_t s3[2], sa[2], sb[2];
@@ -318,14 +327,48 @@ NVFP4_HOST_DEVICE uint32_t thr_codes8(const uint32_t w[4], const uint32_t nt[7])
             const uint32_t t = thr_mux(m2, nt[4], nt[0]), u = thr_mux(m2, nt[6], nt[2]);
             sb[j] = a + thr_mux(m1, u, t);
         }
-        /* byte masks of elements [2p, 2p+1, 2p+2, 2p+3]: bytes 1, 3 of each word */
-        const uint32_t gs = thr_prmt(w[2 * h], w[2 * h + 1], 0xFDB9u);
+        /* byte masks of elements [4h, 4h+1, 4h+2, 4h+3]: bytes 1, 3 of each word */
+        sgn[h] = thr_prmt(w[2 * h], w[2 * h + 1], 0xFDB9u);
         const uint32_t g2 = thr_prmt(s3[0], s3[1], 0xFDB9u);
         const uint32_t g1 = thr_prmt(sa[0], sa[1], 0xFDB9u);
         const uint32_t g0 = thr_prmt(sb[0], sb[1], 0xFDB9u);
-        uint32_t n = thr_mux(0x88888888u, gs, g2);
+        uint32_t n = thr_mux(0x88888888u, sgn[h], g2);
         n = thr_mux(0xCCCCCCCCu, n, g1);
         nib[h] = thr_mux(0xEEEEEEEEu, n, g0);
+    }
+}
+
+/* Their eight codes, hi-first (element 2p in the high nibble of byte p):
+ * two prmt pair the even and odd elements' bytes, a LOP3 takes a nibble of
+ * each.  Total 57 instructions per 8 elements, 14.25 per pair (the mask is
+ * shared with the block's amax in the kernel). */
+NVFP4_HOST_DEVICE uint32_t thr_codes8(const uint32_t w[4], const uint32_t nt[7])
+{
+    uint32_t nib[2], sgn[2];
+    thr_swar(w, nt, nib, sgn);
+    const uint32_t even = thr_prmt(nib[0], nib[1], 0x6420u), odd = thr_prmt(nib[0], nib[1], 0x7531u);
+    return thr_mux(0xF0F0F0F0u, even, odd);
+}
+
+/* The high byte of the FP16 value of each E2M1 magnitude 0..7 (the low
+ * byte is zero): 0, .5, 1, 1.5, 2, 3, 4, 6. */
+#define THR_F16HI_0_3 0x3E3C3800u
+#define THR_F16HI_4_7 0x46444240u
+
+/* The codes and the FP16 values of their E2M1 values (the sign kept: code
+ * 8 is -0): f16[p] = element 2p (low half) | element 2p+1 (high half).
+ * Per pair: a prmt looks the two magnitudes up (selector: the nibbles at
+ * bits 4..6 and 12..14, a LOP3, and a shift for the upper two elements of
+ * a byte word), a prmt places the two sign masks, a LOP3 merges: 4.5. */
+NVFP4_HOST_DEVICE uint32_t thr_f16x8(const uint32_t w[4], const uint32_t nt[7], uint32_t f16[4])
+{
+    uint32_t nib[2], sgn[2];
+    thr_swar(w, nt, nib, sgn);
+    THR_UNROLL
+    for (int p = 0; p < 4; p++) {
+        const uint32_t n = nib[p >> 1] >> (16 * (p & 1)), sg = sgn[p >> 1];
+        const uint32_t mag = thr_prmt(THR_F16HI_0_3, THR_F16HI_4_7, n & 0x7070u);
+        f16[p] = thr_mux(0x80008000u, thr_prmt(sg, 0u, (p & 1) ? 0x3020u : 0x1000u), mag);
     }
     const uint32_t even = thr_prmt(nib[0], nib[1], 0x6420u), odd = thr_prmt(nib[0], nib[1], 0x7531u);
     return thr_mux(0xF0F0F0F0u, even, odd);

@@ -8,8 +8,9 @@
  *     the NaN byte or has a witness that no threshold table could give its
  *     codes; FP32 elements around each threshold and at random too;
  *   - how many entries of each kind a scale gets, where that is known;
- *   - the SWAR form (thr_codes8) against the scalar form on all pairs of a
- *     sampled set of patterns, and on blocks quantized by nvfp4_quantize_ref.
+ *   - the SWAR forms (thr_codes8, thr_f16x8 with its FP16 e2m1 values)
+ *     against the scalar form on all pairs of a sampled set of patterns, and
+ *     on blocks quantized by nvfp4_quantize_ref.
  * NVFP4_THR_PTS=N adds N random per-tensor scales to the full sweep. */
 #include "quant/quant_ref.h"
 #include "quant/thresholds.h"
@@ -41,7 +42,7 @@ static void mismatch(const char *what, int cv, float pts, uint32_t s8, uint32_t 
 {
     if (n_mismatch++ == 0)
         fprintf(stderr,
-                "FAIL [%s] %s: variant %s pts 0x%08x s8 0x%02x v 0x%08x: got code %u, want %u\n",
+                "FAIL [%s] %s: variant %s pts 0x%08x s8 0x%02x v 0x%08x: got 0x%x, want 0x%x\n",
                 test_current_, what, vname(cv), f2b(pts), s8, v, got, want);
 }
 
@@ -191,7 +192,16 @@ static void check_swar_entry(int cv, float pts, uint32_t s8, uint64_t *rng)
             for (int p = 0; p < 4; p++)
                 w[p] = set[test_rand(rng) % (uint64_t)n] | (set[test_rand(rng) % (uint64_t)n] << 16);
             w[(a + b) & 3] = set[a] | (set[b] << 16);
+            uint32_t f16[4];
             const uint32_t got = thr_codes8(w, nt), want = scalar_codes8(w, thr16);
+            const uint32_t got2 = thr_f16x8(w, nt, f16);
+            if (got2 != want) mismatch("thr_f16x8 codes", cv, pts, s8, w[0], got2, want);
+            for (int p = 0; p < 4; p++) { /* FP16 of the signed E2M1 value of each code */
+                uint32_t c0 = (want >> (8 * p + 4)) & 15u, c1 = (want >> (8 * p)) & 15u;
+                uint32_t h = nvfp4_f16_from_f32(nvfp4_e2m1_to_f32((uint8_t)c0)) |
+                             ((uint32_t)nvfp4_f16_from_f32(nvfp4_e2m1_to_f32((uint8_t)c1)) << 16);
+                if (f16[p] != h) mismatch("thr_f16x8 FP16", cv, pts, s8, w[p], f16[p], h);
+            }
             if (got != want && n_mismatch++ == 0)
                 fprintf(stderr,
                         "FAIL [%s] variant %s pts 0x%08x s8 0x%02x words %08x %08x %08x %08x: "
@@ -239,13 +249,24 @@ static void check_blocks(int cv, const float *pts, uint64_t *rng)
             uint32_t thr[7], nt[7], code[2] = {0, 0};
             const int kind = thr_build(cv, t.per_tensor_scale, s8, thr);
             if (kind == THR_EXACT) continue;
+            uint32_t f16[8] = {0, 0, 0, 0, 0, 0, 0, 0};
             if (kind == THR_TABLE) {
                 for (int i = 0; i < 7; i++) nt[i] = thr_nt(thr_bf16(thr[i]));
                 code[0] = thr_codes8(w, nt);
                 code[1] = thr_codes8(w + 4, nt);
+                if (thr_f16x8(w, nt, f16) != code[0] || thr_f16x8(w + 4, nt, f16 + 4) != code[1])
+                    mismatch("block, thr_f16x8 codes", cv, t.per_tensor_scale, s8, w[0], 0, 0);
             }
             uint8_t want[8], got[8];
             memcpy(want, t.codes + (size_t)r * (C / 2) + (size_t)cb * 8, 8);
+            for (int i = 0; i < 8; i++) { /* the FP16 e2m1 values of the reference's codes */
+                uint32_t h = nvfp4_f16_from_f32(nvfp4_e2m1_to_f32((uint8_t)(want[i] >> 4))) |
+                             ((uint32_t)nvfp4_f16_from_f32(nvfp4_e2m1_to_f32((uint8_t)(want[i] & 15u))) << 16);
+                if (f16[i] != h) {
+                    mismatch("block, thr_f16x8 FP16", cv, t.per_tensor_scale, s8, w[i], f16[i], h);
+                    break;
+                }
+            }
             memcpy(got, code, 8); /* little-endian: byte i of the words = code byte i */
             fast++;
             for (int i = 0; i < 8; i++)
