@@ -94,7 +94,7 @@ extern "C" __global__ void nvfp4_q_finalize_kernel(float *slot)
  * positive per-tensor scale gives; other bytes take the exact path -- as
  * two uint4: the seven thr_nt words, then (kind << 16) | FP16 |e4m3(s8)|. */
 #define Q_TAB 128
-/* Grid: at most this many CTAs per SM (what fits: about 77 registers a
+/* Grid: at most this many CTAs per SM (what fits: 80 registers a
  * thread), each looping over blocks, so the table is built a few times per
  * SM rather than once per 256 blocks. */
 #define Q_CTAS_PER_SM 3

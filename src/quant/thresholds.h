@@ -1,5 +1,5 @@
 /* thresholds.h -- the quantizer's per-element step as a table of thresholds,
- * exact (docs/FORMATS.md, "Threshold tables").  Plain C11 for the host and
+ * exact (docs/STREAMING_A.md, "Threshold tables").  Plain C11 for the host and
  * CUDA C++ for host and device: the H200's block kernel
  * (src/cuda/sm90_quantize.cu) calls these very functions, and
  * tests/unit/test_thresholds.c checks them against quantize_ref.c.
