@@ -186,9 +186,17 @@ NVFP4_Q_DEV uint32_t q_sm90_e2m1(float v)
     return q_isnan(v) ? 7u : q_e2m1_from_f32(v);
 }
 
+/* The kernel's block scale: d = (amax * FP32(1/6)) * rcp(pts), min(d, 448)
+ * (a NaN d gives 448), E4M3 with satfinite. */
+NVFP4_Q_DEV uint32_t q_scale_sm90(float amax, float rcp_pts)
+{
+    const float d = q_sm90_mul(q_sm90_mul(amax, 0x1.555556p-3f), rcp_pts);
+    return q_sm90_e4m3(q_sm90_min(d, 448.0f));
+}
+
 /* The kernel's block: amax by __hmax (NaN elements skipped; NaN only when
- * all 16 are), d = (amax * FP32(1/6)) * rcp(pts), min(d, 448), E4M3;
- * enc = min(rcp(pts * e4m3), FLT_MAX); code = e2m1(x * enc). */
+ * all 16 are), the block scale (q_scale_sm90); enc = min(rcp(pts * e4m3),
+ * FLT_MAX); code = e2m1(x * enc). */
 NVFP4_Q_DEV void q_block_sm90(const float v[16], float pts, uint32_t *s8_out, uint32_t code[16])
 {
     uint32_t best = 0u, n_nan = 0u;
@@ -200,8 +208,7 @@ NVFP4_Q_DEV void q_block_sm90(const float v[16], float pts, uint32_t *s8_out, ui
         best = !nan && m > best ? m : best;
     }
     const float amax = n_nan == 16u ? __uint_as_float(0x7FFFFFFFu) : __uint_as_float(best);
-    float d = q_sm90_mul(q_sm90_mul(amax, 0x1.555556p-3f), q_sm90_rcp(pts));
-    const uint32_t s8 = q_sm90_e4m3(q_sm90_min(d, 448.0f));
+    const uint32_t s8 = q_scale_sm90(amax, q_sm90_rcp(pts));
     *s8_out = s8;
     const float enc = q_sm90_min(q_sm90_rcp(q_sm90_mul(pts, q_e4m3_to_f32(s8))), 3.40282347e+38f);
 #pragma unroll
@@ -209,6 +216,18 @@ NVFP4_Q_DEV void q_block_sm90(const float v[16], float pts, uint32_t *s8_out, ui
 }
 
 /*------------------------------- one block -------------------------------*/
+
+/* The eager block scale byte: e4m3(min((amax / 6) / pts, 448)); amax_bits
+ * is the block's largest |x| pattern (NaN patterns above Inf: amax NaN). */
+NVFP4_Q_DEV uint32_t q_scale_eager(uint32_t amax_bits, float pts)
+{
+    /* A NaN's payload does not matter below: it only travels into s, whose
+     * E4M3 cast maps every positive NaN to 0x7F. */
+    float amax = __uint_as_float(amax_bits);
+    if (amax_bits > 0x7F800000u) amax = q_quiet(amax);
+    const float s = q_div(q_div(amax, 6.0f), pts);
+    return q_e4m3_from_f32(q_min448(s));
+}
 
 /* Quantize 16 widened elements whose largest |x| bit pattern is amax_bits
  * (NaN patterns compare above Inf) with per-tensor scale pts.  Writes the
@@ -220,13 +239,7 @@ NVFP4_Q_DEV void q_block(const float v[16], uint32_t amax_bits, float pts, int c
         q_block_sm90(v, pts, s8_out, code);
         return;
     }
-    /* A NaN's payload does not matter below: it only travels into s, whose
-     * E4M3 cast maps every positive NaN to 0x7F. */
-    float amax = __uint_as_float(amax_bits);
-    if (amax_bits > 0x7F800000u) amax = q_quiet(amax);
-    float s = q_div(q_div(amax, 6.0f), pts);
-    s = q_min448(s);
-    uint32_t s8 = q_e4m3_from_f32(s);
+    const uint32_t s8 = q_scale_eager(amax_bits, pts);
     float s8f = q_e4m3_to_f32(s8);
     *s8_out = s8;
     float t = q_mul(pts, s8f);

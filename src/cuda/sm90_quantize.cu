@@ -10,6 +10,7 @@
 
 #include "cuda/ptx.cuh"
 #include "cuda/quantize_internal.h"
+#include "quant/thresholds.h"
 
 #define Q_THREADS 256
 
@@ -88,33 +89,37 @@ extern "C" __global__ void nvfp4_q_finalize_kernel(float *slot)
 
 /*----------------------------- block kernel -----------------------------*/
 
-/* One thread per 16-element block (row r, block column cb) of the padded
- * matrix; adjacent threads take adjacent blocks of a row, so the loads of
- * a warp cover 1 KiB of contiguous BF16. */
-extern "C" __global__ void __launch_bounds__(Q_THREADS)
-    nvfp4_q_blocks_kernel(const uint16_t *__restrict__ x, int m, int k, int prows, int nb, int vec,
-                          const float *__restrict__ static_pts, const uint32_t *amax_bits,
-                          int cuda_variant, uint8_t *__restrict__ codes,
-                          uint8_t *__restrict__ scales, uint16_t *__restrict__ act, int64_t act_ld,
-                          float *pts_out, float *pts_out2)
-{
-    /* the split GEMM that follows in the fused linear may start its weight
-     * loads now (it waits for this grid before reading activations) */
-    ptx_griddep_launch_dependents();
-    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const float pts = static_pts ? *static_pts : q_dynamic_pts(*amax_bits);
-    if (idx == 0) {
-        if (pts_out) *pts_out = pts;
-        if (pts_out2) *pts_out2 = pts;
-    }
-    if (idx >= (int64_t)prows * nb) return;
-    const int r = (int)(idx / nb), cb = (int)(idx % nb);
+/* A CTA's threshold table (src/quant/thresholds.h, docs/STREAMING_A.md
+ * "Threshold tables"): one entry per scale byte 0..127 -- the bytes a
+ * positive per-tensor scale gives; other bytes take the exact path -- as
+ * two uint4: the seven thr_nt words, then (kind << 16) | FP16 |e4m3(s8)|. */
+#define Q_TAB 128
+/* Grid: at most this many CTAs per SM (what fits: 80 registers a
+ * thread), each looping over blocks, so the table is built a few times per
+ * SM rather than once per 256 blocks. */
+#define Q_CTAS_PER_SM 3
 
-    float v[16];
-    uint32_t amax_bits_blk = 0;
+static __device__ __forceinline__ void q_table_entry(uint4 *tab, uint32_t s8, int cuda_variant, float pts)
+{
+    uint32_t thr[7], nt[7] = {0, 0, 0, 0, 0, 0, 0};
+    const int kind = thr_build(cuda_variant, pts, s8, thr);
+    if (kind == THR_TABLE) {
+#pragma unroll
+        for (int i = 0; i < 7; i++) nt[i] = thr_nt(thr_bf16(thr[i]));
+    }
+    /* a table or zero entry never has the NaN byte: the FP16 scale is finite */
+    const uint32_t info = ((uint32_t)kind << 16) | (nvfp4_scale_to_f16x2(s8) & 0xFFFFu);
+    tab[2 * s8] = make_uint4(nt[0], nt[1], nt[2], nt[3]);
+    tab[2 * s8 + 1] = make_uint4(nt[4], nt[5], nt[6], info);
+}
+
+/* Block (r, cb)'s 16 BF16 elements as 8 words, element 2i in the low half
+ * of word i; zeros past the input, as the C quantizer pads. */
+static __device__ __forceinline__ void q_load_block(const uint16_t *__restrict__ x, int m, int k, int vec, int r,
+                                                    int cb, uint32_t w[8])
+{
     if (r < m && cb * 16 + 16 <= k) {
         const uint16_t *src = x + (size_t)r * (size_t)k + (size_t)cb * 16;
-        uint32_t w[8];
         if (vec) {
             const uint4 a = __ldg((const uint4 *)src), b = __ldg((const uint4 *)src + 1);
             w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w;
@@ -123,29 +128,34 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
 #pragma unroll
             for (int i = 0; i < 8; i++) w[i] = (uint32_t)__ldg(src + 2 * i) | ((uint32_t)__ldg(src + 2 * i + 1) << 16);
         }
+    } else { /* the edge */
 #pragma unroll
         for (int i = 0; i < 8; i++) {
-            const uint32_t b0 = w[i] << 16, b1 = w[i] & 0xFFFF0000u; /* element 2i, 2i+1 */
-            v[2 * i] = __uint_as_float(b0);
-            v[2 * i + 1] = __uint_as_float(b1);
-            const uint32_t m0 = b0 & 0x7FFFFFFFu, m1 = b1 & 0x7FFFFFFFu;
-            amax_bits_blk = m0 > amax_bits_blk ? m0 : amax_bits_blk;
-            amax_bits_blk = m1 > amax_bits_blk ? m1 : amax_bits_blk;
-        }
-    } else { /* the edge: zeros past the input, as the C quantizer pads */
-#pragma unroll
-        for (int i = 0; i < 16; i++) {
-            const int c = cb * 16 + i;
-            const uint32_t b = (r < m && c < k) ? (uint32_t)__ldg(x + (size_t)r * (size_t)k + c) << 16 : 0u;
-            v[i] = __uint_as_float(b);
-            const uint32_t mg = b & 0x7FFFFFFFu;
-            amax_bits_blk = mg > amax_bits_blk ? mg : amax_bits_blk;
+            const int c = cb * 16 + 2 * i;
+            const uint32_t lo = (r < m && c < k) ? __ldg(x + (size_t)r * (size_t)k + c) : 0u;
+            const uint32_t hi = (r < m && c + 1 < k) ? __ldg(x + (size_t)r * (size_t)k + c + 1) : 0u;
+            w[i] = lo | (hi << 16);
         }
     }
+}
 
+/* Block (r, cb) by the exact steps (q_block, q_f16_operand), for blocks the
+ * table does not cover; not inlined, so that the table path's loop does not
+ * carry its registers.  w: the block's words (q_load_block). */
+static __device__ __noinline__ void q_exact_block(uint4 wa, uint4 wb, uint32_t amax_bits, float pts, int cuda_variant,
+                                                  int r, int cb, int m, int nb, uint8_t *__restrict__ codes,
+                                                  uint8_t *__restrict__ scales, uint16_t *__restrict__ act,
+                                                  int64_t act_ld)
+{
+    const uint32_t w[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
+    float v[16];
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        v[2 * i] = __uint_as_float(w[i] << 16);
+        v[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
+    }
     uint32_t s8, code[16];
-    q_block(v, amax_bits_blk, pts, cuda_variant, &s8, code);
-
+    q_block(v, amax_bits, pts, cuda_variant, &s8, code);
     if (codes) { /* hi-first: element 2i in the high nibble */
         uint32_t lo = 0, hi = 0;
 #pragma unroll
@@ -155,10 +165,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
         }
         *(uint2 *)(codes + (size_t)r * (size_t)(nb * 8) + (size_t)cb * 8) = make_uint2(lo, hi);
     }
-    if (scales) {
-        const int ncb = (nb + 3) / 4;
-        scales[nvfp4_tiled_offset(r, cb, ncb)] = (uint8_t)s8;
-    }
+    if (scales) scales[nvfp4_tiled_offset(r, cb, (nb + 3) / 4)] = (uint8_t)s8;
     if (act && r < m) {
         uint32_t h[8];
 #pragma unroll
@@ -167,6 +174,106 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
         uint4 *dst = (uint4 *)(act + (size_t)r * (size_t)act_ld + (size_t)cb * 16);
         dst[0] = make_uint4(h[0], h[1], h[2], h[3]);
         dst[1] = make_uint4(h[4], h[5], h[6], h[7]);
+    }
+}
+
+/* Each thread takes blocks (row r, block column cb) of the padded matrix
+ * idx, idx + stride, ...; adjacent threads take adjacent blocks of a row,
+ * so the loads of a warp cover 1 KiB of contiguous BF16.  Per block: the
+ * amax and the scale byte exactly as the C quantizer, then the codes from
+ * the CTA's threshold table when the byte's entry is a table (or the zero
+ * mask) and the block holds no NaN, else the exact q_block. */
+extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM)
+    nvfp4_q_blocks_kernel(const uint16_t *__restrict__ x, int m, int k, int prows, int nb, int vec,
+                          const float *__restrict__ static_pts, const uint32_t *amax_bits,
+                          int cuda_variant, uint8_t *__restrict__ codes,
+                          uint8_t *__restrict__ scales, uint16_t *__restrict__ act, int64_t act_ld,
+                          float *pts_out, float *pts_out2)
+{
+    __shared__ uint4 tab[2 * Q_TAB];
+    /* the split GEMM that follows in the fused linear may start its weight
+     * loads now (it waits for this grid before reading activations) */
+    ptx_griddep_launch_dependents();
+    const int64_t nblk = (int64_t)prows * nb, stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const float pts = static_pts ? *static_pts : q_dynamic_pts(*amax_bits);
+    if (idx == 0) {
+        if (pts_out) *pts_out = pts;
+        if (pts_out2) *pts_out2 = pts;
+    }
+    /* (r, cb) of block idx, and the step of one stride (no division per block) */
+    int64_t r_next = idx / nb;
+    int cb_next = (int)(idx % nb);
+    const int64_t stride_r = stride / nb;
+    const int stride_cb = (int)(stride % nb);
+    /* the first block's loads are in flight while the table is built */
+    uint32_t w[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (idx < nblk) q_load_block(x, m, k, vec, (int)r_next, cb_next, w);
+    if (threadIdx.x < Q_TAB) q_table_entry(tab, threadIdx.x, cuda_variant, pts);
+    __syncthreads();
+    const float rcp_pts = q_sm90_rcp(pts);
+    const int ncb = (nb + 3) / 4;
+
+    for (; idx < nblk; idx += stride) {
+        const int r = (int)r_next, cb = cb_next;
+        r_next += stride_r;
+        cb_next += stride_cb;
+        if (cb_next >= nb) cb_next -= nb, r_next++;
+        uint32_t cur[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++) cur[i] = w[i];
+        if (idx + stride < nblk) /* the next block's loads, before this one's work */
+            q_load_block(x, m, k, vec, (int)r_next, cb_next, w);
+
+        /* the largest |x| pattern: a max over 16-bit halves, NaN above Inf */
+        uint32_t amax2 = 0;
+#pragma unroll
+        for (int i = 0; i < 8; i++) amax2 = __vmaxu2(amax2, cur[i] & 0x7FFF7FFFu);
+        const uint32_t amax16 = max(amax2 & 0xFFFFu, amax2 >> 16);
+
+        uint32_t s8 = 0, kind = THR_EXACT, info = 0, lo = 0, hi = 0;
+        uint4 e0 = make_uint4(0, 0, 0, 0), e1 = e0;
+        if (amax16 <= 0x7F80u) { /* no NaN: the block amax of both variants */
+            s8 = cuda_variant ? q_scale_sm90(__uint_as_float(amax16 << 16), rcp_pts)
+                              : q_scale_eager(amax16 << 16, pts);
+            if (s8 < Q_TAB) {
+                e1 = tab[2 * s8 + 1];
+                info = e1.w;
+                kind = info >> 16;
+            }
+        }
+        if (kind == THR_EXACT) {
+            q_exact_block(make_uint4(cur[0], cur[1], cur[2], cur[3]), make_uint4(cur[4], cur[5], cur[6], cur[7]),
+                          amax16 << 16, pts, cuda_variant, r, cb, m, nb, codes, scales, act, act_ld);
+            continue;
+        }
+        uint32_t f16[8] = {0, 0, 0, 0, 0, 0, 0, 0}; /* signed e2m1 values, FP16 pairs */
+        if (kind == THR_TABLE) {
+            e0 = tab[2 * s8];
+            const uint32_t nt[7] = {e0.x, e0.y, e0.z, e0.w, e1.x, e1.y, e1.z};
+            if (act) {
+                lo = thr_f16x8(cur, nt, f16);
+                hi = thr_f16x8(cur + 4, nt, f16 + 4);
+            } else {
+                lo = thr_codes8(cur, nt);
+                hi = thr_codes8(cur + 4, nt);
+            }
+        } /* THR_ZERO: comfy-kitchen's zero-scale mask, every code +0 */
+
+        if (codes) *(uint2 *)(codes + (size_t)r * (size_t)(nb * 8) + (size_t)cb * 8) = make_uint2(lo, hi);
+        if (scales) scales[nvfp4_tiled_offset(r, cb, ncb)] = (uint8_t)s8;
+        if (act && r < m) {
+            /* e2m1 * |e4m3| is exact in FP16 (at most 6 significant bits, in
+             * [2^-10, 2688]) and keeps the code's sign (-0 for code 8), as
+             * q_f16_operand: one HMUL2 per pair */
+            const uint32_t scale2 = ptx_prmt(info, 0u, 0x1010u);
+            uint32_t h[8];
+#pragma unroll
+            for (int i = 0; i < 8; i++) h[i] = ptx_hmul2(f16[i], scale2);
+            uint4 *dst = (uint4 *)(act + (size_t)r * (size_t)act_ld + (size_t)cb * 16);
+            dst[0] = make_uint4(h[0], h[1], h[2], h[3]);
+            dst[1] = make_uint4(h[4], h[5], h[6], h[7]);
+        }
     }
 }
 
@@ -181,11 +288,14 @@ nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
                           "%s: codes must be 8-byte and the FP16 operands 16-byte aligned", fn);
     const int vec = !q_misaligned(q->x, 16) && q->k % 8 == 0;
-    const int64_t threads = prows * nb;
-    nvfp4_q_blocks_kernel<<<(unsigned)((threads + Q_THREADS - 1) / Q_THREADS), Q_THREADS, 0,
-                            q->stream>>>(q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec,
-                                         q->static_pts, q->amax_bits, q->cuda_variant, q->codes,
-                                         q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2);
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
+        sms = 132; /* an H200's; a real failure shows at the launch */
+    const int64_t want = (prows * nb + Q_THREADS - 1) / Q_THREADS, cap = (int64_t)sms * Q_CTAS_PER_SM;
+    nvfp4_q_blocks_kernel<<<(unsigned)(want < cap ? want : cap), Q_THREADS, 0, q->stream>>>(
+        q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
+        q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "%s: quantizer kernel launch: %s", fn, cudaGetErrorString(e));

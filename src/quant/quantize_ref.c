@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "quant/quant_ref.h"
 #include "quant/quant_sm90.h"
 
 static int ref_isnan(float v) { return v != v; }
@@ -106,6 +107,32 @@ static float ref_min_ftz(float a, float b)
     return a <= b ? a : b;
 }
 
+/*---- the per-element step of both variants (quant_ref.h) ----*/
+
+float nvfp4_ref_block_factor(nvfp4_variant variant, float pts, uint8_t s8)
+{
+    float s8f = nvfp4_e4m3_to_f32(s8);
+    if (variant == NVFP4_VARIANT_EAGER) return ref_mul(pts, s8f);
+    return ref_min_ftz(ref_rcp_approx(ref_mul_ftz(pts, s8f)), FLT_MAX);
+}
+
+uint8_t nvfp4_ref_element_code(nvfp4_variant variant, float factor, float x)
+{
+    if (variant == NVFP4_VARIANT_EAGER) {
+        float v;
+        if (factor == 0.0f)
+            v = 0.0f; /* comfy-kitchen's zero-scale mask: +0 codes */
+        else
+            v = ref_div(x, factor);
+        if (v < -6.0f) v = -6.0f;
+        if (v > 6.0f) v = 6.0f;
+        return nvfp4_e2m1_from_f32(v);
+    }
+    /* no clamp: the sm_90 E2M1 emulation saturates, NaN -> +6 */
+    float v = ref_mul_ftz(x, factor);
+    return ref_isnan(v) ? 7 : nvfp4_e2m1_from_f32(v);
+}
+
 /* Element (r, c) of the input widened to FP32; zero outside it (padding). */
 static float ref_element(const void *x, nvfp4_dtype dtype, int64_t rows, int64_t cols,
                          int64_t r, int64_t c)
@@ -182,7 +209,6 @@ nvfp4_status nvfp4_quantize_ref(nvfp4_tensor *out, const void *x, nvfp4_dtype dt
             if (has_nan) amax = ref_quiet(first_nan);
 
             uint8_t s8;
-            float recip = 0.0f; /* cuda variant: x's multiplier */
             if (variant == NVFP4_VARIANT_EAGER) {
                 float s = ref_div(ref_div(amax, 6.0f), pts);
                 if (s > 448.0f) s = 448.0f; /* torch.clamp(max=448): NaN stays NaN */
@@ -203,29 +229,14 @@ nvfp4_status nvfp4_quantize_ref(nvfp4_tensor *out, const void *x, nvfp4_dtype dt
                 /* cvt.rn.satfinite.e4m3: NaN -> 0x7F, saturate at +-448 */
                 if (ref_isnan(d)) s8 = 0x7F;
                 else s8 = nvfp4_e4m3_from_f32(fmaxf(-448.0f, fminf(d, 448.0f)));
-                recip = ref_min_ftz(ref_rcp_approx(ref_mul_ftz(pts, nvfp4_e4m3_to_f32(s8))), FLT_MAX);
             }
             out->scales[nvfp4_tiled_scale_offset(r, cb, pcols)] = s8;
-            float s8f = nvfp4_e4m3_to_f32(s8);
+            /* eager: x / (pts * s8); cuda: x * min(rcp(pts * s8), FLT_MAX) */
+            float factor = nvfp4_ref_block_factor(variant, pts, s8);
 
             for (int64_t c = cb * 16; c < cb * 16 + 16; c++) {
                 float xv = ref_element(x, dtype, rows, cols, r, c);
-                uint8_t code;
-                if (variant == NVFP4_VARIANT_EAGER) {
-                    float total = ref_mul(pts, s8f);
-                    float v;
-                    if (total == 0.0f)
-                        v = 0.0f; /* comfy-kitchen's zero-scale mask: +0 codes */
-                    else
-                        v = ref_div(xv, total);
-                    if (v < -6.0f) v = -6.0f;
-                    if (v > 6.0f) v = 6.0f;
-                    code = nvfp4_e2m1_from_f32(v);
-                } else {
-                    /* no clamp: the sm_90 E2M1 emulation saturates, NaN -> +6 */
-                    float v = ref_mul_ftz(xv, recip);
-                    code = ref_isnan(v) ? 7 : nvfp4_e2m1_from_f32(v);
-                }
+                uint8_t code = nvfp4_ref_element_code(variant, factor, xv);
                 uint8_t *byte = &out->codes[(size_t)r * (size_t)(pcols / 2) + (size_t)(c / 2)];
                 if (c % 2 == 0)
                     *byte = (uint8_t)((*byte & 0x0F) | (code << 4)); /* element 2i: high nibble */

@@ -345,6 +345,21 @@ int main(int argc, char **argv)
         free(x);
     }
 
+    TEST("more blocks than the grid's threads (each thread loops over blocks)")
+    {
+        /* above 132 SMs x 3 CTAs x 256 threads = 101,376 blocks: random
+         * (k odd: the unaligned loads and the edge) and adversarial (k = 1040:
+         * the 16-byte loads) */
+        if (!quick) {
+            uint16_t *x = random_bf16(2048, 1037, 77);
+            all_modes("random, grid-stride", x, 2048, 1037, 0, 0, 1);
+            free(x);
+            x = adversarial_bf16(2000, 1040, 78, 1);
+            all_modes("adversarial+inf, grid-stride", x, 2000, 1040, 0, 0, 1);
+            free(x);
+        }
+    }
+
     TEST("special tensors")
     {
         int64_t m = 20, k = 48;
