@@ -277,6 +277,36 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM)
     }
 }
 
+/* One thread per block, exact steps only, no shared memory: for launches
+ * of at most one block per thread, where building the threshold table
+ * would cost about as much as the blocks it serves, and where the fused
+ * linear's GEMM (launched as this grid's programmatic dependent) needs
+ * every byte of an SM's shared memory to become resident beside it. */
+extern "C" __global__ void __launch_bounds__(Q_THREADS)
+    nvfp4_q_blocks_exact_kernel(const uint16_t *__restrict__ x, int m, int k, int prows, int nb, int vec,
+                                const float *__restrict__ static_pts, const uint32_t *amax_bits,
+                                int cuda_variant, uint8_t *__restrict__ codes, uint8_t *__restrict__ scales,
+                                uint16_t *__restrict__ act, int64_t act_ld, float *pts_out, float *pts_out2)
+{
+    ptx_griddep_launch_dependents(); /* as in nvfp4_q_blocks_kernel */
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const float pts = static_pts ? *static_pts : q_dynamic_pts(*amax_bits);
+    if (idx == 0) {
+        if (pts_out) *pts_out = pts;
+        if (pts_out2) *pts_out2 = pts;
+    }
+    if (idx >= (int64_t)prows * nb) return;
+    const int r = (int)(idx / nb), cb = (int)(idx % nb);
+    uint32_t w[8];
+    q_load_block(x, m, k, vec, r, cb, w);
+    uint32_t amax2 = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) amax2 = __vmaxu2(amax2, w[i] & 0x7FFF7FFFu);
+    const uint32_t amax16 = max(amax2 & 0xFFFFu, amax2 >> 16);
+    q_exact_block(make_uint4(w[0], w[1], w[2], w[3]), make_uint4(w[4], w[5], w[6], w[7]), amax16 << 16, pts,
+                  cuda_variant, r, cb, m, nb, codes, scales, act, act_ld);
+}
+
 nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
 {
     const int64_t prows = (q->m + 15) / 16 * 16, nb = (q->k + 15) / 16;
@@ -293,9 +323,14 @@ nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
         sms = 132; /* an H200's; a real failure shows at the launch */
     const int64_t want = (prows * nb + Q_THREADS - 1) / Q_THREADS, cap = (int64_t)sms * Q_CTAS_PER_SM;
-    nvfp4_q_blocks_kernel<<<(unsigned)(want < cap ? want : cap), Q_THREADS, 0, q->stream>>>(
-        q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
-        q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2);
+    if (want <= sms) /* one block per thread fits one CTA per SM: exact steps, no table */
+        nvfp4_q_blocks_exact_kernel<<<(unsigned)want, Q_THREADS, 0, q->stream>>>(
+            q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
+            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2);
+    else
+        nvfp4_q_blocks_kernel<<<(unsigned)(want < cap ? want : cap), Q_THREADS, 0, q->stream>>>(
+            q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
+            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "%s: quantizer kernel launch: %s", fn, cudaGetErrorString(e));
