@@ -65,3 +65,9 @@ probe-sm120:
 	  n=$$("$$CUOBJDUMP" -sass $(BUILD)/probe120/probe_sm120 | grep -c 'OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X'); \
 	  echo "probe-sm120: $$n block-scaled MMA(s) in the SASS (sm_120a, sm_121a)"; test "$$n" -ge 2; \
 	else echo "probe-sm120: built (no cuobjdump here to show the SASS)"; fi
+
+# dev/cuda/racecheck_bulk: the stage hand-off with a 1-D bulk copy or a 2-D tensor copy, for racecheck
+all: $(BUILD)/gpu/racecheck_bulk
+$(BUILD)/gpu/racecheck_bulk: dev/cuda/racecheck_bulk.cu src/cuda/ptx.cuh
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall -Isrc -o $@ $<
