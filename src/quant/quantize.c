@@ -2,9 +2,11 @@
  * plus the per-tensor scale and the dequantizer.
  *
  * Bit-identical to quantize_ref.c (tests/unit/test_quant.c checks it).  The
- * common case -- a block of finite values with a finite, nonzero scale --
- * runs a branch-free loop; anything else (NaN, Inf, zero or non-finite
- * scales) goes through the same careful IEEE steps the reference uses.
+ * common case -- a block without NaN whose scale byte has a threshold table
+ * (thresholds.h) -- counts thresholds, no division; the next one (finite
+ * block, finite nonzero scale) a branch-free loop; anything else (NaN, Inf,
+ * zero or non-finite scales) goes through the same careful IEEE steps the
+ * reference uses.
  * docs/FORMATS.md describes the steps and the NaN rules. */
 #include <float.h>
 #include <math.h>
@@ -14,6 +16,7 @@
 #include "internal.h"
 #include "formats/layout.h"
 #include "quant/quant_sm90.h"
+#include "quant/thresholds.h"
 
 /* x86 SSE's NaN rules, made explicit so results do not depend on the CPU:
  * a NaN operand propagates quieted (the first one if both are NaN); an
@@ -273,7 +276,31 @@ typedef struct quant_job {
     /* cuda variant: rcp(pts) and, per E4M3 byte, min(rcp(pts * e4m3), FLT_MAX) */
     float rcp_pts;
     float enc_of[256];
+    /* per E4M3 byte: the threshold table's kind (thresholds.h) and, for
+     * THR_TABLE, its 7 FP32 thresholds (non-negative, so signed compares) */
+    uint8_t thr_kind[256];
+    int32_t thr[256][7];
 } quant_job;
+
+/* A block's codes from its byte's thresholds (no NaN element): the count
+ * of those each |v| reaches, thr_code_f32 written so that the compiler
+ * vectorizes it across the 16 elements. */
+static void table_codes(const int32_t thr[7], const float v[16], uint8_t code[16])
+{
+    int32_t a[16], c[16];
+    uint32_t sign[16];
+    for (int i = 0; i < 16; i++) {
+        uint32_t b = bits_of(v[i]);
+        a[i] = (int32_t)(b & 0x7FFFFFFFu);
+        sign[i] = (b >> 28) & 8u;
+        c[i] = 0;
+    }
+    for (int k = 0; k < 7; k++) {
+        const int32_t t = thr[k];
+        for (int i = 0; i < 16; i++) c[i] += a[i] >= t;
+    }
+    for (int i = 0; i < 16; i++) code[i] = (uint8_t)((uint32_t)c[i] | sign[i]);
+}
 
 /* Round a finite or infinite |v| (not NaN) to an E2M1 magnitude code by
  * counting the midpoints it passes; ties go to the even code. */
@@ -328,7 +355,10 @@ static void quantize_block(const quant_job *j, int64_t r, int64_t cb, uint8_t *c
         s = s > 448.0f ? 448.0f : s;
         s8 = nvfp4_e4m3_from_f32(s);
         float t = sse_mul(pts, nvfp4_e4m3_to_f32(s8));
-        if (t == 0.0f) {
+        if (amax_bits <= 0x7F800000u && j->thr_kind[s8] == THR_TABLE) {
+            /* no NaN element: the byte's thresholds, no division */
+            table_codes(j->thr[s8], v, code);
+        } else if (t == 0.0f) {
             memset(code, 0, sizeof code);
         } else if (finite_block && isfinite(t)) {
             for (int i = 0; i < 16; i++) code[i] = e2m1_code_fast(v[i] / t);
@@ -338,7 +368,10 @@ static void quantize_block(const quant_job *j, int64_t r, int64_t cb, uint8_t *c
     } else {
         s8 = sm90_block_scale(j, v, amax_bits);
         float enc = j->enc_of[s8];
-        if (finite_block && isfinite(enc)) {
+        if (amax_bits <= 0x7F800000u && j->thr_kind[s8] == THR_TABLE) {
+            /* no NaN element: the byte's thresholds (mul.ftz's input flush included) */
+            table_codes(j->thr[s8], v, code);
+        } else if (finite_block && isfinite(enc)) {
             /* FTZ on the product's output cannot change a code (a tiny
              * product is code 0 with its sign either way); on the input it
              * can, so subnormal elements are flushed first. */
@@ -377,8 +410,16 @@ nvfp4_status nvfp4_quantize(nvfp4_tensor *out, const void *x, nvfp4_dtype dtype,
     if (variant != NVFP4_VARIANT_EAGER && variant != NVFP4_VARIANT_CUDA)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_quantize: unknown variant %d",
                           (int)variant);
-    quant_job j = {x, dtype, rows, cols, (rows + 15) / 16 * 16, (cols + 15) / 16 * 16,
-                   0.0f, variant, out, 0.0f, {0}};
+    static const quant_job zero_job;
+    quant_job j = zero_job;
+    j.x = x;
+    j.dtype = dtype;
+    j.rows = rows;
+    j.cols = cols;
+    j.prows = (rows + 15) / 16 * 16;
+    j.pcols = (cols + 15) / 16 * 16;
+    j.variant = variant;
+    j.out = out;
     if (per_tensor_scale) {
         j.pts = *per_tensor_scale;
     } else {
@@ -390,6 +431,12 @@ nvfp4_status nvfp4_quantize(nvfp4_tensor *out, const void *x, nvfp4_dtype dtype,
         j.rcp_pts = sm90_rcp(j.pts);
         for (int b = 0; b < 256; b++)
             j.enc_of[b] = sm90_min(sm90_rcp(sm90_mul(j.pts, nvfp4_e4m3_to_f32((uint8_t)b))), FLT_MAX);
+    }
+    /* the threshold table of every byte (a few microseconds) */
+    for (int b = 0; b < 256; b++) {
+        uint32_t thr[7];
+        j.thr_kind[b] = (uint8_t)thr_build(variant == NVFP4_VARIANT_CUDA, j.pts, (uint32_t)b, thr);
+        for (int k = 0; k < 7; k++) j.thr[b][k] = (int32_t)thr[k]; /* <= 0x7F800000 */
     }
     st = nvfp4_tensor_alloc(out, j.prows, j.pcols, NVFP4_HI_FIRST, NVFP4_SCALES_TILED);
     if (st != NVFP4_OK) return st;
