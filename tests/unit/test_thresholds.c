@@ -16,19 +16,9 @@
 #include "quant/thresholds.h"
 #include "testlib.h"
 
-static uint32_t f2b(float v)
-{
-    uint32_t b;
-    memcpy(&b, &v, 4);
-    return b;
-}
-
-static float b2f(uint32_t b)
-{
-    float v;
-    memcpy(&v, &b, 4);
-    return v;
-}
+/* FP32 <-> bits: the library's one definition (nvfp4.h) */
+#define f2b nvfp4_f32_bits
+#define b2f nvfp4_f32_from_bits
 
 static const char *vname(int cv) { return cv ? "cuda" : "eager"; }
 
