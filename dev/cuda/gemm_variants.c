@@ -24,14 +24,7 @@
 #include "nvfp4.h"
 #include "cuda/sm90_heuristics.cuh"
 
-#define CUDA_OK(call)                                                                          \
-    do {                                                                                       \
-        cudaError_t e_ = (call);                                                               \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-            exit(2);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "dev_check.h"
 
 static uint64_t rng(uint64_t *s)
 {
@@ -72,12 +65,12 @@ static nvfp4_cuda_operand upload(const nvfp4_tensor *t)
     nvfp4_cuda_operand o;
     void *c, *sc, *p;
     size_t cb = (size_t)(t->rows * t->cols / 2), sb = nvfp4_scales_bytes(t->rows, t->cols, NVFP4_SCALES_TILED);
-    CUDA_OK(cudaMalloc(&c, cb));
-    CUDA_OK(cudaMalloc(&sc, sb));
-    CUDA_OK(cudaMalloc(&p, 4));
-    CUDA_OK(cudaMemcpy(c, t->codes, cb, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(sc, t->scales, sb, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(p, &t->per_tensor_scale, 4, cudaMemcpyHostToDevice));
+    DEV_CUDA_OK(cudaMalloc(&c, cb));
+    DEV_CUDA_OK(cudaMalloc(&sc, sb));
+    DEV_CUDA_OK(cudaMalloc(&p, 4));
+    DEV_CUDA_OK(cudaMemcpy(c, t->codes, cb, cudaMemcpyHostToDevice));
+    DEV_CUDA_OK(cudaMemcpy(sc, t->scales, sb, cudaMemcpyHostToDevice));
+    DEV_CUDA_OK(cudaMemcpy(p, &t->per_tensor_scale, 4, cudaMemcpyHostToDevice));
     o.codes = c;
     o.scales = sc;
     o.per_tensor_scale = p;
@@ -93,20 +86,20 @@ static float time_launches(nvfp4_cuda_gemm_args *g, const nvfp4_cuda_operand *co
     const nvfp4_cuda_operand b0 = g->b;
     for (int i = 0; i < 3; i++) nvfp4_gemm_cuda(g); /* warm-up */
     cudaEvent_t e0, e1;
-    CUDA_OK(cudaEventCreate(&e0));
-    CUDA_OK(cudaEventCreate(&e1));
-    CUDA_OK(cudaEventRecord(e0, 0));
+    DEV_CUDA_OK(cudaEventCreate(&e0));
+    DEV_CUDA_OK(cudaEventCreate(&e1));
+    DEV_CUDA_OK(cudaEventRecord(e0, 0));
     for (int i = 0; i < iters; i++) {
         g->b = copies[i % ncopy];
         nvfp4_gemm_cuda(g);
     }
-    CUDA_OK(cudaEventRecord(e1, 0));
-    CUDA_OK(cudaEventSynchronize(e1));
-    CUDA_OK(cudaGetLastError());
+    DEV_CUDA_OK(cudaEventRecord(e1, 0));
+    DEV_CUDA_OK(cudaEventSynchronize(e1));
+    DEV_CUDA_OK(cudaGetLastError());
     float ms = 0;
-    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
-    CUDA_OK(cudaEventDestroy(e0));
-    CUDA_OK(cudaEventDestroy(e1));
+    DEV_CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+    DEV_CUDA_OK(cudaEventDestroy(e0));
+    DEV_CUDA_OK(cudaEventDestroy(e1));
     g->b = b0;
     return ms * 1000.0f / (float)iters;
 }
@@ -138,9 +131,9 @@ int main(int argc, char **argv)
     g.b = upload(&b);
     g.k_slices = slices;
     size_t mn = (size_t)(m * n), wsb = nvfp4_cuda_gemm_workspace(m, n, k);
-    CUDA_OK(cudaMalloc((void **)&g.raw, mn * 4));
-    CUDA_OK(cudaMalloc((void **)&g.out, mn * 2));
-    CUDA_OK(cudaMalloc(&g.workspace, wsb));
+    DEV_CUDA_OK(cudaMalloc((void **)&g.raw, mn * 4));
+    DEV_CUDA_OK(cudaMalloc((void **)&g.out, mn * 2));
+    DEV_CUDA_OK(cudaMalloc(&g.workspace, wsb));
     g.workspace_bytes = wsb;
     nvfp4_sm90_force_variant(variant);
     const char *dm_env = getenv("NVFP4_DEV_MODE");
@@ -148,15 +141,15 @@ int main(int argc, char **argv)
     nvfp4_sm90_force_dev_mode(dev_mode);
 
     /* check: rows 0..min(M,16)-1 (all of them at small M), every column */
-    CUDA_OK(cudaMemset(g.raw, 0xFF, mn * 4));
+    DEV_CUDA_OK(cudaMemset(g.raw, 0xFF, mn * 4));
     if (nvfp4_gemm_cuda(&g) != NVFP4_OK) {
         fprintf(stderr, "nvfp4_gemm_cuda: %s\n", nvfp4_last_error());
         return 1;
     }
-    CUDA_OK(cudaDeviceSynchronize());
+    DEV_CUDA_OK(cudaDeviceSynchronize());
     const int64_t rows = m < 16 ? m : 16;
     float *got = malloc(mn * 4), *want = malloc((size_t)(rows * n) * 4);
-    CUDA_OK(cudaMemcpy(got, g.raw, mn * 4, cudaMemcpyDeviceToHost));
+    DEV_CUDA_OK(cudaMemcpy(got, g.raw, mn * 4, cudaMemcpyDeviceToHost));
     nvfp4_tensor a_rows = a;
     a_rows.rows = rows;
     nvfp4_gemm_args ref = {&a_rows, &b, NULL, want, NULL, NVFP4_MODEL_SM90, 0, slices};

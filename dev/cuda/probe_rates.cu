@@ -32,14 +32,7 @@ extern "C" {
 #include "nvfp4.h"
 }
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-            exit(2);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "dev_check.h"
 
 static int g_sms = 132;
 
@@ -47,7 +40,7 @@ static int g_sms = 132;
 static unsigned long long max_clock(const unsigned long long *dclk)
 {
     unsigned long long clk[1024], cmax = 0;
-    CK(cudaMemcpy(clk, dclk, sizeof(unsigned long long) * (size_t)g_sms, cudaMemcpyDeviceToHost));
+    DEV_CUDA_OK(cudaMemcpy(clk, dclk, sizeof(unsigned long long) * (size_t)g_sms, cudaMemcpyDeviceToHost));
     for (int i = 0; i < g_sms; i++) cmax = clk[i] > cmax ? clk[i] : cmax;
     return cmax;
 }
@@ -115,11 +108,11 @@ static void probe_tma(void)
     encode_fn encode = (encode_fn)fn;
     const int rows = 1 << 18; /* 1 GiB */
     uint8_t *buf;
-    CK(cudaMalloc(&buf, (size_t)rows * TMA_ROWBYTES));
-    CK(cudaMemset(buf, 0x5A, (size_t)rows * TMA_ROWBYTES));
+    DEV_CUDA_OK(cudaMalloc(&buf, (size_t)rows * TMA_ROWBYTES));
+    DEV_CUDA_OK(cudaMemset(buf, 0x5A, (size_t)rows * TMA_ROWBYTES));
     unsigned long long *dclk;
-    CK(cudaMalloc(&dclk, sizeof(unsigned long long) * 1024));
-    CK(cudaFuncSetAttribute(tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_MAX_RING + 1024));
+    DEV_CUDA_OK(cudaMalloc(&dclk, sizeof(unsigned long long) * 1024));
+    DEV_CUDA_OK(cudaFuncSetAttribute(tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_MAX_RING + 1024));
     struct {
         int bw, bh, swz, warps, prefetch;
     } cfg[] = {{64, 16, 64, 1, 0},   {128, 16, 128, 1, 0}, {128, 16, 128, 1, 1}, {128, 16, 128, 2, 1},
@@ -151,32 +144,32 @@ static void probe_tma(void)
         const long long total = 2LL * rows * TMA_ROWBYTES;
         const int boxes_per_warp = (int)(total / box_bytes / (g_sms * nw));
         cudaEvent_t e0, e1;
-        CK(cudaEventCreate(&e0));
-        CK(cudaEventCreate(&e1));
+        DEV_CUDA_OK(cudaEventCreate(&e0));
+        DEV_CUDA_OK(cudaEventCreate(&e1));
         tma_kernel<<<g_sms, 32 * nw, TMA_MAX_RING + 1024>>>(tm, bw, bh, stages < boxes_per_warp ? stages : 1, stages,
                                                              rows, cfg[c].prefetch, dclk); /* warm-up */
-        CK(cudaGetLastError());
-        CK(cudaEventRecord(e0));
+        DEV_CUDA_OK(cudaGetLastError());
+        DEV_CUDA_OK(cudaEventRecord(e0));
         tma_kernel<<<g_sms, 32 * nw, TMA_MAX_RING + 1024>>>(tm, bw, bh, boxes_per_warp, stages, rows,
                                                              cfg[c].prefetch, dclk);
-        CK(cudaEventRecord(e1));
-        CK(cudaGetLastError());
-        CK(cudaEventSynchronize(e1));
+        DEV_CUDA_OK(cudaEventRecord(e1));
+        DEV_CUDA_OK(cudaGetLastError());
+        DEV_CUDA_OK(cudaEventSynchronize(e1));
         float ms = 0;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
+        DEV_CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
         unsigned long long clk[1024];
-        CK(cudaMemcpy(clk, dclk, sizeof(unsigned long long) * g_sms, cudaMemcpyDeviceToHost));
+        DEV_CUDA_OK(cudaMemcpy(clk, dclk, sizeof(unsigned long long) * g_sms, cudaMemcpyDeviceToHost));
         unsigned long long cmax = 0;
         for (int i = 0; i < g_sms; i++) cmax = clk[i] > cmax ? clk[i] : cmax;
         const double bytes = (double)boxes_per_warp * nw * g_sms * box_bytes;
         printf("  %4d x %3d sw%-3d w%d pf%d: %6.2f B/clk/SM  %7.1f GB/s  (%d-deep ring, %.1f cycles per box row)\n",
                bw, bh, cfg[c].swz, nw, cfg[c].prefetch, bytes / g_sms / (double)cmax, bytes / (ms * 1e6), stages,
                (double)cmax / ((double)boxes_per_warp * nw * bh));
-        CK(cudaEventDestroy(e0));
-        CK(cudaEventDestroy(e1));
+        DEV_CUDA_OK(cudaEventDestroy(e0));
+        DEV_CUDA_OK(cudaEventDestroy(e1));
     }
-    CK(cudaFree(buf));
-    CK(cudaFree(dclk));
+    DEV_CUDA_OK(cudaFree(buf));
+    DEV_CUDA_OK(cudaFree(dclk));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -231,10 +224,10 @@ static void run_op(uint32_t *sink, unsigned long long *dclk)
 {
     const int threads = 1024; /* 8 warps per scheduler */
     ops_kernel<OP><<<g_sms, threads>>>(12345u, sink, dclk);
-    CK(cudaGetLastError());
+    DEV_CUDA_OK(cudaGetLastError());
     ops_kernel<OP><<<g_sms, threads>>>(54321u, sink, dclk);
-    CK(cudaGetLastError());
-    CK(cudaDeviceSynchronize());
+    DEV_CUDA_OK(cudaGetLastError());
+    DEV_CUDA_OK(cudaDeviceSynchronize());
     const unsigned long long cmax = max_clock(dclk);
     const double warp_instr = (double)(threads / 32) * OPS_ITER * 8;
     printf("  %-28s %6.3f warp instructions per cycle per SM (%5.1f lanes/clk)\n", op_names[OP],
@@ -245,8 +238,8 @@ static void probe_ops(void)
 {
     uint32_t *sink;
     unsigned long long *dclk;
-    CK(cudaMalloc(&sink, (size_t)g_sms * 1024 * 4));
-    CK(cudaMalloc(&dclk, sizeof(unsigned long long) * 1024));
+    DEV_CUDA_OK(cudaMalloc(&sink, (size_t)g_sms * 1024 * 4));
+    DEV_CUDA_OK(cudaMalloc(&dclk, sizeof(unsigned long long) * 1024));
     printf("ops: 32 warps per SM, 8 independent chains each (the loop's own branch included)\n");
     run_op<OP_F2FP>(sink, dclk);
     run_op<OP_PRMT>(sink, dclk);
@@ -255,8 +248,8 @@ static void probe_ops(void)
     run_op<OP_IMAD>(sink, dclk);
     run_op<OP_F2FP_LOP3>(sink, dclk);
     run_op<OP_SHF>(sink, dclk);
-    CK(cudaFree(sink));
-    CK(cudaFree(dclk));
+    DEV_CUDA_OK(cudaFree(sink));
+    DEV_CUDA_OK(cudaFree(dclk));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -290,8 +283,8 @@ template <int CH>
 static void run_mma(int warps, float *sink, unsigned long long *dclk)
 {
     mma_kernel<CH><<<g_sms, 32 * warps>>>(7u, sink, dclk);
-    CK(cudaGetLastError());
-    CK(cudaDeviceSynchronize());
+    DEV_CUDA_OK(cudaGetLastError());
+    DEV_CUDA_OK(cudaDeviceSynchronize());
     const unsigned long long cmax = max_clock(dclk);
     const double per_step = (double)cmax / MMA_ITER;
     printf("  %2d warps x %d chains: %6.1f cycles per step, %6.3f mma per cycle per SM\n", warps, CH, per_step,
@@ -302,8 +295,8 @@ static void probe_mma_rate(void)
 {
     float *sink;
     unsigned long long *dclk;
-    CK(cudaMalloc(&sink, (size_t)g_sms * 1024 * 4));
-    CK(cudaMalloc(&dclk, sizeof(unsigned long long) * 1024));
+    DEV_CUDA_OK(cudaMalloc(&sink, (size_t)g_sms * 1024 * 4));
+    DEV_CUDA_OK(cudaMalloc(&dclk, sizeof(unsigned long long) * 1024));
     printf("mma: mma.sync m16n8k16 f32.f16 (dependent chains per warp)\n");
     run_mma<1>(1, sink, dclk);
     run_mma<2>(1, sink, dclk);
@@ -314,8 +307,8 @@ static void probe_mma_rate(void)
     run_mma<4>(4, sink, dclk);
     run_mma<2>(8, sink, dclk);
     run_mma<4>(8, sink, dclk);
-    CK(cudaFree(sink));
-    CK(cudaFree(dclk));
+    DEV_CUDA_OK(cudaFree(sink));
+    DEV_CUDA_OK(cudaFree(dclk));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -456,20 +449,20 @@ static int probe_subnorm(void)
     uint32_t *da, *das, *db;
     float *dd, *dds;
     const size_t nd = (size_t)warps * 32 * 4;
-    CK(cudaMalloc(&da, na * 4));
-    CK(cudaMalloc(&das, na * 4));
-    CK(cudaMalloc(&db, nb * 4));
-    CK(cudaMalloc(&dd, nd * 4));
-    CK(cudaMalloc(&dds, nd * 4));
-    CK(cudaMemcpy(da, ha, na * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(das, has, na * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(db, hb, nb * 4, cudaMemcpyHostToDevice));
+    DEV_CUDA_OK(cudaMalloc(&da, na * 4));
+    DEV_CUDA_OK(cudaMalloc(&das, na * 4));
+    DEV_CUDA_OK(cudaMalloc(&db, nb * 4));
+    DEV_CUDA_OK(cudaMalloc(&dd, nd * 4));
+    DEV_CUDA_OK(cudaMalloc(&dds, nd * 4));
+    DEV_CUDA_OK(cudaMemcpy(da, ha, na * 4, cudaMemcpyHostToDevice));
+    DEV_CUDA_OK(cudaMemcpy(das, has, na * 4, cudaMemcpyHostToDevice));
+    DEV_CUDA_OK(cudaMemcpy(db, hb, nb * 4, cudaMemcpyHostToDevice));
     subnorm_kernel<<<warps / 8, 256>>>(da, das, db, dd, dds);
-    CK(cudaGetLastError());
-    CK(cudaDeviceSynchronize());
+    DEV_CUDA_OK(cudaGetLastError());
+    DEV_CUDA_OK(cudaDeviceSynchronize());
     float *hd = (float *)malloc(nd * 4), *hds = (float *)malloc(nd * 4);
-    CK(cudaMemcpy(hd, dd, nd * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(hds, dds, nd * 4, cudaMemcpyDeviceToHost));
+    DEV_CUDA_OK(cudaMemcpy(hd, dd, nd * 4, cudaMemcpyDeviceToHost));
+    DEV_CUDA_OK(cudaMemcpy(hds, dds, nd * 4, cudaMemcpyDeviceToHost));
     size_t bad = 0, nonzero = 0;
     for (size_t i = 0; i < nd; i++) {
         const float back = hds[i] * 0x1p14f;
@@ -489,11 +482,11 @@ static int probe_subnorm(void)
     free(hb);
     free(hd);
     free(hds);
-    CK(cudaFree(da));
-    CK(cudaFree(das));
-    CK(cudaFree(db));
-    CK(cudaFree(dd));
-    CK(cudaFree(dds));
+    DEV_CUDA_OK(cudaFree(da));
+    DEV_CUDA_OK(cudaFree(das));
+    DEV_CUDA_OK(cudaFree(db));
+    DEV_CUDA_OK(cudaFree(dd));
+    DEV_CUDA_OK(cudaFree(dds));
     return bad == 0 && nonzero > nd / 2 ? 0 : 1;
 }
 
@@ -504,9 +497,9 @@ int main(int argc, char **argv)
         g_sms = argc > 2 ? atoi(argv[2]) : 132;
         return subnorm_model();
     }
-    CK(cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, 0));
+    DEV_CUDA_OK(cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, 0));
     int clk = 0;
-    CK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0));
+    DEV_CUDA_OK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0));
     printf("device: %d SMs, max clock %.2f GHz\n", g_sms, clk / 1e6);
     int rc = 0;
     const int all = strcmp(what, "all") == 0;

@@ -26,14 +26,7 @@
 
 #include "cuda/ptx.cuh"
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-            exit(2);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "dev_check.h"
 
 #define STAGES 2
 #define STAGE_BYTES 512
@@ -95,10 +88,10 @@ int main(int argc, char **argv)
     uint8_t *host = (uint8_t *)malloc(bytes), *src;
     uint32_t *got = (uint32_t *)malloc(bytes), *seen;
     for (size_t i = 0; i < bytes; i++) host[i] = (uint8_t)(i * 2654435761u >> 13);
-    CK(cudaMalloc(&src, bytes));
-    CK(cudaMalloc(&seen, bytes));
-    CK(cudaMemcpy(src, host, bytes, cudaMemcpyHostToDevice));
-    CK(cudaMemset(seen, 0xFF, bytes));
+    DEV_CUDA_OK(cudaMalloc(&src, bytes));
+    DEV_CUDA_OK(cudaMalloc(&seen, bytes));
+    DEV_CUDA_OK(cudaMemcpy(src, host, bytes, cudaMemcpyHostToDevice));
+    DEV_CUDA_OK(cudaMemset(seen, 0xFF, bytes));
     CUtensorMap tm;
     memset(&tm, 0, sizeof tm);
     if (tensor) {
@@ -120,9 +113,9 @@ int main(int argc, char **argv)
         }
     }
     handoff_kernel<<<1, 32 * (1 + CONSUMER_WARPS)>>>(tm, src, chunks, tensor, seen);
-    CK(cudaGetLastError());
-    CK(cudaDeviceSynchronize());
-    CK(cudaMemcpy(got, seen, bytes, cudaMemcpyDeviceToHost));
+    DEV_CUDA_OK(cudaGetLastError());
+    DEV_CUDA_OK(cudaDeviceSynchronize());
+    DEV_CUDA_OK(cudaMemcpy(got, seen, bytes, cudaMemcpyDeviceToHost));
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < bytes / 4; i++) {
         uint32_t want;

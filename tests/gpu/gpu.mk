@@ -38,13 +38,13 @@ $(BUILD)/gpu/%: tests/gpu/%.c tests/unit/testlib.h lib
 
 # dev/cuda programs (llm.c style: check against the CPU oracle, then time)
 all: $(BUILD)/gpu/gemm_variants
-$(BUILD)/gpu/gemm_variants: dev/cuda/gemm_variants.c lib
+$(BUILD)/gpu/gemm_variants: dev/cuda/gemm_variants.c dev/cuda/dev_check.h lib
 	@mkdir -p $(@D)
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a $(GPU_LIBS)
 
 # dev/cuda/probe_rates: TMA, dequantization-instruction and mma.sync rates on the H200
 all: $(BUILD)/gpu/probe_rates
-$(BUILD)/gpu/probe_rates: dev/cuda/probe_rates.cu src/cuda/ptx.cuh lib
+$(BUILD)/gpu/probe_rates: dev/cuda/probe_rates.cu dev/cuda/dev_check.h src/cuda/ptx.cuh lib
 	@mkdir -p $(@D)
 	$(NVCC) -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall -Iinclude -Isrc/core -Isrc \
 	    -c -o $@.o $<
@@ -68,6 +68,6 @@ probe-sm120:
 
 # dev/cuda/racecheck_bulk: the stage hand-off with a 1-D bulk copy or a 2-D tensor copy, for racecheck
 all: $(BUILD)/gpu/racecheck_bulk
-$(BUILD)/gpu/racecheck_bulk: dev/cuda/racecheck_bulk.cu src/cuda/ptx.cuh
+$(BUILD)/gpu/racecheck_bulk: dev/cuda/racecheck_bulk.cu dev/cuda/dev_check.h src/cuda/ptx.cuh
 	@mkdir -p $(@D)
 	$(NVCC) -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall -Isrc -o $@ $<
