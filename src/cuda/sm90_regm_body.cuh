@@ -163,9 +163,9 @@
         const uint32_t s0_ = ptx_prmt(sp_, 0, 0x1010u), s1_ = ptx_prmt(sp_, 0, 0x3232u);           \
         uint32_t *dst_ = (uint32_t *)(st + act_dst + 2 * (BP) * REGM_FB);                          \
         dst_[0] = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(ev_), s0_);                                     \
-        dst_[2] = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(od_), s0_);                               \
+        dst_[2] = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(od_), s0_);                                     \
         dst_[REGM_FB / 4] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(ev_), s1_);                           \
-        dst_[REGM_FB / 4 + 2] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(od_), s1_);                 \
+        dst_[REGM_FB / 4 + 2] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(od_), s1_);                       \
     }
 /* The weight scales of CTA row I = 8 i + g (its 16 blocks: one word per
  * 64-element group q, four independent chains) of the chunk in stage `st`
