@@ -227,6 +227,7 @@ static int launch_nvfp4(void *vctx, int rot)
  * quantize kernel writes NVFP4 activations, then the GEMM reads them. */
 typedef struct linear_ctx {
     nvfp4_cuda_linear_args fused[MAX_ROT];
+    nvfp4_cuda_linear_args fused_dyn[MAX_ROT]; /* the same with the dynamic scale */
     nvfp4_cuda_quantize_args quant[MAX_ROT];
     nvfp4_cuda_gemm_args gemm[MAX_ROT];
 } linear_ctx;
@@ -236,6 +237,16 @@ static int launch_fused(void *vctx, int rot)
     linear_ctx *c = vctx;
     if (nvfp4_linear_cuda(&c->fused[rot]) != NVFP4_OK) {
         fprintf(stderr, "nvfp4 bench: nvfp4_linear_cuda: %s\n", nvfp4_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+static int launch_fused_dyn(void *vctx, int rot)
+{
+    linear_ctx *c = vctx;
+    if (nvfp4_linear_cuda(&c->fused_dyn[rot]) != NVFP4_OK) {
+        fprintf(stderr, "nvfp4 bench: nvfp4_linear_cuda (dynamic scale): %s\n", nvfp4_last_error());
         return 1;
     }
     return 0;
@@ -307,6 +318,7 @@ typedef struct result {
     int64_t m, n, k;
     double us_nvfp4, us_bf16, us_fp8;
     double us_fused, us_unfused; /* BF16 activations in (static input scale) */
+    double us_fused_dyn;         /* the fused linear with the dynamic scale */
     int variant;
     double bytes_nvfp4;
     double us_variant[NVFP4_SM90_NUM_VARIANTS]; /* --all-tiles */
@@ -345,7 +357,8 @@ static void usage(FILE *f)
           "ratio to cuBLAS BF16, % of its byte floor and % of the FP16 tensor floor.\n"
           "Streaming A (BF16 activations in, static input scale): the fused linear\n"
           "(nvfp4_linear_cuda; x_pre = its time over the prequantized GEMM's) and the\n"
-          "unfused pair (nvfp4_quantize_cuda, then nvfp4_gemm_cuda).\n"
+          "unfused pair (nvfp4_quantize_cuda, then nvfp4_gemm_cuda); fused_dyn_us: the\n"
+          "fused linear with the dynamic per-tensor scale (its amax pass included).\n"
           "\n"
           "  --m LIST     comma-separated activation rows (default 1,16,128,512,2048,8192)\n"
           "  --json FILE  also write every number as JSON\n"
@@ -444,20 +457,20 @@ fail:
 /* Report (1/2): the table on stdout. */
 static void bench_print_table(const result *res, int nres, double copy_bw, double fp16_tflops)
 {
-    printf("\n%-9s %6s %11s %11s %11s %8s %7s %8s %8s %-9s %11s %7s %11s\n", "linear", "M",
+    printf("\n%-9s %6s %11s %11s %11s %8s %7s %8s %8s %-9s %11s %7s %11s %12s\n", "linear", "M",
            "nvfp4_us", "bf16_us", "fp8_us", "x_bf16", "x_fp8", "%bytes", "%fp16", "tile", "fused_us",
-           "x_pre", "unfused_us");
+           "x_pre", "unfused_us", "fused_dyn_us");
     for (int i = 0; i < nres; i++) {
         const result *R = &res[i];
         double floor_us = R->bytes_nvfp4 / copy_bw * 1e6;
         double tc_us = 2.0 * (double)R->m * R->n * R->k / (fp16_tflops * 1e12) * 1e6;
         char tile[32] = "?";
         if (R->variant >= 0) tile_label(tile, sizeof tile, R->variant);
-        printf("%-9s %6lld %11.1f %11.1f %11.1f %8.2f %7.2f %7.0f%% %7.0f%% %-9s %11.1f %7.2f %11.1f\n",
+        printf("%-9s %6lld %11.1f %11.1f %11.1f %8.2f %7.2f %7.0f%% %7.0f%% %-9s %11.1f %7.2f %11.1f %12.1f\n",
                R->linear, (long long)R->m, R->us_nvfp4, R->us_bf16, R->us_fp8,
                R->us_nvfp4 / R->us_bf16, R->us_fp8 > 0 ? R->us_nvfp4 / R->us_fp8 : 0.0,
                100 * floor_us / R->us_nvfp4, 100 * tc_us / R->us_nvfp4, tile, R->us_fused,
-               R->us_fused / R->us_nvfp4, R->us_unfused);
+               R->us_fused / R->us_nvfp4, R->us_unfused, R->us_fused_dyn);
     }
 }
 
@@ -487,6 +500,7 @@ static json_t *bench_json(const char *dev_name, const result *res, int nres, dou
                             R->us_fp8 > 0 ? json_real(R->us_nvfp4 / R->us_fp8) : json_null());
         json_object_set_new(o, "fused_linear_us", json_real(R->us_fused));
         json_object_set_new(o, "unfused_quantize_gemm_us", json_real(R->us_unfused));
+        json_object_set_new(o, "fused_linear_dynamic_us", json_real(R->us_fused_dyn));
         json_object_set_new(o, "fused_vs_prequantized", json_real(R->us_fused / R->us_nvfp4));
         json_object_set_new(o, "nvfp4_bytes", json_real(R->bytes_nvfp4));
         json_object_set_new(o, "pct_byte_floor", json_real(100 * floor_us / R->us_nvfp4));
@@ -743,6 +757,8 @@ int nvfp4_cli_bench(int argc, char **argv)
                     .x = x, .m = m, .k = k, .weight = &qc.args[r].b, .input_scale = d_scales,
                     .variant = NVFP4_VARIANT_EAGER, .out = y, .workspace = d_lws,
                     .workspace_bytes = lws};
+                lc->fused_dyn[r] = lc->fused[r];
+                lc->fused_dyn[r].input_scale = NULL;
                 lc->quant[r] = (nvfp4_cuda_quantize_args){
                     .x = x, .m = m, .k = k, .input_scale = d_scales, .variant = NVFP4_VARIANT_EAGER,
                     .codes = d_qc, .scales = d_qs, .per_tensor_scale = d_scales + 8};
@@ -751,8 +767,8 @@ int nvfp4_cli_bench(int argc, char **argv)
                 lc->gemm[r].a.scales = d_qs;
                 lc->gemm[r].a.per_tensor_scale = d_scales + 8;
             }
-            /* Every contender twice, in mirrored order (A B C D E, then E D C
-             * B A), keeping the lower median: a series that follows a heavy
+            /* Every contender twice, in mirrored order (A B C D E F, then F E
+             * D C B A), keeping the lower median: a series that follows a heavy
              * one can run at lower clocks (seen: +100 us at M = 2048 on the
              * series right after cuBLASLt FP8), and the mirror gives each
              * contender one early and one late turn. */
@@ -761,15 +777,16 @@ int nvfp4_cli_bench(int argc, char **argv)
                 void *ctx;
                 int nrot;
                 double *us;
-            } who[5] = {{launch_nvfp4, &qc, rq, &R->us_nvfp4},
+            } who[6] = {{launch_nvfp4, &qc, rq, &R->us_nvfp4},
                         {launch_cublas, &bc, r16, &R->us_bf16},
                         {launch_fp8, &fc, r8, &R->us_fp8},
                         {launch_fused, lc, rq, &R->us_fused},
-                        {launch_unfused, lc, rq, &R->us_unfused}};
+                        {launch_unfused, lc, rq, &R->us_unfused},
+                        {launch_fused_dyn, lc, rq, &R->us_fused_dyn}};
             R->us_fp8 = -1; /* no FP8 algorithm for this shape */
             for (int pass = 0; pass < 2; pass++)
-                for (int j = 0; j < 5; j++) {
-                    int c = pass ? 4 - j : j;
+                for (int j = 0; j < 6; j++) {
+                    int c = pass ? 5 - j : j;
                     if (c == 2 && !fp8_ok) continue;
                     double us = 0;
                     if (time_median(who[c].fn, who[c].ctx, who[c].nrot, warmup, iters, &us)) goto fail;
@@ -786,10 +803,10 @@ int nvfp4_cli_bench(int argc, char **argv)
             double floor_us = R->bytes_nvfp4 / copy_bw * 1e6;
             double tc_us = 2.0 * (double)m * n * k / (fp16_tflops * 1e12) * 1e6;
             printf("  %-8s M=%-5lld nvfp4 %9.1f us  bf16 %9.1f us  fp8 %9.1f us  ratio %.2f  "
-                   "bytes %3.0f%%  fp16 %3.0f%%  fused %9.1f us (x%.2f)  unfused %9.1f us\n",
+                   "bytes %3.0f%%  fp16 %3.0f%%  fused %9.1f us (x%.2f)  unfused %9.1f us  fused dynamic %9.1f us\n",
                    L->name, (long long)m, R->us_nvfp4, R->us_bf16, R->us_fp8, R->us_nvfp4 / R->us_bf16,
                    100 * floor_us / R->us_nvfp4, 100 * tc_us / R->us_nvfp4, R->us_fused,
-                   R->us_fused / R->us_nvfp4, R->us_unfused);
+                   R->us_fused / R->us_nvfp4, R->us_unfused, R->us_fused_dyn);
             fflush(stdout);
             cudaFree(y);
             cudaFree(ws);

@@ -103,6 +103,14 @@ NVFP4_DEV void ptx_prefetch_tmap(const void *tmap)
     asm volatile("prefetch.tensormap [%0];" ::"l"(tmap) : "memory");
 }
 
+/* ---- named barrier ------------------------------------------------------- */
+/* Barrier `id` (1..15; 0 is __syncthreads') over `threads` threads, a
+ * multiple of 32: a subset of the CTA's warps meets without the others. */
+NVFP4_DEV void ptx_bar_sync(uint32_t id, uint32_t threads)
+{
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 /* ---- mma.sync ------------------------------------------------------------ */
 /* One m16n8k16 step, FP16 operands, FP32 accumulator d (in and out): one
  * sm90 k16 step (docs/ORACLE.md). */

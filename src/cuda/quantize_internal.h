@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "formats/layout.h"
+#include "quant/thresholds.h"
 
 /* internal.h declares nvfp4_fail() without C linkage guards. */
 #ifdef __cplusplus
@@ -45,6 +46,8 @@ nvfp4_status nvfp4_sm90_produce_operands(const uint16_t *x, int64_t m, int64_t k
 
 #ifdef __CUDACC__
 #include <cuda_runtime.h>
+
+#include "cuda/ptx.cuh"
 
 #define NVFP4_Q_DEV static __device__ __forceinline__
 
@@ -267,6 +270,154 @@ NVFP4_Q_DEV uint32_t q_f16_operand(uint32_t code, uint32_t s8)
     const uint32_t h = f == 0u ? 0u : (((f >> 23) - 112u) << 10) | ((f >> 13) & 0x3FFu);
     return h | ((code & 8u) << 12);
 }
+
+/*------------------------ the threshold-table quantizer ------------------------*/
+
+/* FP32(amax / 2688); a NaN amax (0x7FC00000) is the scale as it is, as on
+ * the CPU (the device's division would return 0x7FFFFFFF). */
+NVFP4_Q_DEV float q_dynamic_pts(uint32_t amax_bits)
+{
+    return amax_bits > 0x7F800000u ? __uint_as_float(amax_bits)
+                                   : __fdiv_rn(__uint_as_float(amax_bits), 2688.0f);
+}
+
+/* A CTA's threshold table (src/quant/thresholds.h, docs/STREAMING_A.md
+ * "Threshold tables"): one entry per scale byte 0..127 -- the bytes a
+ * positive per-tensor scale gives; other bytes take the exact path -- as
+ * two uint4: the seven thr_nt words, then (kind << 16) | FP16 |e4m3(s8)|. */
+#define Q_TAB 128 /* entries; the register GEMM's producer reserves REGM_QTAB_BYTES for them */
+NVFP4_Q_DEV void q_table_entry(uint4 *tab, uint32_t s8, int cuda_variant, float pts)
+{
+    uint32_t thr[7], nt[7] = {0, 0, 0, 0, 0, 0, 0};
+    const int kind = thr_build(cuda_variant, pts, s8, thr);
+    if (kind == THR_TABLE) {
+#pragma unroll
+        for (int i = 0; i < 7; i++) nt[i] = thr_nt(thr_bf16(thr[i]));
+    }
+    /* a table or zero entry never has the NaN byte: the FP16 scale is finite */
+    const uint32_t info = ((uint32_t)kind << 16) | (nvfp4_scale_to_f16x2(s8) & 0xFFFFu);
+    tab[2 * s8] = make_uint4(nt[0], nt[1], nt[2], nt[3]);
+    tab[2 * s8 + 1] = make_uint4(nt[4], nt[5], nt[6], info);
+}
+
+/* Block (r, cb)'s 16 BF16 elements as 8 words, element 2i in the low half
+ * of word i; zeros past the input, as the C quantizer pads. */
+NVFP4_Q_DEV void q_load_block(const uint16_t *__restrict__ x, int m, int k, int vec, int r,
+                                   int cb, uint32_t w[8])
+{
+    if (r < m && cb * 16 + 16 <= k) {
+        const uint16_t *src = x + (size_t)r * (size_t)k + (size_t)cb * 16;
+        if (vec) {
+            const uint4 a = __ldg((const uint4 *)src), b = __ldg((const uint4 *)src + 1);
+            w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w;
+            w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
+        } else {
+#pragma unroll
+            for (int i = 0; i < 8; i++) w[i] = (uint32_t)__ldg(src + 2 * i) | ((uint32_t)__ldg(src + 2 * i + 1) << 16);
+        }
+    } else { /* the edge */
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const int c = cb * 16 + 2 * i;
+            const uint32_t lo = (r < m && c < k) ? __ldg(x + (size_t)r * (size_t)k + c) : 0u;
+            const uint32_t hi = (r < m && c + 1 < k) ? __ldg(x + (size_t)r * (size_t)k + c + 1) : 0u;
+            w[i] = lo | (hi << 16);
+        }
+    }
+}
+
+/* The largest |x| BF16 pattern of a block's 8 words (NaN patterns above Inf). */
+NVFP4_Q_DEV uint32_t q_block_amax16(const uint32_t w[8])
+{
+    uint32_t amax2 = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) amax2 = __vmaxu2(amax2, w[i] & 0x7FFF7FFFu);
+    return max(amax2 & 0xFFFFu, amax2 >> 16);
+}
+
+/* A block's scale byte *s8 (both variants, exactly as the C quantizer) and
+ * the kind of its table entry, whose second half goes to *e1: THR_EXACT
+ * when the table does not cover the block (a NaN element, or a byte beyond
+ * the table), else the entry's kind (THR_TABLE or THR_ZERO). */
+NVFP4_Q_DEV uint32_t q_block_kind(uint32_t amax16, const uint4 *tab, float pts, float rcp_pts, int cuda_variant,
+                                  uint32_t *s8, uint4 *e1)
+{
+    *s8 = 0;
+    *e1 = make_uint4(0, 0, 0, 0);
+    if (amax16 > 0x7F80u) return THR_EXACT; /* a NaN element */
+    *s8 = cuda_variant ? q_scale_sm90(__uint_as_float(amax16 << 16), rcp_pts) : q_scale_eager(amax16 << 16, pts);
+    if (*s8 >= Q_TAB) return THR_EXACT;
+    *e1 = tab[2 * *s8 + 1];
+    return e1->w >> 16;
+}
+
+/* nvfp4_quantize()'s 8 code bytes of a block (hi-first: element 2i in the
+ * high nibble of byte i), as two words. */
+NVFP4_Q_DEV uint2 q_pack_codes(const uint32_t code[16])
+{
+    uint32_t lo = 0, hi = 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        lo |= ((code[2 * i] << 4) | code[2 * i + 1]) << (8 * i);
+        hi |= ((code[8 + 2 * i] << 4) | code[8 + 2 * i + 1]) << (8 * i);
+    }
+    return make_uint2(lo, hi);
+}
+
+/* A block's codes by the exact steps (q_block), for what the table does not
+ * cover; not inlined, so that the table path does not carry its registers. */
+static __device__ __noinline__ uint2 q_exact_codes(uint4 wa, uint4 wb, uint32_t amax_bits, float pts,
+                                                   int cuda_variant, uint32_t *s8)
+{
+    const uint32_t w[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
+    float v[16];
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        v[2 * i] = __uint_as_float(w[i] << 16);
+        v[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
+    }
+    uint32_t code[16];
+    q_block(v, amax_bits, pts, cuda_variant, s8, code);
+    return q_pack_codes(code);
+}
+
+/* One block -> its scale byte and code bytes, through the CTA's table
+ * where it covers the block, else the exact steps: the codes path of the
+ * block kernel and of the register GEMM's in-kernel A producer. */
+NVFP4_Q_DEV uint2 q_block_codes(const uint32_t w[8], const uint4 *tab, float pts, float rcp_pts, int cuda_variant,
+                                uint32_t *s8)
+{
+    const uint32_t amax16 = q_block_amax16(w);
+    uint4 e1;
+    const uint32_t kind = q_block_kind(amax16, tab, pts, rcp_pts, cuda_variant, s8, &e1);
+    if (kind == THR_EXACT)
+        return q_exact_codes(make_uint4(w[0], w[1], w[2], w[3]), make_uint4(w[4], w[5], w[6], w[7]), amax16 << 16,
+                             pts, cuda_variant, s8);
+    if (kind != THR_TABLE) return make_uint2(0, 0); /* THR_ZERO: comfy-kitchen's zero-scale mask */
+    const uint4 e0 = tab[2 * *s8];
+    const uint32_t nt[7] = {e0.x, e0.y, e0.z, e0.w, e1.x, e1.y, e1.z};
+    return make_uint2(thr_codes8(w, nt), thr_codes8(w + 4, nt));
+}
+
+/*------------- the register GEMM's in-kernel A producer (sm90_gemm.cu) -------------*/
+
+/* BF16 activations x [rows][cols] that the GEMM quantizes itself (the
+ * REGM_BF16 kernels, M <= 8): per-tensor scale *static_pts, or else
+ * FP32(*amax_bits / 2688) from the amax pass launched just before. */
+typedef struct nvfp4_sm90_bf16_act {
+    const uint16_t *x;
+    int64_t cols;
+    const float *static_pts;
+    const uint32_t *amax_bits;
+    float *pts_out; /* optional: the scale used */
+    uint8_t *codes;  /* optional: nvfp4_quantize()'s codes of x (16 padded rows) */
+    uint8_t *scales; /* optional: its tiled scales, tile padding already zero */
+    int cuda_variant;
+} nvfp4_sm90_bf16_act;
+
+/* The GEMM from src (args->a: rows and cols only); the shape must be one
+ * nvfp4_sm90_gemm_quantizes_bf16() (sm90_heuristics.cuh) takes. */
+extern "C" nvfp4_status nvfp4_sm90_gemm_quantizing(const nvfp4_cuda_gemm_args *args, const nvfp4_sm90_bf16_act *src);
 
 /*----------------------- host side (sm90_quantize.cu) -----------------------*/
 

@@ -32,6 +32,7 @@ extern "C" {
 #include "cuda/sm90_small_m.cuh"
 #include "cuda/sm90_split.cuh"
 #include "cuda/sm90_regm.cuh"
+#include "cuda/quantize_internal.h"
 
 /* ------------------------------------------------------------------------ */
 /* Kernel variants (one per nvfp4_sm90_variants entry, same order).         */
@@ -223,6 +224,25 @@ extern "C" {
 #define REGM_NAME nvfp4_sm90_regm_mt32_tw4
 #include "cuda/sm90_regm_body.cuh"
 
+/* ... and with the in-kernel A producer (BF16 activations in), M <= 8. */
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_BF16 1
+#define REGM_NAME nvfp4_sm90_regm_bf16_mt8_tw1
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_MT 8
+#define REGM_TW 2
+#define REGM_BF16 1
+#define REGM_NAME nvfp4_sm90_regm_bf16_mt8_tw2
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_MT 8
+#define REGM_TW 4
+#define REGM_BF16 1
+#define REGM_NAME nvfp4_sm90_regm_bf16_mt8_tw4
+#include "cuda/sm90_regm_body.cuh"
+
 typedef void (*sm90_kernel_fn)(nvfp4_sm90_params);
 typedef void (*sm90_split_fn)(nvfp4_sm90_split_params);
 typedef void (*sm90_small_fn)(nvfp4_sm90_small_params);
@@ -251,6 +271,9 @@ static const sm90_regm_fn sm90_regm_kernels[3][3] = {
     {nvfp4_sm90_regm_mt16_tw1, nvfp4_sm90_regm_mt16_tw2, nvfp4_sm90_regm_mt16_tw4},
     {nvfp4_sm90_regm_mt32_tw1, nvfp4_sm90_regm_mt32_tw2, nvfp4_sm90_regm_mt32_tw4},
 };
+/* the in-kernel A producer's, MT = 8, [TW 1, 2, 4] */
+static const sm90_regm_fn sm90_regm_bf16_kernels[3] = {
+    nvfp4_sm90_regm_bf16_mt8_tw1, nvfp4_sm90_regm_bf16_mt8_tw2, nvfp4_sm90_regm_bf16_mt8_tw4};
 
 /* ------------------------------------------------------------------------ */
 /* Activation pre-pass: one thread per 16-element block.                    */
@@ -317,6 +340,7 @@ typedef struct sm90_device_info {
     size_t smem_set[NVFP4_SM90_NUM_VARIANTS];
     size_t split_smem_set[3][4]; /* the split kernels, [MT][TW - 1] */
     size_t regm_smem_set[3][3];  /* the register kernels, [MT][TW 1, 2, 4] */
+    size_t regm_bf16_smem_set[3]; /* ... with the in-kernel A producer, [TW 1, 2, 4] */
 } sm90_device_info;
 
 #define SM90_MAX_DEVICES 16
@@ -332,6 +356,11 @@ extern "C" void nvfp4_sm90_force_variant(int v)
 /* dev/cuda experiments: the register kernel's dev_mode (REGM_DEV_* bits). */
 static int sm90_dev_mode = 0;
 extern "C" void nvfp4_sm90_force_dev_mode(int mode) { sm90_dev_mode = mode; }
+
+/* Tests and benchmarks: the in-kernel A producer always where the plan
+ * allows it (1), never (0), or by the heuristic (-1). */
+static int sm90_inkernel_a = -1;
+extern "C" void nvfp4_sm90_force_inkernel_a(int mode) { sm90_inkernel_a = mode < 0 ? -1 : mode > 0; }
 
 static nvfp4_status device_info(sm90_device_info **out)
 {
@@ -490,12 +519,18 @@ static cudaError_t launch_small(const void *kern, int grid, int threads, size_t 
  * after_producer: the previous kernel on the stream is the fused linear's
  * quantizer, which wrote A; the split kernel is then launched as its
  * programmatic dependent (weights stream in while it finishes). */
-static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, int after_producer)
+static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, int after_producer,
+                              const nvfp4_sm90_bf16_act *src)
 {
     if (!args) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "gemm (cuda): args is NULL");
     const nvfp4_cuda_operand *a = &args->a, *b = &args->b;
     const int64_t m = a->rows, n = b->rows, k = a->cols;
-    if ((!act_ready && (!a->codes || !a->scales)) || !a->per_tensor_scale)
+    if (src) act_ready = 1; /* no NVFP4 activations: the kernel quantizes src->x */
+    if (src && (!src->x || (!src->static_pts && !src->amax_bits) || src->cols < 1 || src->cols > k ||
+                src->cols % 8 != 0 || misaligned(src->x, 16)))
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "gemm (cuda): BF16 activations for TMA need 16-byte aligned rows (a multiple of 8 columns)");
+    if ((!act_ready && (!a->codes || !a->scales)) || (!src && !a->per_tensor_scale))
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
                           "gemm (cuda): A (activations) needs codes, scales and per_tensor_scale");
     if (!b->codes || !b->scales || !b->per_tensor_scale)
@@ -558,19 +593,51 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     /* 512-byte scale chunks per 128-row tile, and 64-element groups per K slice */
     const int ncb = (int)((k / 16 + 3) / 4);
     const int chunks_per_slice = (int)(nvfp4_k_slice_elems(k, slices) / 64);
-    if (NVFP4_SM90_IS_SMALL(&var) && act_ready)
+    if (NVFP4_SM90_IS_SMALL(&var) && act_ready && !src)
         return nvfp4_fail(NVFP4_ERR_INTERNAL,
                           "gemm (cuda): the small-M kernels take NVFP4 activations, not FP16");
+    if (src && (var.kind != NVFP4_SM90_REGM || var.bn != 8))
+        return nvfp4_fail(NVFP4_ERR_INTERNAL,
+                          "gemm (cuda): the in-kernel A producer needs the register kernel with MT = 8");
     if (var.kind == NVFP4_SM90_REGM) { /* the register small-M kernel: NVFP4 weights and activations by TMA */
         nvfp4_sm90_regm_params rp;
         memset(&rp, 0, sizeof rp);
         nvfp4_status mst = split_map(encode, &rp.tm_b_codes, NULL, b, n, k, ncb, 8 * plan.tiles_per_cta, 1,
                                      "weight");
         if (mst == NVFP4_OK) mst = regm_scale_map(encode, &rp.tm_b_scales, b, n, ncb, plan.tiles_per_cta);
-        if (mst == NVFP4_OK)
+        if (mst == NVFP4_OK && !src)
             mst = split_map(encode, &rp.tm_a_codes, &rp.tm_a_scales, a, m, k, ncb, var.bn, SPLIT_AH(var.bn),
                             "activation");
         if (mst != NVFP4_OK) return mst;
+        if (src) { /* BF16 x by TMA (one box per stage) and the threshold table after the ring */
+            cuuint64_t dims[2] = {(cuuint64_t)src->cols, (cuuint64_t)m};
+            cuuint64_t strides[1] = {(cuuint64_t)src->cols * 2};
+            cuuint32_t box[2] = {REGM_KC, 8};
+            cuuint32_t estr[2] = {1, 1};
+            CUresult r = encode(&rp.tm_x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)src->x, dims, strides, box,
+                                estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+            if (r != CUDA_SUCCESS)
+                return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): BF16 activation tensor map failed (CUresult %d)",
+                                  (int)r);
+            rp.x_cols = (int)src->cols;
+            rp.x_pts = src->static_pts;
+            rp.x_amax = src->amax_bits;
+            rp.x_pts_out = src->pts_out;
+            rp.x_codes = src->codes;
+            rp.x_scales = src->scales;
+            rp.cuda_variant = src->cuda_variant;
+            const size_t stage = REGM_STAGE_BYTES(8, plan.tiles_per_cta) + REGM_XBOX_BYTES(8);
+            while (plan.stages > 2 && REGM_SMEM(8, plan.tiles_per_cta, 0) + plan.stages * stage + REGM_QTAB_BYTES >
+                                          dev->smem_optin)
+                plan.stages--;
+            /* as many quantizer warps as fit, dividing the ring's depth (one
+             * warp's chunk takes longer than the MMA warps' chunk: measured) */
+            rp.qwarps = plan.stages < REGM_QW ? plan.stages : REGM_QW;
+            plan.stages -= plan.stages % rp.qwarps;
+            plan.smem = REGM_SMEM(8, plan.tiles_per_cta, 0) + plan.stages * stage + REGM_QTAB_BYTES;
+            after_producer = !src->static_pts; /* the amax pass's programmatic dependent */
+        }
         rp.a_scale2 = a->per_tensor_scale;
         rp.b_scale2 = b->per_tensor_scale;
         rp.bias = args->bias;
@@ -591,12 +658,14 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         rp.dev_mode = sm90_dev_mode;
         const int mi = var.bn == 8 ? 0 : var.bn == 16 ? 1 : 2;
         const int tw = var.r, ti = tw == 1 ? 0 : tw == 2 ? 1 : tw == 4 ? 2 : -1;
-        sm90_regm_fn kern = ti >= 0 ? sm90_regm_kernels[mi][ti] : NULL;
-        const int threads = 32 * (plan.loaders + REGM_AW(var.bn, var.r) + plan.mma_warps);
-        if (!kern || threads > REGM_THREADS_MAX(var.bn, tw))
+        sm90_regm_fn kern = ti < 0 ? NULL : src ? sm90_regm_bf16_kernels[ti] : sm90_regm_kernels[mi][ti];
+        /* the BF16 kernels have REGM_QW more warps: the quantizers */
+        const int threads = 32 * (plan.loaders + (src ? REGM_QW : 0) + REGM_AW(var.bn, var.r) + plan.mma_warps);
+        if (!kern || threads > REGM_THREADS_MAX(var.bn, tw) + (src ? 32 * REGM_QW : 0))
             return nvfp4_fail(NVFP4_ERR_INTERNAL, "gemm (cuda): no register kernel for MT=%d, %d tiles per CTA",
                               var.bn, plan.tiles_per_cta);
-        nvfp4_status sst = raise_smem_to(&dev->regm_smem_set[mi][ti], plan.smem, (const void *)kern);
+        nvfp4_status sst = raise_smem_to(src ? &dev->regm_bf16_smem_set[ti] : &dev->regm_smem_set[mi][ti],
+                                         plan.smem, (const void *)kern);
         if (sst != NVFP4_OK) return sst;
         cudaError_t e = launch_small((const void *)kern, plan.grid, threads, plan.smem, stream, after_producer, &rp);
         if (e != cudaSuccess)
@@ -741,17 +810,36 @@ extern "C" int nvfp4_sm90_gemm_takes_nvfp4_act(int64_t m, int64_t n, int64_t k, 
     return NVFP4_SM90_IS_SMALL(&nvfp4_sm90_variants[plan.variant]);
 }
 
+extern "C" int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, int k_slices)
+{
+    sm90_device_info *dev = NULL;
+    nvfp4_sm90_plan plan;
+    if (sm90_inkernel_a == 0 || device_info(&dev) != NVFP4_OK) return 0;
+    if (nvfp4_sm90_plan_gemm(m, n, k, k_slices, dev->num_sms, dev->smem_optin, dev->smem_per_sm,
+                             sm90_forced_variant, &plan) != 0)
+        return 0;
+    const nvfp4_sm90_variant *v = &nvfp4_sm90_variants[plan.variant];
+    if (v->kind != NVFP4_SM90_REGM || v->bn != 8) return 0;
+    return sm90_inkernel_a == 1 || m <= (int64_t)NVFP4_SM90_INKERNEL_A_MAX_M;
+}
+
 extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)
 {
-    return gemm_impl(args, 0, 0);
+    return gemm_impl(args, 0, 0, NULL);
 }
 
 extern "C" nvfp4_status nvfp4_sm90_gemm_from_f16(const nvfp4_cuda_gemm_args *args)
 {
-    return gemm_impl(args, 1, 0);
+    return gemm_impl(args, 1, 0, NULL);
 }
 
 extern "C" nvfp4_status nvfp4_sm90_gemm_after_quantizer(const nvfp4_cuda_gemm_args *args)
 {
-    return gemm_impl(args, 0, 1);
+    return gemm_impl(args, 0, 1, NULL);
+}
+
+extern "C" nvfp4_status nvfp4_sm90_gemm_quantizing(const nvfp4_cuda_gemm_args *args, const nvfp4_sm90_bf16_act *src)
+{
+    if (!src) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "gemm (cuda): no BF16 activation source");
+    return gemm_impl(args, 1, 0, src);
 }

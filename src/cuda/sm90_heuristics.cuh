@@ -67,7 +67,7 @@ typedef struct nvfp4_sm90_variant {
  * block pairs][8 rows][8 bytes] (a warp's 8-byte loads of one block pair
  * cover 64 contiguous bytes: conflict-free). */
 #define REGM_MAX_STAGES 16
-#define REGM_BAR_BYTES 1024
+#define REGM_BAR_BYTES 1024 /* full, act_full, empty, x_ready [REGM_MAX_STAGES] and a float */
 #define REGM_TMAX(tw) ((tw) == 1 ? 16 : (tw) == 2 ? 24 : 32) /* chains per CTA at most (<= 256 box rows) */
 /* activation warps (they also turn the CTA's weight scales into FP16 pairs
  * each chunk), splitting each n8 token tile's block pairs: 2 with one chain
@@ -83,6 +83,13 @@ typedef struct nvfp4_sm90_variant {
       (size_t)SPLIT_AH(mt) * 1024 + (size_t)16 * REGM_FRAG_BLOCK_BYTES(mt) +                      \
       (size_t)(tmax) * 512 + 1023) / 1024 * 1024)
 #define REGM_SMEM(mt, tmax, stages) (1024 + REGM_BAR_BYTES + (size_t)(stages) * REGM_STAGE_BYTES(mt, tmax))
+/* The REGM_BF16 kernels (the in-kernel A producer) keep their threshold
+ * table after the ring: 128 entries x 32 bytes (quantize_internal.h). */
+#define REGM_QTAB_BYTES 4096
+/* ... and each stage ends with the chunk's BF16 activation box: MT rows x 256 x 2 bytes */
+#define REGM_XBOX_BYTES(mt) ((size_t)(mt) * 512)
+/* ... and REGM_QW quantizer warps, warp q coding chunks q, q + REGM_QW, ... */
+#define REGM_QW 4
 /* MMA warps at most, and the block size the kernel is built for */
 #define REGM_WMAX(tw) ((REGM_TMAX(tw) + (tw) - 1) / (tw))
 #define REGM_THREADS_MAX(mt, tw) (32 * (REGM_LWMAX + REGM_AW(mt, tw) + REGM_WMAX(tw)))
@@ -133,6 +140,23 @@ void nvfp4_sm90_force_variant(int v);
  * kernel (1..REGM_LWMAX), or the planned number again for lw <= 0.  Not
  * thread-safe; for dev/cuda/gemm_variants. */
 void nvfp4_sm90_force_loaders(int lw);
+
+/* The fused linear's in-kernel A producer (the register kernel quantizing
+ * BF16 itself) at M up to this; above it, the quantizer kernel + GEMM as its
+ * programmatic dependent.  0: never -- measured slower at every M <= 8 on
+ * the H200 (docs/STREAMING_A.md, "The producer inside the GEMM"); the
+ * producer stays for tests and dev/cuda/inkernel_a (the hook below). */
+#define NVFP4_SM90_INKERNEL_A_MAX_M 0
+
+/* Testing hook (sm90_gemm.cu): the fused linear's in-kernel A producer
+ * wherever the plan allows it (1), never (0), or up to
+ * NVFP4_SM90_INKERNEL_A_MAX_M (-1).  Not thread-safe. */
+void nvfp4_sm90_force_inkernel_a(int mode);
+
+/* sm90_gemm.cu: whether the GEMM of this shape takes BF16 activations and
+ * quantizes them itself (the plan is the register kernel with MT = 8, and
+ * M is within the bound or the hook forces it). */
+int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, int k_slices);
 
 /* Testing hook (sm90_gemm.cu): the register kernel's dev_mode, the parts
  * of the kernel left out for dev/cuda timing experiments (REGM_DEV_* in

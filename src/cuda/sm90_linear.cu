@@ -4,6 +4,10 @@
  *
  * Queue on the caller's stream, no host synchronisation:
  *   1. dynamic scale only: the amax pass (atomicMax of |x|'s bits);
+ *   2. M <= NVFP4_SM90_INKERNEL_A_MAX_M (0 today: measured slower; the
+ *      testing hook forces it up to M = 8): the register GEMM quantizes the
+ *      BF16 activations itself (the in-kernel A producer; its CTA 0 also
+ *      writes the optional codes and scales), and that is all; else
  *   2. the A producer (sm90_quantize.cu's block kernel): BF16 blocks of 16
  *      -> E4M3 scale and E2M1 codes exactly as nvfp4_quantize() -> what the
  *      GEMM consumes, plus the optional debug copies of codes and scales;
@@ -14,6 +18,7 @@
 #include <string.h>
 
 #include "cuda/quantize_internal.h"
+#include "cuda/sm90_heuristics.cuh"
 
 /* sm90_gemm.cu: the GEMM from FP16 activations already in its workspace,
  * and whether the planned kernel reads NVFP4 activations itself (small M). */
@@ -112,9 +117,40 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
         if (e != cudaSuccess)
             return nvfp4_fail(NVFP4_ERR_CUDA, "%s: clearing x_scales: %s", fn, cudaGetErrorString(e));
     }
+    /* small M and x in 16-byte rows (its TMA box): the GEMM quantizes the
+     * BF16 blocks itself (one launch with a static scale; the amax pass and
+     * then the GEMM as its programmatic dependent with the dynamic one), its
+     * CTA 0 the debug copies too. */
+    const int inkernel = (args->raw || args->out) && k % 8 == 0 && !lin_misaligned(args->x, 16) &&
+                         nvfp4_sm90_gemm_quantizes_bf16(m, n, kp, args->k_slices);
     if (!args->input_scale) {
         st = nvfp4_q_amax_launch(args->x, m, k, amax_slot, stream, fn);
         if (st != NVFP4_OK) return st;
+    }
+    if (inkernel) {
+        nvfp4_cuda_gemm_args g;
+        memset(&g, 0, sizeof g);
+        g.a.rows = m;
+        g.a.cols = kp;
+        g.b = *w;
+        g.bias = args->bias;
+        g.raw = args->raw;
+        g.out = args->out;
+        g.stream = args->stream;
+        g.workspace = ws + lay.act;
+        g.workspace_bytes = lay.act_bytes;
+        g.k_slices = args->k_slices;
+        nvfp4_sm90_bf16_act src;
+        memset(&src, 0, sizeof src);
+        src.x = args->x;
+        src.cols = k;
+        src.static_pts = args->input_scale;
+        src.amax_bits = amax_slot;
+        src.pts_out = args->x_scale;
+        src.codes = args->x_codes;
+        src.scales = args->x_scales;
+        src.cuda_variant = args->variant == NVFP4_VARIANT_CUDA;
+        return nvfp4_sm90_gemm_quantizing(&g, &src);
     }
 
     /* Small M: the GEMM's own producer dequantizes NVFP4 activations, so the

@@ -13,18 +13,15 @@
 #include "quant/thresholds.h"
 
 #define Q_THREADS 256
+/* Grid: at most this many CTAs per SM (what fits: 80 registers a
+ * thread), each looping over blocks, so the table is built a few times per
+ * SM rather than once per 256 blocks. */
+#define Q_CTAS_PER_SM 3
 
 static int q_misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) != 0; }
 
 /*------------------------------ amax pass ------------------------------*/
 
-/* FP32(amax / 2688); a NaN amax (0x7FC00000) is the scale as it is, as on
- * the CPU (the device's division would return 0x7FFFFFFF). */
-static __device__ __forceinline__ float q_dynamic_pts(uint32_t amax_bits)
-{
-    return amax_bits > 0x7F800000u ? __uint_as_float(amax_bits)
-                                   : __fdiv_rn(__uint_as_float(amax_bits), 2688.0f);
-}
 
 /* Largest BF16 magnitude pattern of a 32-bit word's two halves; any NaN
  * (a pattern above 0x7F80) counts as 0x7FC0, above Inf, as torch.amax
@@ -41,6 +38,9 @@ static __device__ __forceinline__ uint32_t amax_word(uint32_t w, uint32_t best)
 extern "C" __global__ void __launch_bounds__(Q_THREADS)
     nvfp4_q_amax_kernel(const uint16_t *__restrict__ x, int64_t n, int vec, uint32_t *amax_bits)
 {
+    /* the register GEMM with the in-kernel A producer may start its weight
+     * loads now (its activation warps wait for this grid) */
+    ptx_griddep_launch_dependents();
     const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     uint32_t best = 0;
@@ -89,55 +89,7 @@ extern "C" __global__ void nvfp4_q_finalize_kernel(float *slot)
 
 /*----------------------------- block kernel -----------------------------*/
 
-/* A CTA's threshold table (src/quant/thresholds.h, docs/STREAMING_A.md
- * "Threshold tables"): one entry per scale byte 0..127 -- the bytes a
- * positive per-tensor scale gives; other bytes take the exact path -- as
- * two uint4: the seven thr_nt words, then (kind << 16) | FP16 |e4m3(s8)|. */
-#define Q_TAB 128
-/* Grid: at most this many CTAs per SM (what fits: 80 registers a
- * thread), each looping over blocks, so the table is built a few times per
- * SM rather than once per 256 blocks. */
-#define Q_CTAS_PER_SM 3
 
-static __device__ __forceinline__ void q_table_entry(uint4 *tab, uint32_t s8, int cuda_variant, float pts)
-{
-    uint32_t thr[7], nt[7] = {0, 0, 0, 0, 0, 0, 0};
-    const int kind = thr_build(cuda_variant, pts, s8, thr);
-    if (kind == THR_TABLE) {
-#pragma unroll
-        for (int i = 0; i < 7; i++) nt[i] = thr_nt(thr_bf16(thr[i]));
-    }
-    /* a table or zero entry never has the NaN byte: the FP16 scale is finite */
-    const uint32_t info = ((uint32_t)kind << 16) | (nvfp4_scale_to_f16x2(s8) & 0xFFFFu);
-    tab[2 * s8] = make_uint4(nt[0], nt[1], nt[2], nt[3]);
-    tab[2 * s8 + 1] = make_uint4(nt[4], nt[5], nt[6], info);
-}
-
-/* Block (r, cb)'s 16 BF16 elements as 8 words, element 2i in the low half
- * of word i; zeros past the input, as the C quantizer pads. */
-static __device__ __forceinline__ void q_load_block(const uint16_t *__restrict__ x, int m, int k, int vec, int r,
-                                                    int cb, uint32_t w[8])
-{
-    if (r < m && cb * 16 + 16 <= k) {
-        const uint16_t *src = x + (size_t)r * (size_t)k + (size_t)cb * 16;
-        if (vec) {
-            const uint4 a = __ldg((const uint4 *)src), b = __ldg((const uint4 *)src + 1);
-            w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w;
-            w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
-        } else {
-#pragma unroll
-            for (int i = 0; i < 8; i++) w[i] = (uint32_t)__ldg(src + 2 * i) | ((uint32_t)__ldg(src + 2 * i + 1) << 16);
-        }
-    } else { /* the edge */
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            const int c = cb * 16 + 2 * i;
-            const uint32_t lo = (r < m && c < k) ? __ldg(x + (size_t)r * (size_t)k + c) : 0u;
-            const uint32_t hi = (r < m && c + 1 < k) ? __ldg(x + (size_t)r * (size_t)k + c + 1) : 0u;
-            w[i] = lo | (hi << 16);
-        }
-    }
-}
 
 /* Block (r, cb) by the exact steps (q_block, q_f16_operand), for blocks the
  * table does not cover; not inlined, so that the table path's loop does not
@@ -156,15 +108,7 @@ static __device__ __noinline__ void q_exact_block(uint4 wa, uint4 wb, uint32_t a
     }
     uint32_t s8, code[16];
     q_block(v, amax_bits, pts, cuda_variant, &s8, code);
-    if (codes) { /* hi-first: element 2i in the high nibble */
-        uint32_t lo = 0, hi = 0;
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            lo |= ((code[2 * i] << 4) | code[2 * i + 1]) << (8 * i);
-            hi |= ((code[8 + 2 * i] << 4) | code[8 + 2 * i + 1]) << (8 * i);
-        }
-        *(uint2 *)(codes + (size_t)r * (size_t)(nb * 8) + (size_t)cb * 8) = make_uint2(lo, hi);
-    }
+    if (codes) *(uint2 *)(codes + (size_t)r * (size_t)(nb * 8) + (size_t)cb * 8) = q_pack_codes(code);
     if (scales) scales[nvfp4_tiled_offset(r, cb, (nb + 3) / 4)] = (uint8_t)s8;
     if (act && r < m) {
         uint32_t h[8];
@@ -225,23 +169,11 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM)
         if (idx + stride < nblk) /* the next block's loads, before this one's work */
             q_load_block(x, m, k, vec, (int)r_next, cb_next, w);
 
-        /* the largest |x| pattern: a max over 16-bit halves, NaN above Inf */
-        uint32_t amax2 = 0;
-#pragma unroll
-        for (int i = 0; i < 8; i++) amax2 = __vmaxu2(amax2, cur[i] & 0x7FFF7FFFu);
-        const uint32_t amax16 = max(amax2 & 0xFFFFu, amax2 >> 16);
-
-        uint32_t s8 = 0, kind = THR_EXACT, info = 0, lo = 0, hi = 0;
-        uint4 e0 = make_uint4(0, 0, 0, 0), e1 = e0;
-        if (amax16 <= 0x7F80u) { /* no NaN: the block amax of both variants */
-            s8 = cuda_variant ? q_scale_sm90(__uint_as_float(amax16 << 16), rcp_pts)
-                              : q_scale_eager(amax16 << 16, pts);
-            if (s8 < Q_TAB) {
-                e1 = tab[2 * s8 + 1];
-                info = e1.w;
-                kind = info >> 16;
-            }
-        }
+        const uint32_t amax16 = q_block_amax16(cur);
+        uint32_t s8, lo = 0, hi = 0;
+        uint4 e1;
+        const uint32_t kind = q_block_kind(amax16, tab, pts, rcp_pts, cuda_variant, &s8, &e1);
+        const uint32_t info = e1.w;
         if (kind == THR_EXACT) {
             q_exact_block(make_uint4(cur[0], cur[1], cur[2], cur[3]), make_uint4(cur[4], cur[5], cur[6], cur[7]),
                           amax16 << 16, pts, cuda_variant, r, cb, m, nb, codes, scales, act, act_ld);
@@ -249,7 +181,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM)
         }
         uint32_t f16[8] = {0, 0, 0, 0, 0, 0, 0, 0}; /* signed e2m1 values, FP16 pairs */
         if (kind == THR_TABLE) {
-            e0 = tab[2 * s8];
+            const uint4 e0 = tab[2 * s8];
             const uint32_t nt[7] = {e0.x, e0.y, e0.z, e0.w, e1.x, e1.y, e1.z};
             if (act) {
                 lo = thr_f16x8(cur, nt, f16);
@@ -299,10 +231,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
     const int r = (int)(idx / nb), cb = (int)(idx % nb);
     uint32_t w[8];
     q_load_block(x, m, k, vec, r, cb, w);
-    uint32_t amax2 = 0;
-#pragma unroll
-    for (int i = 0; i < 8; i++) amax2 = __vmaxu2(amax2, w[i] & 0x7FFF7FFFu);
-    const uint32_t amax16 = max(amax2 & 0xFFFFu, amax2 >> 16);
+    const uint32_t amax16 = q_block_amax16(w);
     q_exact_block(make_uint4(w[0], w[1], w[2], w[3]), make_uint4(w[4], w[5], w[6], w[7]), amax16 << 16, pts,
                   cuda_variant, r, cb, m, nb, codes, scales, act, act_ld);
 }

@@ -2,14 +2,26 @@
  * variant by sm90_gemm.cu with these macros defined (design: sm90_regm.cuh):
  *   REGM_MT    activation rows per CTA: 8, 16 or 32 (M <= MT)
  *   REGM_TW    8-row weight chains per MMA warp (1, 2 or 4)
- *   REGM_NAME  the kernel's name */
+ *   REGM_NAME  the kernel's name
+ *   REGM_BF16  1: the in-kernel A producer (BF16 activations in; MT = 8) */
 
 #define REGM_NT (REGM_MT / 8)                /* n8 token tiles (activation warps) */
 #define REGM_NM (REGM_MT <= 16 ? 1 : 2)      /* m16 token tiles of the mma */
 #define REGM_AWN REGM_AW(REGM_MT, REGM_TW)
 #define REGM_APS (REGM_AWN / REGM_NT) /* activation warps per n8 tile: block-pair stride */
-#define REGM_THREADS REGM_THREADS_MAX(REGM_MT, REGM_TW)
+#define REGM_THREADS (REGM_THREADS_MAX(REGM_MT, REGM_TW) + 32 * REGM_QWN)
 #define REGM_FB REGM_FRAG_BLOCK_BYTES(REGM_MT) /* A-fragment bytes per block */
+#ifndef REGM_BF16
+#define REGM_BF16 0
+#endif
+/* the quantizer warps of the REGM_BF16 kernels (p.qwarps of them work) */
+#define REGM_QWN (REGM_BF16 ? REGM_QW : 0)
+#if REGM_BF16
+/* the quantizer warp's blocks per lane and chunk */
+#define REGM_QB (REGM_MT * 16 / 32)
+static_assert(REGM_MT == 8, "the in-kernel A producer is built for MT = 8 (M <= 8)");
+static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-memory reserve");
+#endif
 
 /* The activation A fragment {a0, a1, a2, a3} of block B, m16 token tile Q,
  * of the chunk in stage `st` (one 16-byte load straight into the mma's
@@ -197,8 +209,12 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
     uint64_t *full = (uint64_t *)smem;             /* the stage's TMA boxes landed */
     uint64_t *act_full = full + REGM_MAX_STAGES;   /* its activation fragments are written */
     uint64_t *empty = act_full + REGM_MAX_STAGES;  /* every reader is done with it */
+    uint64_t *x_ready = empty + REGM_MAX_STAGES;          /* REGM_BF16: its activation codes are written */
+    float *x_pts_sm = (float *)(x_ready + REGM_MAX_STAGES); /* REGM_BF16: the per-tensor scale used */
     uint8_t *ring = smem + REGM_BAR_BYTES;
-    const size_t stage_bytes = REGM_STAGE_BYTES(REGM_MT, p.tmax);
+    /* REGM_BF16: the stage ends with the chunk's BF16 activation box */
+    const size_t stage_bytes = REGM_STAGE_BYTES(REGM_MT, p.tmax) + (REGM_BF16 ? REGM_XBOX_BYTES(REGM_MT) : 0);
+    const int xbox_off = (int)REGM_STAGE_BYTES(REGM_MT, p.tmax);
     /* offsets inside a stage (sm90_heuristics.cuh) */
     const int act_codes_off = p.tmax * 1024;
     const int wsc_off = act_codes_off + REGM_MT * 128;
@@ -222,7 +238,9 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
         for (int s = 0; s < p.stages; s++) {
             ptx_mbar_init(&full[s], 1);
             ptx_mbar_init(&act_full[s], 32 * REGM_AWN);
-            ptx_mbar_init(&empty[s], mma_live + REGM_AWN);
+            /* every reader lane arrives (one quantizer warp per chunk) */
+            ptx_mbar_init(&empty[s], 32 * (mma_live + REGM_BF16 + REGM_AWN));
+            if (REGM_BF16) ptx_mbar_init(&x_ready[s], 32);
         }
         ptx_fence_mbar_init();
     }
@@ -235,10 +253,14 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
         ptx_prefetch_tmap(&p.tm_b_scales);
         ptx_prefetch_tmap(&p.tm_a_codes);
         ptx_prefetch_tmap(&p.tm_a_scales);
+        if (REGM_BF16) ptx_prefetch_tmap(&p.tm_x);
         const int dm = p.dev_mode;
+        /* the activation boxes (none when the activation warps quantize BF16 themselves) */
+        const int abox = !REGM_BF16 && !(dm & REGM_DEV_NO_ABOX);
         const uint32_t bytes = (dm & REGM_DEV_NO_WCODES ? 0u : (uint32_t)p.tmax * 1024u) +
                                (dm & REGM_DEV_NO_WSCALE ? 0u : (uint32_t)REGM_SGMAX(p.tmax) * 2048u) +
-                               (dm & REGM_DEV_NO_ABOX ? 0u : (uint32_t)REGM_MT * 128u + 1024u * SPLIT_AH(REGM_MT));
+                               (abox ? (uint32_t)REGM_MT * 128u + 1024u * SPLIT_AH(REGM_MT) : 0u) +
+                               (REGM_BF16 ? (uint32_t)REGM_XBOX_BYTES(REGM_MT) : 0u);
         /* Weights first: the first ring's worth does not depend on the
          * previous kernel (the fused linear's quantizer, our programmatic
          * prerequisite), so it streams while that kernel finishes. */
@@ -249,33 +271,30 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
             if (!(dm & REGM_DEV_NO_WCODES)) ptx_tma_load_2d(st, &p.tm_b_codes, &full[c], c * 128, tile0 * 8);
             if (!(dm & REGM_DEV_NO_WSCALE))
                 ptx_tma_load_4d(st + wsc_off, &p.tm_b_scales, &full[c], 0, 0, 4 * c, group0);
+            /* BF16 x was written before the amax pass began: no wait */
+            if (REGM_BF16) ptx_tma_load_2d(st + xbox_off, &p.tm_x, &full[c], c * REGM_KC, 0);
         }
-        ptx_griddep_wait();
-        for (int c = warp; c < pro; c += p.loaders) {
-            uint8_t *st = ring + (size_t)c * stage_bytes;
-            if (dm & REGM_DEV_NO_ABOX) continue;
-            ptx_tma_load_2d(st + act_codes_off, &p.tm_a_codes, &full[c], c * 128, 0);
-            ptx_tma_load_3d(st + asc_off, &p.tm_a_scales, &full[c], 0, 0, 4 * c);
+        if (abox) {
+            ptx_griddep_wait();
+            for (int c = warp; c < pro; c += p.loaders) {
+                uint8_t *st = ring + (size_t)c * stage_bytes;
+                ptx_tma_load_2d(st + act_codes_off, &p.tm_a_codes, &full[c], c * 128, 0);
+                ptx_tma_load_3d(st + asc_off, &p.tm_a_scales, &full[c], 0, 0, 4 * c);
+            }
         }
         for (int c = pro + ((warp - pro) % p.loaders + p.loaders) % p.loaders; c < nch; c += p.loaders) {
             const int s = c % p.stages;
             ptx_mbar_wait(&empty[s], (uint32_t)((c / p.stages - 1) & 1)); /* the stage's last use is read */
             uint8_t *st = ring + (size_t)s * stage_bytes;
             ptx_mbar_arrive_expect_tx(&full[s], bytes);
-            if (dm == 0) { /* the library's path */
-                ptx_tma_load_2d(st, &p.tm_b_codes, &full[s], c * 128, tile0 * 8);
+            if (!(dm & REGM_DEV_NO_WCODES)) ptx_tma_load_2d(st, &p.tm_b_codes, &full[s], c * 128, tile0 * 8);
+            if (!(dm & REGM_DEV_NO_WSCALE))
                 ptx_tma_load_4d(st + wsc_off, &p.tm_b_scales, &full[s], 0, 0, 4 * c, group0);
+            if (abox) {
                 ptx_tma_load_2d(st + act_codes_off, &p.tm_a_codes, &full[s], c * 128, 0);
                 ptx_tma_load_3d(st + asc_off, &p.tm_a_scales, &full[s], 0, 0, 4 * c);
-            } else {
-                if (!(dm & REGM_DEV_NO_WCODES)) ptx_tma_load_2d(st, &p.tm_b_codes, &full[s], c * 128, tile0 * 8);
-                if (!(dm & REGM_DEV_NO_WSCALE))
-                    ptx_tma_load_4d(st + wsc_off, &p.tm_b_scales, &full[s], 0, 0, 4 * c, group0);
-                if (!(dm & REGM_DEV_NO_ABOX)) {
-                    ptx_tma_load_2d(st + act_codes_off, &p.tm_a_codes, &full[s], c * 128, 0);
-                    ptx_tma_load_3d(st + asc_off, &p.tm_a_scales, &full[s], 0, 0, 4 * c);
-                }
             }
+            if (REGM_BF16) ptx_tma_load_2d(st + xbox_off, &p.tm_x, &full[s], c * REGM_KC, 0);
         }
         return;
     }
@@ -285,10 +304,90 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
     /* prmt selector: the 16-bit half t & 1 of two words -> {lo, hi} */
     const uint32_t xsel = (t & 1) ? 0x7632u : 0x5410u;
 
-    if (warp < p.loaders + REGM_AWN) {
+#if REGM_BF16
+    if (warp < p.loaders + REGM_QWN) {
+        /* ---------------- the quantizer warps (the in-kernel A producer) ----------------
+         * the per-tensor scale, the CTA's threshold table and zero rows >= m
+         * (nothing else writes them) once, together; then warp q takes
+         * chunks q, q + QWN, ..., running ahead of the activation warps by
+         * up to the ring's depth: the chunk's BF16 blocks
+         * (box row r at r * 512, TMA's zeros past x's rows and columns) ->
+         * codes and scale bytes where TMA would have put them: code row r
+         * at r * 128, 16-byte chunk (block pair) jp at jp ^ (r & 7) (the
+         * 128-byte swizzle), the scale byte of block j in group j / 4. */
+        /* p.qwarps divides p.stages: chunk c - stages, the stage's previous
+         * use, is then this warp's own, so its wait on full[] is never more
+         * than one phase ahead (mbarrier parity), and chunk c + stages
+         * cannot land before it released chunk c */
+        const int qw = warp - p.loaders, nq = p.qwarps, qi = qw * 32 + lane;
+        if (qw >= nq) return;
+        uint4 *qtab = (uint4 *)(ring + (size_t)p.stages * stage_bytes);
+        if (!p.x_pts) ptx_griddep_wait(); /* the amax pass has completed */
+        const float pts = p.x_pts ? *p.x_pts : q_dynamic_pts(*p.x_amax);
+        const float rcp_pts = q_sm90_rcp(pts);
+        for (int e = qi; e < Q_TAB; e += 32 * nq) q_table_entry(qtab, (uint32_t)e, p.cuda_variant, pts);
+        if (qi == 0) { /* warp 0 owns chunk 0: its x_ready arrival publishes the scale */
+            *x_pts_sm = pts;
+            if (blockIdx.x == 0 && p.x_pts_out) *p.x_pts_out = pts;
+        }
+        /* each warp zeroes the stages of its own chunks (z = qw mod nq), so its
+         * own x_ready arrivals publish them */
+        for (int z = qw; z < p.stages; z += nq) {
+            uint32_t *zc = (uint32_t *)(ring + (size_t)z * stage_bytes + act_codes_off);
+            uint32_t *zs = (uint32_t *)(ring + (size_t)z * stage_bytes + asc_off);
+            for (int i = lane; i < REGM_MT * 32; i += 32) zc[i] = 0;
+            for (int i = lane; i < SPLIT_AH(REGM_MT) * 256; i += 32) zs[i] = 0;
+        }
+        ptx_bar_sync(1, 32 * nq); /* the table, before any warp reads it */
+        for (int c = qw; c < nch; c += nq) {
+            const int s = c % p.stages;
+            const uint32_t ph = (uint32_t)(c / p.stages) & 1u;
+            ptx_mbar_wait(&full[s], ph);
+            uint8_t *st = ring + (size_t)s * stage_bytes;
+            /* lane l: blocks b = l, l + 32, ... of the chunk (row b / 16, block b % 16) */
+#pragma unroll
+            for (int i = 0; i < REGM_QB; i++) {
+                const int bq = lane + 32 * i, r = bq >> 4, j = bq & 15;
+                if (r < p.m && 16 * c + j < nblocks) {
+                    const uint4 *src = (const uint4 *)(st + xbox_off + r * 512 + j * 32);
+                    const uint4 v0 = src[0], v1 = src[1];
+                    const uint32_t wv[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+                    uint32_t s8;
+                    const uint2 cw = q_block_codes(wv, qtab, pts, rcp_pts, p.cuda_variant, &s8);
+                    *(uint2 *)(st + act_codes_off + r * 128 + ((((j >> 1) ^ (r & 7)) << 4) | ((j & 1) << 3))) = cw;
+                    st[asc_off + (j >> 2) * 256 * SPLIT_AH(REGM_MT) + r * 16 + (j & 3)] = (uint8_t)s8;
+                }
+            }
+            if ((p.x_codes || p.x_scales) && blockIdx.x == 0) {
+                /* the NVFP4 activations to memory on request: CTA 0 codes the
+                 * chunk's blocks of all 16 padded rows again (rows >= m are
+                 * zeros, as nvfp4_quantize pads) */
+                for (int bq = lane; bq < 16 * 16; bq += 32) {
+                    const int r = bq >> 4, cb = 16 * c + (bq & 15);
+                    if (cb >= nblocks) continue;
+                    uint32_t wv[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s8;
+                    if (r < REGM_MT) {
+                        const uint4 *src = (const uint4 *)(st + xbox_off + r * 512 + (bq & 15) * 32);
+                        const uint4 v0 = src[0], v1 = src[1];
+                        wv[0] = v0.x, wv[1] = v0.y, wv[2] = v0.z, wv[3] = v0.w;
+                        wv[4] = v1.x, wv[5] = v1.y, wv[6] = v1.z, wv[7] = v1.w;
+                    }
+                    const uint2 cw = q_block_codes(wv, qtab, pts, rcp_pts, p.cuda_variant, &s8);
+                    if (p.x_codes) *(uint2 *)(p.x_codes + (size_t)r * (size_t)(nblocks * 8) + (size_t)cb * 8) = cw;
+                    if (p.x_scales) p.x_scales[nvfp4_tiled_offset(r, cb, p.ncb)] = (uint8_t)s8;
+                }
+            }
+            ptx_mbar_arrive(&x_ready[s]); /* releases this lane's codes (and, before, pts and zeros) */
+            ptx_mbar_arrive(&empty[s]);   /* ... and its reads of the stage */
+        }
+        return;
+    }
+#endif
+
+    if (warp < p.loaders + REGM_QWN + REGM_AWN) {
         /* ---------------- activation dequantizers ---------------- */
         /* warp aw: n8 tile u = aw % NT, block pairs aw / NT, + REGM_APS, ... */
-        const int aw = warp - p.loaders, u = aw % REGM_NT, bp0 = aw / REGM_NT, r = 8 * u + g;
+        const int aw = warp - p.loaders - REGM_QWN, u = aw % REGM_NT, bp0 = aw / REGM_NT, r = 8 * u + g;
         /* the row's code words (block pair 0, before the swizzle) and scale
          * words (chunk 0) in a stage; its fragments' slot in block 0 */
         const int act_row = act_codes_off + r * 128 + (t >> 1) * 4;
@@ -305,6 +404,7 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
         uint32_t ph = 0;
         for (int c = 0; c < nch; c++) {
             ptx_mbar_wait(&full[s], ph);
+            if (REGM_BF16) ptx_mbar_wait(&x_ready[s], ph); /* the quantizer warp coded the chunk */
             uint8_t *st = ring + (size_t)s * stage_bytes;
             const int nbp = (nblocks - 16 * c < 16 ? nblocks - 16 * c : 16) / 2; /* block pairs */
             if (p.dev_mode & REGM_DEV_NO_ACT) {
@@ -332,8 +432,7 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
             if (!(p.dev_mode & REGM_DEV_NO_ACT))
                 for (int i = aw * 32 + lane; i < wsc_rows; i += 32 * REGM_AWN) REGM_WSCALE_ROW(i);
             ptx_mbar_arrive(&act_full[s]); /* releases this lane's fragment and scale stores */
-            __syncwarp();
-            if (lane == 0) ptx_mbar_arrive(&empty[s]);
+            ptx_mbar_arrive(&empty[s]);    /* ... and its reads of the stage */
             if (++s == p.stages) {
                 s = 0;
                 ph ^= 1u;
@@ -343,7 +442,7 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
     }
 
     /* ---------------- MMA warps ---------------- */
-    const int mw = warp - p.loaders - REGM_AWN;
+    const int mw = warp - p.loaders - REGM_QWN - REGM_AWN;
     if (mw >= mma_live) return;
     float acc[REGM_TW][REGM_NM][4], tot[REGM_TW][REGM_NM][4];
 #pragma unroll
@@ -386,8 +485,7 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
             for (int bp = 0; bp < 8; bp++)
                 if (2 * bp < nblk) REGM_PAIR(bp, 1);
         }
-        __syncwarp(); /* every lane's loads of the stage are done */
-        if (lane == 0) ptx_mbar_arrive(&empty[s]);
+        ptx_mbar_arrive(&empty[s]); /* this lane's loads of the stage are done */
         if (++s == p.stages) {
             s = 0;
             ph ^= 1u;
@@ -395,7 +493,10 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
     }
 
     /* ---- epilogue: tot[j][q][e] = (m = 16q + g + 8 (e >> 1), n = row 2t + (e & 1) of chain j) ---- */
-    const float alpha = __fmul_rn(*p.a_scale2, *p.b_scale2);
+    /* (REGM_BF16: the quantizer warp stored the scale before its first
+     * x_ready arrival, which the activation warps waited for before their
+     * act_full arrivals, which every MMA warp has waited for) */
+    const float alpha = __fmul_rn(REGM_BF16 ? *x_pts_sm : *p.a_scale2, *p.b_scale2);
 #pragma unroll
     for (int j = 0; j < REGM_TW; j++) {
         const int i = mw * REGM_TW + j;
@@ -453,3 +554,8 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
 #undef REGM_MT
 #undef REGM_TW
 #undef REGM_NAME
+#undef REGM_BF16
+#undef REGM_QWN
+#ifdef REGM_QB
+#undef REGM_QB
+#endif

@@ -5,12 +5,13 @@
 # .whl/ (tools/slim_ck_wheel.py) and libjansson beside build/libnvfp4.so.
 #   sh tests/gpu/final.sh [BUILD]            every step
 #   STEPS="quantize linear check bench" sh tests/gpu/final.sh   a subset
-# Steps: rates quantize linear gemmquick gemm check streaming explain python
-# tiles profile bench (rates, gemmquick, tiles and profile only when named).
+# Steps: rates quantize linear gemmquick gemm check streaming inkernel sanitize
+# explain python tiles profile bench (rates, gemmquick, tiles and profile only
+# when named).
 cd "$(dirname "$0")/../.." || exit 2
 B=${1:-build}
 LOG=${OUT:-$B/gpu-logs}
-STEPS=${STEPS:-"quantize linear gemm check streaming explain python bench"}
+STEPS=${STEPS:-"quantize linear gemm check streaming inkernel sanitize explain python bench"}
 mkdir -p "$LOG"
 run() { # name, seconds, command...
     name=$1; secs=$2; shift 2
@@ -24,13 +25,20 @@ run() { # name, seconds, command...
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$LOG/gpu.txt" 2>&1
 run rates 120 "$B/gpu/probe_rates"
 run quantize 60 "$B/gpu/test_quantize_cuda"
-run linear 150 "$B/gpu/test_linear_cuda"
+run linear 300 "$B/gpu/test_linear_cuda"
 run gemmquick 200 "$B/gpu/test_gemm_cuda" --quick
 run gemm 200 "$B/gpu/test_gemm_cuda"
 for m in 1 128 2048; do
     run check$m 90 "$B/nvfp4" check --rows $m --json "$LOG/check$m.json"
 done
-run streaming128 90 "$B/nvfp4" check --rows 128 --streaming-a --json "$LOG/streaming128.json"
+for m in 1 128; do # M = 1: the in-kernel A producer; 128: the quantizer kernel + GEMM
+    run streaming$m 90 "$B/nvfp4" check --rows $m --streaming-a --json "$LOG/streaming$m.json"
+done
+# the fused linear at M <= 8 with and without the in-kernel A producer: checked, then timed
+run inkernel 200 "$B/gpu/inkernel_a"
+# compute-sanitizer on the register kernels, both A paths: 1 memcheck, 2 racecheck (0 hazards expected)
+run sanitize1 120 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/inkernel_a" qkv:8 fc2:5 fc1:1 --iters 0
+run sanitize2 200 compute-sanitizer --tool racecheck --error-exitcode 1 "$B/gpu/inkernel_a" fc1:1 attn_out:8 --iters 0
 run explain 200 "$B/gpu/cublas_explain" "$LOG" ${EXPLAIN_ARGS:-}
 WHL=$(ls .whl/comfy_kitchen-*.whl 2>/dev/null | head -n 1)
 run python 150 env PYTHONPATH=python NVFP4_LIB="$B/libnvfp4.so" NVFP4_PRELOAD="$B/libjansson.so.4" NVFP4_CLI="$B/nvfp4" \

@@ -42,6 +42,11 @@ $(BUILD)/gpu/gemm_variants: dev/cuda/gemm_variants.c dev/cuda/dev_check.h lib
 	@mkdir -p $(@D)
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a $(GPU_LIBS)
 
+all: $(BUILD)/gpu/inkernel_a
+$(BUILD)/gpu/inkernel_a: dev/cuda/inkernel_a.c dev/cuda/dev_check.h lib
+	@mkdir -p $(@D)
+	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a $(GPU_LIBS)
+
 # dev/cuda/probe_rates: TMA, dequantization-instruction and mma.sync rates on the H200
 all: $(BUILD)/gpu/probe_rates
 $(BUILD)/gpu/probe_rates: dev/cuda/probe_rates.cu dev/cuda/dev_check.h src/cuda/ptx.cuh lib

@@ -17,7 +17,12 @@
  *    nvfp4_linear_cpu() on all rows, dynamic scale included;
  *  - the fused producer's FP16 operands == the GEMM's own workspace after
  *    its pre-pass dequantized the same codes (finite and NaN/Inf/subnormal
- *    inputs): the producer speaks the GEMM's workspace format, bit for bit.
+ *    inputs): the producer speaks the GEMM's workspace format, bit for bit;
+ *  - M <= 8: the register GEMM's in-kernel A producer (it quantizes the BF16
+ *    activations itself) == the CPU linear, and == the quantizer kernel +
+ *    GEMM on NaN/Inf inputs too (raw, out and the per-tensor scale), on
+ *    every kernel width it has (one, two and four chains per MMA warp) and
+ *    with K tails.
  * Weights are random NVFP4 (codes and E4M3 scales), activations BF16. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -28,6 +33,7 @@
 #include "nvfp4.h"
 #include "testlib.h"
 #include "cuda/quantize_internal.h"
+#include "cuda/sm90_heuristics.cuh"
 
 #define CUDA_OK(call)                                                                  \
     do {                                                                               \
@@ -240,6 +246,99 @@ static void run_gpu_linear(gpu_linear *g, const uint16_t *d_x, int64_t m, int64_
 }
 
 /* ---- checks -------------------------------------------------------------- */
+
+/* The in-kernel A producer (forced on) against the quantizer kernel + GEMM
+ * (forced off) on the same input: raw, out and the per-tensor scale of the
+ * producer with and without the debug copies, and those copies (codes,
+ * tiled scales) against the quantizer kernel's, every bit.  Inputs may hold
+ * NaN and Inf. */
+static void check_inkernel_vs_kernels(const char *label, const uint16_t *x, int64_t m, int64_t k,
+                                      const dev_weight *w, const float *input_scale, nvfp4_variant v,
+                                      const float *d_bias)
+{
+    char what[240];
+    const int64_t n = w->op.rows, kp = w->op.cols, prows = (m + 15) / 16 * 16;
+    snprintf(what, sizeof what, "%s M=%lld N=%lld K=%lld %s %s", label, (long long)m, (long long)n,
+             (long long)kp, v == NVFP4_VARIANT_CUDA ? "cuda" : "eager", input_scale ? "static" : "dynamic");
+    nvfp4_sm90_force_inkernel_a(1);
+    CHECKF(nvfp4_sm90_gemm_quantizes_bf16(m, n, kp, 0), "%s: the in-kernel producer is not planned", what);
+    nvfp4_sm90_force_inkernel_a(-1);
+    const size_t ws = nvfp4_linear_cuda_workspace(m, n, k), nr = (size_t)(m * n);
+    const size_t cb = (size_t)(prows * kp / 2), sb = nvfp4_scales_bytes(prows, kp, NVFP4_SCALES_TILED);
+    uint16_t *d_x;
+    float *d_in = NULL;
+    void *d_ws;
+    CUDA_OK(cudaMalloc((void **)&d_x, (size_t)(m * k) * 2));
+    CUDA_OK(cudaMemcpy(d_x, x, (size_t)(m * k) * 2, cudaMemcpyHostToDevice));
+    if (input_scale) {
+        CUDA_OK(cudaMalloc((void **)&d_in, 4));
+        CUDA_OK(cudaMemcpy(d_in, input_scale, 4, cudaMemcpyHostToDevice));
+    }
+    CUDA_OK(cudaMalloc(&d_ws, ws));
+    /* run 0: two kernels with the copies; 1: in-kernel with them; 2: in-kernel without */
+    float *raw[3], *d_raw[3], pts[3], *d_pts[3];
+    uint16_t *out[3], *d_out[3];
+    uint8_t *codes[2], *scales[2], *d_codes[2], *d_scales[2];
+    for (int run = 0; run < 3; run++) {
+        const int poison = 0xA5 - 0x3B * run; /* a different poison per run */
+        CUDA_OK(cudaMalloc((void **)&d_raw[run], nr * 4));
+        CUDA_OK(cudaMalloc((void **)&d_out[run], nr * 2));
+        CUDA_OK(cudaMalloc((void **)&d_pts[run], 4));
+        CUDA_OK(cudaMemset(d_raw[run], poison, nr * 4));
+        CUDA_OK(cudaMemset(d_out[run], poison, nr * 2));
+        CUDA_OK(cudaMemset(d_pts[run], poison, 4));
+        CUDA_OK(cudaMemset(d_ws, 0x5A, ws));
+        nvfp4_cuda_linear_args a = {
+            .x = d_x, .m = m, .k = k, .weight = &w->op, .input_scale = d_in, .variant = v, .bias = d_bias,
+            .raw = d_raw[run], .out = d_out[run], .x_scale = d_pts[run], .workspace = d_ws,
+            .workspace_bytes = ws,
+        };
+        if (run < 2) {
+            CUDA_OK(cudaMalloc((void **)&d_codes[run], cb));
+            CUDA_OK(cudaMalloc((void **)&d_scales[run], sb));
+            CUDA_OK(cudaMemset(d_codes[run], poison, cb));
+            CUDA_OK(cudaMemset(d_scales[run], poison, sb));
+            a.x_codes = d_codes[run], a.x_scales = d_scales[run];
+        }
+        nvfp4_sm90_force_inkernel_a(run > 0);
+        nvfp4_status st = nvfp4_linear_cuda(&a);
+        nvfp4_sm90_force_inkernel_a(-1);
+        CHECKF(st == NVFP4_OK, "%s: nvfp4_linear_cuda (run %d): %s", what, run, nvfp4_last_error());
+        CUDA_OK(cudaDeviceSynchronize());
+        stat_runs++;
+        raw[run] = malloc(nr * 4);
+        out[run] = malloc(nr * 2);
+        CUDA_OK(cudaMemcpy(raw[run], d_raw[run], nr * 4, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(out[run], d_out[run], nr * 2, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(&pts[run], d_pts[run], 4, cudaMemcpyDeviceToHost));
+        if (run < 2) {
+            codes[run] = malloc(cb);
+            scales[run] = malloc(sb);
+            CUDA_OK(cudaMemcpy(codes[run], d_codes[run], cb, cudaMemcpyDeviceToHost));
+            CUDA_OK(cudaMemcpy(scales[run], d_scales[run], sb, cudaMemcpyDeviceToHost));
+        }
+    }
+    char w2[360];
+    for (int run = 1; run < 3; run++) {
+        const char *how = run == 1 ? "in-kernel producer with copies" : "in-kernel producer";
+        snprintf(w2, sizeof w2, "%s: raw, %s vs quantizer kernel", what, how);
+        test_equal_bits(w2, raw[run], raw[0], 4, m, n);
+        snprintf(w2, sizeof w2, "%s: out, %s vs quantizer kernel", what, how);
+        test_equal_bits(w2, out[run], out[0], 2, m, n);
+        snprintf(w2, sizeof w2, "%s: x_scale, %s vs quantizer kernel", what, how);
+        test_equal_bits(w2, &pts[run], &pts[0], 4, 1, 1);
+    }
+    snprintf(w2, sizeof w2, "%s: x_codes, in-kernel producer vs quantizer kernel", what);
+    test_equal_bits(w2, codes[1], codes[0], 1, prows, kp / 2);
+    snprintf(w2, sizeof w2, "%s: x_scales, in-kernel producer vs quantizer kernel", what);
+    test_equal_bits(w2, scales[1], scales[0], 1, 1, (int64_t)sb);
+    for (int run = 0; run < 3; run++) {
+        free(raw[run]), free(out[run]);
+        cudaFree(d_raw[run]), cudaFree(d_out[run]), cudaFree(d_pts[run]);
+        if (run < 2) free(codes[run]), free(scales[run]), cudaFree(d_codes[run]), cudaFree(d_scales[run]);
+    }
+    cudaFree(d_ws), cudaFree(d_x), cudaFree(d_in);
+}
 
 /* Rows to check: both edges, row-tile edges, random others. */
 static int64_t sample_rows(int64_t m, int64_t *idx, int64_t max, uint64_t seed)
@@ -597,6 +696,58 @@ int main(int argc, char **argv)
                     }
                 if (m == 128) check_workspace_format(L->name, x, m, L->k, &dw, NULL, NVFP4_VARIANT_EAGER);
                 free(x);
+            }
+            free(bias);
+            cudaFree(d_bias);
+            free_weight(&dw);
+            nvfp4_tensor_free(&w);
+        }
+    }
+
+    TEST("in-kernel A producer (M <= 8): the CPU linear, and the quantizer kernel + GEMM")
+    {
+        /* (N, K of the weight, k of x): one, two and four chains per MMA warp
+         * (attn-out's N, QKV's, FC1's); K tails of 2 and 12 blocks; x's k not
+         * a multiple of 16 (TMA's zeros pad the last block) */
+        static const struct { const char *name; int64_t n, kp, k; } S[] = {
+            {"n256 k504", 256, 512, 504},  {"n272 k800", 272, 800, 800},   {"attn_out", 5376, 7168, 7168},
+            {"qkv", 21504, 5376, 5376},    {"fc1", 28672, 5376, 5376},     {"n5376 k448", 5376, 448, 440},
+        };
+        static const int64_t ms[] = {1, 2, 5, 8};
+        for (size_t si_ = 0; si_ < sizeof S / sizeof S[0]; si_++) {
+            nvfp4_tensor w;
+            random_weight(&w, S[si_].n, S[si_].kp, 40 + (uint64_t)si_);
+            dev_weight dw;
+            upload_weight(&dw, &w);
+            float *bias = malloc((size_t)S[si_].n * 4), *d_bias;
+            uint64_t s = 77 + (uint64_t)si_;
+            for (int64_t i = 0; i < S[si_].n; i++)
+                bias[i] = nvfp4_bf16_to_f32(nvfp4_bf16_from_f32((float)(0.1 * test_normal(&s))));
+            CUDA_OK(cudaMalloc((void **)&d_bias, (size_t)S[si_].n * 4));
+            CUDA_OK(cudaMemcpy(d_bias, bias, (size_t)S[si_].n * 4, cudaMemcpyHostToDevice));
+            const int big = S[si_].n > 1024;
+            for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+                const int64_t m = ms[mi], k = S[si_].k;
+                if ((quick || big) && m != 1 && m != 8) continue;
+                uint16_t *xr = random_bf16(m, k, 500 + 10 * si_ + mi);
+                uint16_t *xa = adversarial_bf16(m, k, 600 + 10 * si_ + mi, 1);
+                uint16_t *xn = adversarial_bf16(m, k, 700 + 10 * si_ + mi, 0); /* NaN and Inf */
+                for (int vi = 0; vi < 2; vi++)
+                    for (int sc = 0; sc < 2; sc++) {
+                        const nvfp4_variant v = vi ? NVFP4_VARIANT_CUDA : NVFP4_VARIANT_EAGER;
+                        const float *in = sc ? &static_scale : NULL;
+                        const int wb = (vi + sc + (int)mi) % 2 == 0;
+                        /* the planned path against the CPU linear; then the
+                         * in-kernel producer (forced) against the planned
+                         * two-kernel path, NaN and Inf inputs included */
+                        check_linear(S[si_].name, xr, m, k, &w, &dw, in, v, wb ? bias : NULL,
+                                     wb ? d_bias : NULL, 8, 1);
+                        check_linear(S[si_].name, xa, m, k, &w, &dw, in, v, wb ? NULL : bias,
+                                     wb ? NULL : d_bias, 8, 1);
+                        check_inkernel_vs_kernels(S[si_].name, xa, m, k, &dw, in, v, wb ? d_bias : NULL);
+                        check_inkernel_vs_kernels(S[si_].name, xn, m, k, &dw, in, v, wb ? NULL : d_bias);
+                    }
+                free(xr), free(xa), free(xn);
             }
             free(bias);
             cudaFree(d_bias);

@@ -1,0 +1,195 @@
+/* inkernel_a.c -- the fused linear at small M with and without the register
+ * GEMM's in-kernel A producer (docs/STREAMING_A.md): first the outputs of
+ * both paths checked bit for bit against the CPU linear (nvfp4_linear_cpu,
+ * model SM90), then each timed with the static and the dynamic scale.
+ * (llm.c style: a validating main around each version; the two versions
+ * are the library's, picked by nvfp4_sm90_force_inkernel_a.)  What it
+ * prints set NVFP4_SM90_INKERNEL_A_MAX_M.
+ *
+ *   inkernel_a [LINEAR[:M,...] ...] [--iters N]
+ *     LINEAR  qkv | attn_out | fc1 | fc2 (default: all four at M = 1, 2, 4, 8)
+ *
+ * Build: make gpu-tests (build/gpu/inkernel_a). */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nvfp4.h"
+#include "cuda/sm90_heuristics.cuh"
+
+#include "dev_check.h"
+
+static uint64_t rng(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static double gauss(uint64_t *s)
+{
+    double u = ((double)(rng(s) >> 11) + 0.5) / 9007199254740992.0;
+    double v = ((double)(rng(s) >> 11) + 0.5) / 9007199254740992.0;
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+static const struct { const char *name; int64_t n, k; } LINEARS[4] = {
+    {"qkv", 21504, 5376}, {"attn_out", 5376, 7168}, {"fc1", 28672, 5376}, {"fc2", 5376, 14336}};
+
+static int cmp_float(const void *a, const void *b)
+{
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median device time of `iters` back-to-back calls (events per call). */
+static float time_linear(const nvfp4_cuda_linear_args *a, int iters)
+{
+    float *t = malloc((size_t)iters * sizeof *t);
+    cudaEvent_t e0, e1;
+    DEV_CUDA_OK(cudaEventCreate(&e0));
+    DEV_CUDA_OK(cudaEventCreate(&e1));
+    for (int i = 0; i < 5; i++) nvfp4_linear_cuda(a);
+    for (int i = 0; i < iters; i++) {
+        DEV_CUDA_OK(cudaEventRecord(e0, NULL));
+        if (nvfp4_linear_cuda(a) != NVFP4_OK) {
+            fprintf(stderr, "nvfp4_linear_cuda: %s\n", nvfp4_last_error());
+            exit(2);
+        }
+        DEV_CUDA_OK(cudaEventRecord(e1, NULL));
+        DEV_CUDA_OK(cudaEventSynchronize(e1));
+        DEV_CUDA_OK(cudaEventElapsedTime(&t[i], e0, e1));
+    }
+    qsort(t, (size_t)iters, sizeof *t, cmp_float);
+    const float med = t[iters / 2] * 1000.0f;
+    free(t);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return med;
+}
+
+static int run_case(int li, int64_t m, int iters)
+{
+    const int64_t n = LINEARS[li].n, k = LINEARS[li].k;
+    uint64_t s = 0x1234567ull + (uint64_t)(li * 100 + m);
+    /* weights: random codes and E4M3 scales in a normal range */
+    nvfp4_tensor w;
+    if (nvfp4_tensor_alloc(&w, n, k, NVFP4_HI_FIRST, NVFP4_SCALES_TILED) != NVFP4_OK) return 2;
+    for (int64_t i = 0; i < n * k / 2; i++) w.codes[i] = (uint8_t)rng(&s);
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t c = 0; c < k / 16; c++) w.scales[nvfp4_tiled_scale_offset(r, c, k)] = (uint8_t)(0x30 + rng(&s) % 16);
+    w.per_tensor_scale = 0.001f;
+    uint16_t *x = malloc((size_t)(m * k) * 2);
+    for (int64_t i = 0; i < m * k; i++) x[i] = nvfp4_bf16_from_f32((float)gauss(&s));
+    const float static_scale = 0.0157f;
+
+    nvfp4_cuda_operand wop = {.rows = n, .cols = k};
+    uint8_t *d_wc, *d_ws;
+    float *d_f, *d_raw;
+    uint16_t *d_x, *d_out;
+    void *d_work;
+    const size_t ws = nvfp4_linear_cuda_workspace(m, n, k);
+    DEV_CUDA_OK(cudaMalloc((void **)&d_wc, (size_t)(n * k / 2)));
+    DEV_CUDA_OK(cudaMalloc((void **)&d_ws, nvfp4_scales_bytes(n, k, NVFP4_SCALES_TILED)));
+    DEV_CUDA_OK(cudaMalloc((void **)&d_f, 8));
+    DEV_CUDA_OK(cudaMalloc((void **)&d_x, (size_t)(m * k) * 2));
+    DEV_CUDA_OK(cudaMalloc((void **)&d_raw, (size_t)(m * n) * 4));
+    DEV_CUDA_OK(cudaMalloc((void **)&d_out, (size_t)(m * n) * 2));
+    DEV_CUDA_OK(cudaMalloc(&d_work, ws));
+    DEV_CUDA_OK(cudaMemcpy(d_wc, w.codes, (size_t)(n * k / 2), cudaMemcpyHostToDevice));
+    DEV_CUDA_OK(cudaMemcpy(d_ws, w.scales, nvfp4_scales_bytes(n, k, NVFP4_SCALES_TILED), cudaMemcpyHostToDevice));
+    const float f[2] = {w.per_tensor_scale, static_scale};
+    DEV_CUDA_OK(cudaMemcpy(d_f, f, 8, cudaMemcpyHostToDevice));
+    DEV_CUDA_OK(cudaMemcpy(d_x, x, (size_t)(m * k) * 2, cudaMemcpyHostToDevice));
+    wop.codes = d_wc, wop.scales = d_ws, wop.per_tensor_scale = d_f;
+
+    float *raw_cpu = malloc((size_t)(m * n) * 4), *raw_gpu = malloc((size_t)(m * n) * 4);
+    int bad = 0;
+    float us[2][2]; /* [in-kernel][dynamic] */
+    for (int dyn = 0; dyn < 2; dyn++) {
+        nvfp4_linear_args la = {.x = x, .x_dtype = NVFP4_DTYPE_BF16, .m = m, .k = k, .weight = &w,
+                                .input_scale = dyn ? NULL : &static_scale, .variant = NVFP4_VARIANT_EAGER,
+                                .raw = raw_cpu, .model = NVFP4_MODEL_SM90};
+        if (nvfp4_linear_cpu(&la) != NVFP4_OK) {
+            fprintf(stderr, "nvfp4_linear_cpu: %s\n", nvfp4_last_error());
+            return 2;
+        }
+        for (int ik = 0; ik < 2; ik++) {
+            nvfp4_cuda_linear_args a = {.x = d_x, .m = m, .k = k, .weight = &wop,
+                                        .input_scale = dyn ? NULL : d_f + 1, .variant = NVFP4_VARIANT_EAGER,
+                                        .raw = d_raw, .out = d_out, .workspace = d_work, .workspace_bytes = ws};
+            nvfp4_sm90_force_inkernel_a(ik);
+            DEV_CUDA_OK(cudaMemset(d_raw, 0xA5, (size_t)(m * n) * 4));
+            if (nvfp4_linear_cuda(&a) != NVFP4_OK) {
+                fprintf(stderr, "nvfp4_linear_cuda: %s\n", nvfp4_last_error());
+                return 2;
+            }
+            DEV_CUDA_OK(cudaMemcpy(raw_gpu, d_raw, (size_t)(m * n) * 4, cudaMemcpyDeviceToHost));
+            for (int64_t i = 0; i < m * n; i++)
+                if (memcmp(&raw_gpu[i], &raw_cpu[i], 4) != 0) {
+                    uint32_t g, c;
+                    memcpy(&g, &raw_gpu[i], 4);
+                    memcpy(&c, &raw_cpu[i], 4);
+                    printf("MISMATCH %s M=%lld %s in-kernel=%d: first at (row %lld, col %lld): gpu %08x cpu %08x\n",
+                           LINEARS[li].name, (long long)m, dyn ? "dynamic" : "static", ik, (long long)(i / n),
+                           (long long)(i % n), g, c);
+                    bad = 1;
+                    break;
+                }
+            us[ik][dyn] = iters > 0 ? time_linear(&a, iters) : 0.0f;
+        }
+    }
+    nvfp4_sm90_force_inkernel_a(-1);
+    printf("%-9s M=%-3lld %s  static: two kernels %7.1f us, in-kernel %7.1f us (x%.3f)  |  dynamic: %7.1f us, %7.1f us (x%.3f)\n",
+           LINEARS[li].name, (long long)m, bad ? "MISMATCH" : "exact   ", us[0][0], us[1][0],
+           us[0][0] > 0 ? us[1][0] / us[0][0] : 0.0, us[0][1], us[1][1], us[0][1] > 0 ? us[1][1] / us[0][1] : 0.0);
+    fflush(stdout);
+    free(raw_cpu), free(raw_gpu), free(x);
+    nvfp4_tensor_free(&w);
+    cudaFree(d_wc), cudaFree(d_ws), cudaFree(d_f), cudaFree(d_x), cudaFree(d_raw), cudaFree(d_out), cudaFree(d_work);
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    int iters = 200, rc = 0, any = 0;
+    static const int64_t default_m[] = {1, 2, 4, 8};
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--iters")) {
+            i++;
+            continue;
+        }
+        char name[32];
+        const char *colon = strchr(argv[i], ':');
+        size_t len = colon ? (size_t)(colon - argv[i]) : strlen(argv[i]);
+        if (len >= sizeof name) len = sizeof name - 1;
+        memcpy(name, argv[i], len);
+        name[len] = 0;
+        int li = -1;
+        for (int j = 0; j < 4; j++)
+            if (!strcmp(name, LINEARS[j].name)) li = j;
+        if (li < 0) {
+            fprintf(stderr, "usage: inkernel_a [qkv|attn_out|fc1|fc2[:M,...] ...] [--iters N]\n");
+            return 2;
+        }
+        any = 1;
+        if (!colon) {
+            for (int j = 0; j < 4; j++) rc |= run_case(li, default_m[j], iters);
+        } else
+            for (const char *p = colon + 1; *p;) {
+                rc |= run_case(li, strtoll(p, NULL, 10), iters);
+                p = strchr(p, ',');
+                if (!p) break;
+                p++;
+            }
+    }
+    if (!any)
+        for (int li = 0; li < 4; li++)
+            for (int j = 0; j < 4; j++) rc |= run_case(li, default_m[j], iters);
+    return rc;
+}
