@@ -20,21 +20,7 @@
 #include "cuda/sm90_heuristics.cuh"
 
 #include "dev_check.h"
-
-static uint64_t rng(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
-static double gauss(uint64_t *s)
-{
-    double u = ((double)(rng(s) >> 11) + 0.5) / 9007199254740992.0;
-    double v = ((double)(rng(s) >> 11) + 0.5) / 9007199254740992.0;
-    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-}
+#include "dev_rand.h"
 
 static const struct { const char *name; int64_t n, k; } LINEARS[4] = {
     {"qkv", 21504, 5376}, {"attn_out", 5376, 7168}, {"fc1", 28672, 5376}, {"fc2", 5376, 14336}};

@@ -364,18 +364,24 @@ NVFP4_Q_DEV uint2 q_pack_codes(const uint32_t code[16])
     return make_uint2(lo, hi);
 }
 
-/* A block's codes by the exact steps (q_block), for what the table does not
- * cover; not inlined, so that the table path does not carry its registers. */
-static __device__ __noinline__ uint2 q_exact_codes(uint4 wa, uint4 wb, uint32_t amax_bits, float pts,
-                                                   int cuda_variant, uint32_t *s8)
+/* A block's 8 words (q_load_block) as its 16 BF16 values widened to FP32. */
+NVFP4_Q_DEV void q_widen_block(uint4 wa, uint4 wb, float v[16])
 {
     const uint32_t w[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
-    float v[16];
 #pragma unroll
     for (int i = 0; i < 8; i++) {
         v[2 * i] = __uint_as_float(w[i] << 16);
         v[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
     }
+}
+
+/* A block's codes by the exact steps (q_block), for what the table does not
+ * cover; not inlined, so that the table path does not carry its registers. */
+static __device__ __noinline__ uint2 q_exact_codes(uint4 wa, uint4 wb, uint32_t amax_bits, float pts,
+                                                   int cuda_variant, uint32_t *s8)
+{
+    float v[16];
+    q_widen_block(wa, wb, v);
     uint32_t code[16];
     q_block(v, amax_bits, pts, cuda_variant, s8, code);
     return q_pack_codes(code);

@@ -127,19 +127,19 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
         st = nvfp4_q_amax_launch(args->x, m, k, amax_slot, stream, fn);
         if (st != NVFP4_OK) return st;
     }
+    nvfp4_cuda_gemm_args g; /* the GEMM's arguments but for A's data */
+    memset(&g, 0, sizeof g);
+    g.a.rows = m;
+    g.a.cols = kp;
+    g.b = *w;
+    g.bias = args->bias;
+    g.raw = args->raw;
+    g.out = args->out;
+    g.stream = args->stream;
+    g.workspace = ws + lay.act;
+    g.workspace_bytes = lay.act_bytes;
+    g.k_slices = args->k_slices;
     if (inkernel) {
-        nvfp4_cuda_gemm_args g;
-        memset(&g, 0, sizeof g);
-        g.a.rows = m;
-        g.a.cols = kp;
-        g.b = *w;
-        g.bias = args->bias;
-        g.raw = args->raw;
-        g.out = args->out;
-        g.stream = args->stream;
-        g.workspace = ws + lay.act;
-        g.workspace_bytes = lay.act_bytes;
-        g.k_slices = args->k_slices;
         nvfp4_sm90_bf16_act src;
         memset(&src, 0, sizeof src);
         src.x = args->x;
@@ -183,19 +183,7 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
     if (!args->raw && !args->out) return NVFP4_OK;
 
     /* The GEMM from the FP16 operands already in `act` (no pre-pass). */
-    nvfp4_cuda_gemm_args g;
-    memset(&g, 0, sizeof g);
     g.a.per_tensor_scale = pts_slot;
-    g.a.rows = m;
-    g.a.cols = kp;
-    g.b = *w;
-    g.bias = args->bias;
-    g.raw = args->raw;
-    g.out = args->out;
-    g.stream = args->stream;
-    g.workspace = ws + lay.act;
-    g.workspace_bytes = lay.act_bytes;
-    g.k_slices = args->k_slices;
     if (nvfp4_act) {
         g.a.codes = codes;
         g.a.scales = scales;

@@ -99,13 +99,8 @@ static __device__ __noinline__ void q_exact_block(uint4 wa, uint4 wb, uint32_t a
                                                   uint8_t *__restrict__ scales, uint16_t *__restrict__ act,
                                                   int64_t act_ld)
 {
-    const uint32_t w[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
     float v[16];
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        v[2 * i] = __uint_as_float(w[i] << 16);
-        v[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
-    }
+    q_widen_block(wa, wb, v);
     uint32_t s8, code[16];
     q_block(v, amax_bits, pts, cuda_variant, &s8, code);
     if (codes) *(uint2 *)(codes + (size_t)r * (size_t)(nb * 8) + (size_t)cb * 8) = q_pack_codes(code);

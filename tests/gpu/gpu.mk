@@ -38,12 +38,12 @@ $(BUILD)/gpu/%: tests/gpu/%.c tests/unit/testlib.h lib
 
 # dev/cuda programs (llm.c style: check against the CPU oracle, then time)
 all: $(BUILD)/gpu/gemm_variants
-$(BUILD)/gpu/gemm_variants: dev/cuda/gemm_variants.c dev/cuda/dev_check.h lib
+$(BUILD)/gpu/gemm_variants: dev/cuda/gemm_variants.c dev/cuda/dev_check.h dev/cuda/dev_rand.h lib
 	@mkdir -p $(@D)
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a $(GPU_LIBS)
 
 all: $(BUILD)/gpu/inkernel_a
-$(BUILD)/gpu/inkernel_a: dev/cuda/inkernel_a.c dev/cuda/dev_check.h lib
+$(BUILD)/gpu/inkernel_a: dev/cuda/inkernel_a.c dev/cuda/dev_check.h dev/cuda/dev_rand.h lib
 	@mkdir -p $(@D)
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a $(GPU_LIBS)
 
