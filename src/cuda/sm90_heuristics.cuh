@@ -143,9 +143,10 @@ void nvfp4_sm90_force_loaders(int lw);
 
 /* The fused linear's in-kernel A producer (the register kernel quantizing
  * BF16 itself) at M up to this; above it, the quantizer kernel + GEMM as its
- * programmatic dependent.  0: never -- measured slower at every M <= 8 on
- * the H200 (docs/STREAMING_A.md, "The producer inside the GEMM"); the
- * producer stays for tests and dev/cuda/inkernel_a (the hook below). */
+ * programmatic dependent.  0: never -- on the H200 it lost by 1-3.7 us at
+ * M = 1 back to back (nvfp4 bench), was within 0.97-1.05x per call at M <= 2
+ * and slower above (docs/STREAMING_A.md, "The producer inside the GEMM");
+ * the producer stays for tests and dev/cuda/inkernel_a (the hook below). */
 #define NVFP4_SM90_INKERNEL_A_MAX_M 0
 
 /* Testing hook (sm90_gemm.cu): the fused linear's in-kernel A producer

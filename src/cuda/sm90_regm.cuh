@@ -17,13 +17,13 @@
  *  - the activation warps (one per n8 token tile, two for MT = 8): each
  *    chunk's activation blocks -> exact FP16 m16n8k16 A fragments, stored in
  *    the mma's register-quad order, in the same stage;
- *  - or, in the REGM_BF16 kernels (the fused linear at M <= 8, the in-kernel
- *    A producer of docs/STREAMING_A.md), the loader also brings the chunk's
- *    BF16 activations (one more box), and the activation warps quantize
- *    them themselves -- one lane per block, the CTA's
- *    threshold table, the block kernel's very functions -- and write the
- *    codes and scales where TMA would have put them; then the same
- *    dequantization;
+ *  - in the REGM_BF16 kernels (MT = 8: the in-kernel A producer of
+ *    docs/STREAMING_A.md, measured slower than the quantizer kernel + GEMM
+ *    and so only forced), the loader also brings the chunk's BF16
+ *    activations (one more box) instead of the NVFP4 ones, and quantizer
+ *    warps code them -- one lane per block, the CTA's threshold table, the
+ *    block kernel's very functions -- where TMA would have put the codes
+ *    and scales; then the same dequantization;
  *  - the MMA warps: warp w owns REGM_TW chains of 8 weight rows (the n8
  *    side of the mma) for the whole K: per block it loads one 32-bit code
  *    word per chain and lane, builds the B fragment in registers (cvt
@@ -76,9 +76,9 @@ typedef struct nvfp4_sm90_regm_params {
     int chunks_per_slice; /* K slices: 64-element groups per slice */
     int dev_mode;         /* 0; dev/cuda experiments only (REGM_DEV_* bits: parts left out, results wrong) */
     /* The in-kernel A producer (the REGM_BF16 kernels only; tm_a_* and
-     * a_scale2 unused): the activation warps quantize BF16 x [m][x_cols]
-     * themselves, exactly as nvfp4_quantize(), into the stage's activation
-     * code and scale regions. */
+     * a_scale2 unused): the quantizer warps code BF16 x [m][x_cols] exactly
+     * as nvfp4_quantize() into the stage's activation code and scale
+     * regions. */
     CUtensorMap tm_x;         /* x [m][x_cols] BF16, box {256, MT}: one chunk (zeros past x's rows and columns) */
     int x_cols;               /* x's columns (<= k) */
     const float *x_pts;       /* static per-tensor scale, or NULL: FP32(*x_amax / 2688) ... */
