@@ -330,6 +330,8 @@ static void tile_label(char *buf, size_t len, int v)
     const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
     if (x->kind == NVFP4_SM90_REGM)
         snprintf(buf, len, "reg%d_tw%d", x->bn, x->r);
+    else if (x->kind == NVFP4_SM90_SS)
+        snprintf(buf, len, "ss%dx%d", 64 * x->nc, x->bn);
     else if (x->kind != NVFP4_SM90_WGMMA)
         snprintf(buf, len, "mma%d_r%d", x->bn, x->r);
     else

@@ -84,6 +84,40 @@ extern "C" {
 #define SM90_WGMMA wgmma_m64n256k16_rs
 #include "cuda/sm90_gemm_body.cuh"
 
+/* Narrower 128-row tiles for M > 128: fewer idle SMs in the last wave
+ * (the planner's wave model, sm90_heuristics.c). */
+#define SM90_BN 176
+#define SM90_NC 2
+#define SM90_NAME nvfp4_sm90_gemm_bn176_nc2
+#define SM90_WGMMA wgmma_m64n176k16_rs
+#include "cuda/sm90_gemm_body.cuh"
+
+#define SM90_BN 192
+#define SM90_NC 2
+#define SM90_NAME nvfp4_sm90_gemm_bn192_nc2
+#define SM90_WGMMA wgmma_m64n192k16_rs
+#include "cuda/sm90_gemm_body.cuh"
+
+#define SM90_BN 232
+#define SM90_NC 2
+#define SM90_NAME nvfp4_sm90_gemm_bn232_nc2
+#define SM90_WGMMA wgmma_m64n232k16_rs
+#include "cuda/sm90_gemm_body.cuh"
+
+/* The SS kernel (sm90_ss_body.cuh): weights dequantized to shared memory by
+ * their own warps, both wgmma operands from shared memory. */
+#define SS_BN 64
+#define SS_NC 1
+#define SS_NAME nvfp4_sm90_ss_bn64_nc1
+#define SS_WGMMA wgmma_m64n64k16_ss
+#include "cuda/sm90_ss_body.cuh"
+
+#define SS_BN 128
+#define SS_NC 1
+#define SS_NAME nvfp4_sm90_ss_bn128_nc1
+#define SS_WGMMA wgmma_m64n128k16_ss
+#include "cuda/sm90_ss_body.cuh"
+
 /* The small-M kernel (sm90_small_m.cuh): MT activation rows x R n8 tiles. */
 #define SMALLM_MT 8
 #define SMALLM_R 1
@@ -252,6 +286,10 @@ static const sm90_kernel_fn sm90_kernels[NVFP4_SM90_NUM_VARIANTS] = {
     nvfp4_sm90_gemm_bn8_nc1,  nvfp4_sm90_gemm_bn16_nc1,  nvfp4_sm90_gemm_bn32_nc1,
     nvfp4_sm90_gemm_bn64_nc1, nvfp4_sm90_gemm_bn64_nc2,  nvfp4_sm90_gemm_bn128_nc1,
     nvfp4_sm90_gemm_bn128_nc2, nvfp4_sm90_gemm_bn256_nc2,
+    /* 8..25: the mma.sync kinds (tables below) */
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    nvfp4_sm90_gemm_bn176_nc2, nvfp4_sm90_gemm_bn192_nc2, nvfp4_sm90_gemm_bn232_nc2,
+    nvfp4_sm90_ss_bn64_nc1, nvfp4_sm90_ss_bn128_nc1,
 };
 static const sm90_small_fn sm90_small_kernels[NVFP4_SM90_NUM_VARIANTS] = {
     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
@@ -288,23 +326,8 @@ extern "C" __global__ void __launch_bounds__(256)
     const int ncb = (nb + 3) / 4;
     const uint2 w = *(const uint2 *)(codes + (size_t)row * (k / 2) + (size_t)kb * 8);
     const size_t so = nvfp4_tiled_offset(row, kb, ncb);
-    const uint32_t sb = scales[so] & 0x7Fu;
-    /* {scale, scale} * 64 in FP16: exact (at most 448 * 64). */
-    const uint32_t sc = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(sb | (sb << 8))), 0x54005400u);
     uint32_t o[8];
-    const uint32_t words[2] = {w.x, w.y};
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const uint32_t x = words[h];
-        uint32_t hi, lo;
-        nvfp4_codes_to_e4m3(x, &hi, &lo);
-        const uint32_t p01 = ptx_prmt(hi, lo, 0x5140u);
-        const uint32_t p23 = ptx_prmt(hi, lo, 0x7362u);
-        o[4 * h + 0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 & 0xFFFFu)), sc);
-        o[4 * h + 1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 >> 16)), sc);
-        o[4 * h + 2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 & 0xFFFFu)), sc);
-        o[4 * h + 3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 >> 16)), sc);
-    }
+    nvfp4_sm90_dequant_block(w, scales[so], o);
     uint4 *dst = (uint4 *)(act + (size_t)row * k + (size_t)kb * 16);
     dst[0] = make_uint4(o[0], o[1], o[2], o[3]);
     dst[1] = make_uint4(o[4], o[5], o[6], o[7]);
@@ -758,7 +781,9 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     {
         cuuint64_t dims[2] = {(cuuint64_t)(k / 2), (cuuint64_t)n};
         cuuint64_t strides[1] = {(cuuint64_t)(k / 2)};
-        cuuint32_t box[2] = {(cuuint32_t)(32 * NVFP4_SM90_KSUB(var.bn, var.nc)), (cuuint32_t)(64 * var.nc)};
+        /* the SS kernel takes one 64-K chunk per stage */
+        const int ksub = var.kind == NVFP4_SM90_SS ? 1 : NVFP4_SM90_KSUB(var.bn, var.nc);
+        cuuint32_t box[2] = {(cuuint32_t)(32 * ksub), (cuuint32_t)(64 * var.nc)};
         cuuint32_t estr[2] = {1, 1};
         CUresult r = encode(&p.tmap_codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)b->codes, dims,
                             strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -791,7 +816,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     sm90_kernel_fn kern = sm90_kernels[plan.variant];
     st = raise_smem(dev, &plan, (const void *)kern);
     if (st != NVFP4_OK) return st;
-    kern<<<plan.grid, 128 * (var.nc + 1), plan.smem, stream>>>(p);
+    kern<<<plan.grid, var.kind == NVFP4_SM90_SS ? SS_THREADS(var.nc) : 128 * (var.nc + 1), plan.smem, stream>>>(p);
     e = cudaGetLastError();
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): kernel launch (bn=%d, nc=%d): %s", var.bn,

@@ -258,26 +258,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                 for (int i = 0; i < SM90_BN / 2; i++) acc[i] = tot[i];
             }
 #endif
-            /* ---- epilogue: acc[i] is (row n, column m) of the tile ---- */
-#pragma unroll
-            for (int half = 0; half < 2; half++) {
-                const int n = n0 + r0 + 8 * half;
-                if (n >= p.n) continue;
-                const float bias = p.bias ? p.bias[n] : 0.0f;
-#pragma unroll
-                for (int i = 0; i < SM90_BN / 2; i++) {
-                    if (((i >> 1) & 1) != half) continue;
-                    const int m = m0 + 8 * (i >> 2) + 2 * t + (i & 1);
-                    if (m >= p.m) continue;
-                    const size_t o = (size_t)m * (size_t)p.n + (size_t)n;
-                    if (p.raw) p.raw[o] = acc[i];
-                    if (p.out) {
-                        float y = __fmul_rn(alpha, acc[i]);
-                        if (p.bias) y = __fadd_rn(y, bias);
-                        p.out[o] = nvfp4_dev_bf16_rne(y);
-                    }
-                }
-            }
+            NVFP4_SM90_EPILOGUE(p, acc, SM90_BN, n0, m0, r0, t, alpha);
         }
     }
 }

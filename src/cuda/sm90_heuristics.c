@@ -15,6 +15,8 @@ const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS] = {
     {S, 16, 0, 2}, {S, 16, 0, 4}, {NVFP4_SM90_SPLIT, 8, 0, 0}, {NVFP4_SM90_SPLIT, 16, 0, 0},
     {NVFP4_SM90_SPLIT, 32, 0, 0}, {R, 8, 0, 1}, {R, 8, 0, 2}, {R, 8, 0, 4}, {R, 16, 0, 1}, {R, 16, 0, 2},
     {R, 16, 0, 4}, {R, 32, 0, 1}, {R, 32, 0, 2}, {R, 32, 0, 4},
+    {W, 176, 2, 0}, {W, 192, 2, 0}, {W, 232, 2, 0}, /* later additions keep the indices above */
+    {NVFP4_SM90_SS, 64, 1, 0}, {NVFP4_SM90_SS, 128, 1, 0},
 };
 #undef W
 #undef S
@@ -37,6 +39,37 @@ int nvfp4_sm90_ctas_per_sm(int bn, int nc) { return NVFP4_SM90_CTAS(bn, nc); }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* Per-tile cost of a 128-row wgmma tile beyond its bn activation rows, in
+ * activation rows (the consumers' own weight dequantization, fill and
+ * epilogue).  Fitted to `nvfp4 bench --all-tiles` at M = 2048 on the H200
+ * (docs/KERNEL.md): 128 fits the four linears' times for bn = 128..256 best
+ * and picks the fastest tile on each (16 picked 128x192 for QKV: 6 % slower
+ * than 128x256). */
+#define SM90_TILE_OVERHEAD_ROWS 128
+
+/* M > 128: the activation rows per 128-row tile among the compiled
+ * two-consumer variants (bn >= 128) whose waves cost least.  A tile takes
+ * time ~ bn + SM90_TILE_OVERHEAD_ROWS and the last wave is paid in full
+ * however few tiles it has, so 42 x 8 tiles of 128 x 256 on 132 SMs (2.55
+ * waves, 3 paid) lose to 42 x 9 of 128 x 232 (2.86).  Ties go to the wider
+ * tile (each weight dequantized fewer times). */
+static int sm90_wave_bn(int64_t m, int64_t n, int num_sms)
+{
+    int best_bn = 256;
+    int64_t best_cost = -1;
+    for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
+        const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
+        if (x->kind != NVFP4_SM90_WGMMA || x->nc != 2 || x->bn < 128) continue;
+        const int64_t waves = ceil_div(ceil_div(n, 128) * ceil_div(m, x->bn), num_sms);
+        const int64_t cost = waves * (x->bn + SM90_TILE_OVERHEAD_ROWS);
+        if (best_cost < 0 || cost < best_cost || (cost == best_cost && x->bn > best_bn)) {
+            best_cost = cost;
+            best_bn = x->bn;
+        }
+    }
+    return best_bn;
+}
+
 /* Testing hook (nvfp4_sm90_force_loaders): loader warps of the register kernel, 0 = planned. */
 static int sm90_regm_loaders = 0;
 void nvfp4_sm90_force_loaders(int lw) { sm90_regm_loaders = lw; }
@@ -50,8 +83,9 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
      *  - one activation tile whenever M <= 128 (activations are re-read from
      *    L2 once per weight tile, and a second tile doubles the dequant);
      *  - 32 < M <= 128: two consumers sharing the activation tile when there
-     *    are at least as many 128-row weight tiles as SMs, else one;
-     *  - M > 128: 128 x 256 tiles (compute bound: the largest wgmma). */
+     *    are at least as many 128-row weight tiles as SMs, else one (the SS
+     *    kernel, forced only, measured slower: docs/KERNEL.md);
+     *  - M > 128: 128-row tiles, bn by the wave model (sm90_wave_bn). */
     int want_kind, want_bn, want_nc, want_r = 0;
     (void)k; /* the rules do not depend on K (all four linears agree) */
     if (num_sms < 1) num_sms = 1;
@@ -67,11 +101,11 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
         want_nc = ceil_div(n, 128) >= num_sms ? 2 : 1;
     } else {
         want_kind = NVFP4_SM90_WGMMA;
-        want_bn = 256;
+        want_bn = sm90_wave_bn(m, n, num_sms);
         want_nc = 2;
     }
-    if (k_slices > 1 && want_nc > 0 && want_bn > 64) { /* see the header */
-        want_bn = 64;
+    if (k_slices > 1 && want_kind == NVFP4_SM90_WGMMA && want_bn > 64) {
+        want_bn = 64; /* the tile with the second accumulator set (the header) */
         want_nc = 1;
     }
     int best_v = -1;
@@ -85,7 +119,7 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
     memset(out, 0, sizeof *out);
     const nvfp4_sm90_variant *var = &nvfp4_sm90_variants[best_v];
     int bn = var->bn, nc = var->nc;
-    if (k_slices > 1 && var->kind == NVFP4_SM90_WGMMA && bn > 64) return -1;
+    if (k_slices > 1 && !NVFP4_SM90_TAKES_SLICES(var)) return -1;
     if (NVFP4_SM90_IS_SMALL(var) && m > bn) return -1;
     if (var->kind == NVFP4_SM90_SPLIT || var->kind == NVFP4_SM90_REGM) {
         /* weight tiles (split: 16 rows; register kernel: 8-row chains),
@@ -148,6 +182,19 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
         out->tiles = items;
         out->grid = (int)ceil_div(items, w);
         out->smem = smem;
+        return 0;
+    }
+    if (var->kind == NVFP4_SM90_SS) { /* one CTA per SM, the deepest raw ring that fits */
+        const size_t stage = SS_STAGE_BYTES((size_t)bn, (size_t)nc), fixed = SS_SMEM((size_t)bn, (size_t)nc, 0);
+        if (fixed + 2 * stage > smem_optin) return -1;
+        size_t nst = (smem_optin - fixed) / stage;
+        if (nst > SS_MAX_STAGES) nst = SS_MAX_STAGES;
+        const int64_t tiles = ceil_div(n, 64 * nc) * ceil_div(m, bn);
+        out->variant = best_v;
+        out->stages = (int)nst;
+        out->tiles = tiles;
+        out->grid = (int)(tiles < num_sms ? tiles : num_sms);
+        out->smem = SS_SMEM((size_t)bn, (size_t)nc, nst);
         return 0;
     }
     int ctas = nvfp4_sm90_ctas_per_sm(bn, nc);

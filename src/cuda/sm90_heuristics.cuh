@@ -23,9 +23,12 @@ extern "C" {
  *          tiles per consumer warp, M <= bn;
  *   SPLIT  dequantizing warps feed MMA-only warps (sm90_split.cuh), M <= bn;
  *   REGM   MMA warps dequantize their own 8-row weight chains in
- *          registers (sm90_regm.cuh): r chains per MMA warp, M <= bn. */
-#define NVFP4_SM90_NUM_VARIANTS 26
-enum { NVFP4_SM90_WGMMA = 0, NVFP4_SM90_SMALLM = 1, NVFP4_SM90_SPLIT = 2, NVFP4_SM90_REGM = 3 };
+ *          registers (sm90_regm.cuh): r chains per MMA warp, M <= bn;
+ *   SS     dequantizing warps write FP16 weight tiles to shared memory for
+ *          one wgmma warpgroup (sm90_ss_body.cuh): bn x 64 per tile, any M;
+ *          forced only (slower than WGMMA at M = 64..128, docs/KERNEL.md). */
+#define NVFP4_SM90_NUM_VARIANTS 31
+enum { NVFP4_SM90_WGMMA = 0, NVFP4_SM90_SMALLM = 1, NVFP4_SM90_SPLIT = 2, NVFP4_SM90_REGM = 3, NVFP4_SM90_SS = 4 };
 typedef struct nvfp4_sm90_variant {
     int kind; /* NVFP4_SM90_WGMMA .. NVFP4_SM90_REGM */
     int bn;   /* activation rows per tile: 8..256 (mma.sync kinds: MT = 8, 16 or 32, and M <= bn) */
@@ -33,7 +36,25 @@ typedef struct nvfp4_sm90_variant {
     int r;    /* SMALLM: n8 chains per consumer warp; REGM: 8-row chains per MMA warp */
 } nvfp4_sm90_variant;
 /* Whether a variant is one of the mma.sync kernels that take M <= bn only. */
-#define NVFP4_SM90_IS_SMALL(v) ((v)->kind != NVFP4_SM90_WGMMA)
+#define NVFP4_SM90_IS_SMALL(v) ((v)->kind != NVFP4_SM90_WGMMA && (v)->kind != NVFP4_SM90_SS)
+/* Whether a variant folds K slices (k_slices > 1): the wgmma tiles with the
+ * second accumulator set (bn <= 64) and the mma.sync kinds; not SS. */
+#define NVFP4_SM90_TAKES_SLICES(v) \
+    ((v)->kind == NVFP4_SM90_WGMMA ? (v)->bn <= 64 : (v)->kind != NVFP4_SM90_SS)
+/* The SS kernel: SS_DW dequantizing warps, an A ring of SS_A_SLOTS FP16
+ * weight tiles (64 nc rows x 64 K, 128-byte swizzle), and raw stages of one
+ * 64-K chunk each: activations (bn x 128 bytes) | codes (64 nc rows x 32
+ * bytes) | the 512-byte scale chunk.  Threads: 4 nc MMA warps, SS_DW, one
+ * producer warp. */
+#define SS_DW 8
+#define SS_A_SLOTS SS_DW /* one per dequantizing warp: warp dw fills slot dw */
+#define SS_MAX_STAGES 16
+#define SS_THREADS(nc) (32 * (4 * (nc) + SS_DW + 1))
+#define SS_A_BYTES(nc) ((size_t)(nc) * 8192)
+#define SS_STAGE_BYTES(bn, nc) (((size_t)(bn) * 128 + (size_t)(nc) * 2048 + 512 + 1023) / 1024 * 1024)
+#define SS_BAR_BYTES 1024 /* 2 x stages + 2 x SS_A_SLOTS barriers */
+#define SS_SMEM(bn, nc, stages) \
+    (1024 + SS_BAR_BYTES + SS_A_SLOTS * SS_A_BYTES(nc) + (size_t)(stages) * SS_STAGE_BYTES(bn, nc))
 /* Small-M kernel: weight ring depth (64-K chunks) per consumer, and the most
  * consumer warps per CTA (its launch bound), by r.  The ring holds about 9 KB
  * per warp whatever r; more chains per warp need more registers. */

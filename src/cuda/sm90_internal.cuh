@@ -89,4 +89,51 @@ static __device__ __forceinline__ void nvfp4_sm90_dequant_chunk(const uint8_t *c
     }
 }
 
+/* One NVFP4 block (8 code bytes, its E4M3 scale byte) as 16 FP16 values in
+ * k order, o[j] = elements {2j, 2j+1}: (e2m1 * 2^-6) * (|scale| * 64),
+ * exact (at most 6 * 448).  The activation pre-pass and the shared-memory
+ * weight dequantization of the SS kernel both use it. */
+static __device__ __forceinline__ void nvfp4_sm90_dequant_block(uint2 w, uint32_t scale_byte, uint32_t o[8])
+{
+    const uint32_t sb = scale_byte & 0x7Fu;
+    /* {scale, scale} * 64 in FP16: exact (at most 448 * 64). */
+    const uint32_t sc = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(sb | (sb << 8))), 0x54005400u);
+    const uint32_t words[2] = {w.x, w.y};
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        uint32_t hi, lo;
+        nvfp4_codes_to_e4m3(words[h], &hi, &lo);
+        const uint32_t p01 = ptx_prmt(hi, lo, 0x5140u);
+        const uint32_t p23 = ptx_prmt(hi, lo, 0x7362u);
+        o[4 * h + 0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 & 0xFFFFu)), sc);
+        o[4 * h + 1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 >> 16)), sc);
+        o[4 * h + 2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 & 0xFFFFu)), sc);
+        o[4 * h + 3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 >> 16)), sc);
+    }
+}
+
+/* The wgmma kernels' epilogue: acc[i] of a consumer thread (lane 4 g + t,
+ * tile-local weight row R0 = its warp's 16 rows + g) is output (n, m) with
+ * n = N0 + R0 + 8 ((i >> 1) & 1), m = M0 + 8 (i >> 2) + 2 t + (i & 1);
+ * raw gets the accumulator, out BF16(alpha * acc (+ bias)), both RNE.  A
+ * macro so the accumulator array stays in registers (BN is a constant). */
+#define NVFP4_SM90_EPILOGUE(P, ACC, BN, N0, M0, R0, T, ALPHA)                                       \
+    _Pragma("unroll") for (int half_ = 0; half_ < 2; half_++) {                                    \
+        const int n_ = (N0) + (R0) + 8 * half_;                                                    \
+        if (n_ >= (P).n) continue;                                                                 \
+        const float bias_ = (P).bias ? (P).bias[n_] : 0.0f;                                        \
+        _Pragma("unroll") for (int i_ = 0; i_ < (BN) / 2; i_++) {                                  \
+            if (((i_ >> 1) & 1) != half_) continue;                                                \
+            const int m_ = (M0) + 8 * (i_ >> 2) + 2 * (T) + (i_ & 1);                              \
+            if (m_ >= (P).m) continue;                                                             \
+            const size_t o_ = (size_t)m_ * (size_t)(P).n + (size_t)n_;                             \
+            if ((P).raw) (P).raw[o_] = (ACC)[i_];                                                  \
+            if ((P).out) {                                                                         \
+                float y_ = __fmul_rn((ALPHA), (ACC)[i_]);                                          \
+                if ((P).bias) y_ = __fadd_rn(y_, bias_);                                           \
+                (P).out[o_] = nvfp4_dev_bf16_rne(y_);                                              \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
 #endif

@@ -459,7 +459,7 @@ static void test_k_slices(void)
             g_k_slices = slices[j];
             for (int v = -1; v < NVFP4_SM90_NUM_VARIANTS; v++) {
                 const nvfp4_sm90_variant *x = v >= 0 ? &nvfp4_sm90_variants[v] : NULL;
-                if (x && (NVFP4_SM90_IS_SMALL(x) ? m > x->bn : x->bn > 64)) continue;
+                if (x && ((NVFP4_SM90_IS_SMALL(x) && m > x->bn) || !NVFP4_SM90_TAKES_SLICES(x))) continue;
                 static char name[128];
                 snprintf(name, sizeof name, "k_slices=%d variant %d (bn=%d nc=%d r=%d), M=%lld N=%lld K=%lld",
                          slices[j], v, x ? x->bn : 0, x ? x->nc : 0, x ? x->r : 0, (long long)m,
@@ -487,6 +487,11 @@ static void test_k_slices(void)
             g_k_slices = 2;
             nvfp4_sm90_force_variant(7); /* 128 x 256 */
             CHECK(gpu_gemm(&da, &db, dbias, graw, gout) == NVFP4_ERR_UNSUPPORTED);
+            for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) /* ... and no SS tile takes them */
+                if (nvfp4_sm90_variants[v].kind == NVFP4_SM90_SS) {
+                    nvfp4_sm90_force_variant(v);
+                    CHECKF(gpu_gemm(&da, &db, dbias, graw, gout) == NVFP4_ERR_UNSUPPORTED, "SS variant %d", v);
+                }
             nvfp4_sm90_force_variant(-1);
         }
         g_k_slices = 0;

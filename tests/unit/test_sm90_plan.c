@@ -65,7 +65,12 @@ static void check_plan(const char *what, int64_t m, int64_t n, int slices, const
                (long long)p->tiles);
         CHECKF(p->grid <= p->tiles && p->stages >= 2, "%s: grid %d, %d stages", what, p->grid,
                p->stages);
-        CHECKF(slices <= 1 || v->bn <= 64, "%s: k_slices %d on a bn=%d tile", what, slices, v->bn);
+        CHECKF(slices <= 1 || NVFP4_SM90_TAKES_SLICES(v), "%s: k_slices %d on kind %d bn=%d", what, slices,
+               v->kind, v->bn);
+        if (v->kind == NVFP4_SM90_SS)
+            CHECKF(p->grid <= SMS && p->stages <= SS_MAX_STAGES &&
+                       p->smem == SS_SMEM((size_t)v->bn, (size_t)v->nc, (size_t)p->stages),
+                   "%s: SS grid %d, %d stages, %zu bytes", what, p->grid, p->stages, p->smem);
     }
 }
 
@@ -102,7 +107,7 @@ int main(void)
                     const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
                     nvfp4_sm90_plan p;
                     int rc = nvfp4_sm90_plan_gemm(ms[mi], 5376, 7168, slices, SMS, OPTIN, PER_SM, v, &p);
-                    const int refuse = NVFP4_SM90_IS_SMALL(x) ? ms[mi] > x->bn : slices > 1 && x->bn > 64;
+                    const int refuse = (NVFP4_SM90_IS_SMALL(x) && ms[mi] > x->bn) || (slices > 1 && !NVFP4_SM90_TAKES_SLICES(x));
                     char what[96];
                     snprintf(what, sizeof what, "variant %d M=%lld S=%d", v, (long long)ms[mi], slices);
                     CHECKF(refuse ? rc == -1 : rc == 0 && p.variant == v, "%s: rc %d", what, rc);
@@ -110,19 +115,25 @@ int main(void)
                 }
     }
     TEST("the choices read off the H200 bench") {
-        static const struct { int lin; int64_t m; int bn, nc, r; } want[] = {
-            {0, 1, 8, 0, 2},  {0, 16, 16, 0, 2}, {1, 1, 8, 0, 1},  {1, 16, 16, 0, 1},
-            {2, 1, 8, 0, 4},  {2, 16, 16, 0, 4}, {3, 1, 8, 0, 1},  {3, 32, 32, 0, 1},
-            {0, 128, 128, 2, 0}, {1, 128, 128, 1, 0}, {3, 2048, 256, 2, 0},
+#define RG NVFP4_SM90_REGM
+#define WG NVFP4_SM90_WGMMA
+        static const struct { int lin; int64_t m; int kind, bn, nc, r; } want[] = {
+            {0, 1, RG, 8, 0, 2},      {0, 16, RG, 16, 0, 2},    {1, 1, RG, 8, 0, 1},    {1, 16, RG, 16, 0, 1},
+            {2, 1, RG, 8, 0, 4},      {2, 16, RG, 16, 0, 4},    {3, 1, RG, 8, 0, 1},    {3, 32, RG, 32, 0, 1},
+            {0, 128, WG, 128, 2, 0},  {1, 128, WG, 128, 1, 0},  {2, 128, WG, 128, 2, 0}, {1, 64, WG, 64, 1, 0},
+            /* the last wave: 42 x 9 tiles of 128 x 232 rather than 42 x 8 of 128 x 256 */
+            {3, 2048, WG, 232, 2, 0}, {1, 2048, WG, 232, 2, 0}, {2, 2048, WG, 256, 2, 0}, {0, 2048, WG, 256, 2, 0},
         };
+#undef RG
+#undef WG
         for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
             nvfp4_sm90_plan p;
             int rc = nvfp4_sm90_plan_gemm(want[i].m, LIN[want[i].lin].n, LIN[want[i].lin].k, 1, SMS,
                                           OPTIN, PER_SM, -1, &p);
             const nvfp4_sm90_variant *x = rc == 0 ? &nvfp4_sm90_variants[p.variant] : NULL;
-            CHECKF(x && x->bn == want[i].bn && x->nc == want[i].nc && x->r == want[i].r,
-                   "%s M=%lld: got bn=%d nc=%d r=%d", LIN[want[i].lin].name, (long long)want[i].m,
-                   x ? x->bn : -1, x ? x->nc : -1, x ? x->r : -1);
+            CHECKF(x && x->kind == want[i].kind && x->bn == want[i].bn && x->nc == want[i].nc && x->r == want[i].r,
+                   "%s M=%lld: got kind %d bn=%d nc=%d r=%d", LIN[want[i].lin].name, (long long)want[i].m,
+                   x ? x->kind : -1, x ? x->bn : -1, x ? x->nc : -1, x ? x->r : -1);
         }
         /* one wave: fc1 at M = 1 (3584 8-row chains) on 132 CTAs of 28, four per MMA warp */
         nvfp4_sm90_plan p;
