@@ -3,7 +3,9 @@
  *
  *   tma      bytes per cycle per SM that TMA delivers, by box shape (rows x
  *            row bytes, swizzle) and by the number of issuing warps: is the
- *            cost per box, per box row, or per byte?
+ *            cost per box, per box row, or per byte?  (From DRAM.)
+ *   tma-l2   the same from an L2-resident tensor, each GEMM box shape also as
+ *            one 1-D bulk copy of its bytes.
  *   ops      warp instructions per cycle per SM of the dequantization's
  *            instructions: F2FP (cvt.rn.f16x2.e4m3x2), PRMT, LOP3, HMUL2, IMAD,
  *            and F2FP mixed with LOP3 (do they issue in parallel?);
@@ -14,7 +16,7 @@
  *            bit for bit, on NVFP4-like operands (every step a set of exact
  *            products: the condition for an FP16-subnormal dequantization).
  *
- *   probe_rates [tma|ops|mma|subnorm|all]
+ *   probe_rates [tma|tma-l2|ops|mma|subnorm|all]
  *   probe_rates subnorm-model [SMS]   host only: the C oracle on the subnorm
  *                                     operands (SMS: the GPU's count, 132)
  * Build: make gpu-tests (build/gpu/probe_rates).  Exit 1 if subnorm differs. */
@@ -58,8 +60,8 @@ typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, vo
 /* Each issuing warp (lane 0) runs its own ring of `stages` boxes; box j of the
  * CTA's sequence covers (x, y) = ((j % bpr) * bw, (j / bpr) * bh) of a
  * disjoint part of the tensor.  clocks[blockIdx] = cycles of the whole loop. */
-__global__ void tma_kernel(const __grid_constant__ CUtensorMap tm, int bw, int bh, int boxes_per_warp,
-                           int stages, int rows, int prefetch, unsigned long long *clocks)
+__global__ void tma_kernel(const __grid_constant__ CUtensorMap tm, const uint8_t *src, int bw, int bh,
+                           int boxes_per_warp, int stages, int rows, int prefetch, unsigned long long *clocks)
 {
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     uint8_t *smem = smem_raw + ((1024u - (ptx_smem_addr(smem_raw) & 1023u)) & 1023u);
@@ -83,7 +85,10 @@ __global__ void tma_kernel(const __grid_constant__ CUtensorMap tm, int bw, int b
             if (i >= per_warp_stages) ptx_mbar_wait(&full[s], (uint32_t)((i / per_warp_stages - 1) & 1));
             const long long jj = j % total_boxes;
             ptx_mbar_arrive_expect_tx(&full[s], (uint32_t)box_bytes);
-            ptx_tma_load_2d(smem + (size_t)s * box_bytes, &tm, &full[s], (int)(jj % bpr) * bw, (int)(jj / bpr) * bh);
+            if (src) /* 1-D bulk copy of the same bytes, contiguous */
+                ptx_bulk_load(smem + (size_t)s * box_bytes, src + (size_t)jj * box_bytes, (uint32_t)box_bytes, &full[s]);
+            else
+                ptx_tma_load_2d(smem + (size_t)s * box_bytes, &tm, &full[s], (int)(jj % bpr) * bw, (int)(jj / bpr) * bh);
         }
         for (int i = boxes_per_warp - per_warp_stages; i < boxes_per_warp; i++) {
             if (i < 0) continue;
@@ -95,7 +100,10 @@ __global__ void tma_kernel(const __grid_constant__ CUtensorMap tm, int bw, int b
     if (threadIdx.x == 0) clocks[blockIdx.x] = (unsigned long long)(clock64() - t0);
 }
 
-static void probe_tma(void)
+/* l2: a 16 MiB tensor (L2-resident: the GEMM's activations are) instead of
+ * 1 GiB from DRAM, and each box shape also as one 1-D bulk copy (bulk = 1):
+ * is the cost per box row, or per byte? */
+static void probe_tma(int l2)
 {
     void *fn = NULL;
     cudaDriverEntryPointQueryResult q;
@@ -106,21 +114,32 @@ static void probe_tma(void)
         exit(2);
     }
     encode_fn encode = (encode_fn)fn;
-    const int rows = 1 << 18; /* 1 GiB */
+    const int rows = l2 ? 1 << 12 : 1 << 18; /* 16 MiB or 1 GiB */
     uint8_t *buf;
     DEV_CUDA_OK(cudaMalloc(&buf, (size_t)rows * TMA_ROWBYTES));
     DEV_CUDA_OK(cudaMemset(buf, 0x5A, (size_t)rows * TMA_ROWBYTES));
     unsigned long long *dclk;
     DEV_CUDA_OK(cudaMalloc(&dclk, sizeof(unsigned long long) * 1024));
     DEV_CUDA_OK(cudaFuncSetAttribute(tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_MAX_RING + 1024));
-    struct {
-        int bw, bh, swz, warps, prefetch;
-    } cfg[] = {{64, 16, 64, 1, 0},   {128, 16, 128, 1, 0}, {128, 16, 128, 1, 1}, {128, 16, 128, 2, 1},
-               {128, 16, 128, 4, 1}, {128, 16, 128, 8, 1}, {128, 64, 128, 1, 1}, {128, 64, 128, 4, 1},
-               {128, 176, 128, 1, 1}, {128, 176, 128, 4, 1}, {128, 256, 128, 1, 1}, {256, 64, 0, 1, 1},
-               {128, 4, 0, 1, 1},    {128, 4, 0, 4, 1}};
-    printf("tma: box (row bytes x rows, swizzle), issuing warps -> bytes/cycle/SM, GB/s (132 CTAs, 1 GiB read twice)\n");
-    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+    struct tma_cfg {
+        int bw, bh, swz, warps, prefetch, bulk;
+    };
+    static const struct tma_cfg dram_cfg[] = {
+        {64, 16, 64, 1, 0, 0},   {128, 16, 128, 1, 0, 0},  {128, 16, 128, 1, 1, 0}, {128, 16, 128, 2, 1, 0},
+        {128, 16, 128, 4, 1, 0}, {128, 16, 128, 8, 1, 0},  {128, 64, 128, 1, 1, 0}, {128, 64, 128, 4, 1, 0},
+        {128, 176, 128, 1, 1, 0}, {128, 176, 128, 4, 1, 0}, {128, 256, 128, 1, 1, 0}, {256, 64, 0, 1, 1, 0},
+        {128, 4, 0, 1, 1, 0},    {128, 4, 0, 4, 1, 0}};
+    /* the GEMM's boxes: activations 128 B x bn rows (swizzled), codes 64 B x 64/128 rows */
+    static const struct tma_cfg l2_cfg[] = {
+        {128, 64, 128, 1, 1, 0},  {128, 64, 128, 1, 1, 1},  {128, 128, 128, 1, 1, 0}, {128, 128, 128, 1, 1, 1},
+        {128, 256, 128, 1, 1, 0}, {128, 256, 128, 1, 1, 1}, {128, 256, 128, 2, 1, 0}, {128, 256, 128, 2, 1, 1},
+        {128, 256, 0, 1, 1, 0},   {64, 128, 64, 1, 1, 0},   {32, 128, 32, 1, 1, 0},   {128, 16, 128, 4, 1, 0},
+        {128, 16, 128, 4, 1, 1}};
+    const struct tma_cfg *cfg = l2 ? l2_cfg : dram_cfg;
+    const size_t ncfg = l2 ? sizeof l2_cfg / sizeof l2_cfg[0] : sizeof dram_cfg / sizeof dram_cfg[0];
+    printf("tma%s: box (row bytes x rows, swizzle), issuing warps, 2-D tensor or 1-D bulk -> bytes/cycle/SM, GB/s "
+           "(132 CTAs, %s)\n", l2 ? "-l2" : "", l2 ? "16 MiB L2-resident, read 64 times" : "1 GiB read twice");
+    for (size_t c = 0; c < ncfg; c++) {
         const int bw = cfg[c].bw, bh = cfg[c].bh, nw = cfg[c].warps;
         CUtensorMap tm;
         cuuint64_t dims[2] = {TMA_ROWBYTES, (cuuint64_t)rows};
@@ -134,23 +153,25 @@ static void probe_tma(void)
                             CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
         if (r != CUDA_SUCCESS) {
-            printf("  %4d x %3d sw%-3d w%d pf%d: encode failed (%d)\n", bw, bh, cfg[c].swz, nw, cfg[c].prefetch, (int)r);
+            printf("  %4d x %3d sw%-3d w%d pf%d: encode failed (%d)\n", bw, bh, cfg[c].swz, nw, cfg[c].prefetch,
+                   (int)r);
             continue;
         }
         const int box_bytes = bw * bh;
         int stages = TMA_MAX_RING / box_bytes;
         if (stages > 32) stages = 32;
         stages = stages / nw * nw;
-        const long long total = 2LL * rows * TMA_ROWBYTES;
+        const long long total = (l2 ? 64LL : 2LL) * rows * TMA_ROWBYTES;
+        const uint8_t *src = cfg[c].bulk ? buf : NULL;
         const int boxes_per_warp = (int)(total / box_bytes / (g_sms * nw));
         cudaEvent_t e0, e1;
         DEV_CUDA_OK(cudaEventCreate(&e0));
         DEV_CUDA_OK(cudaEventCreate(&e1));
-        tma_kernel<<<g_sms, 32 * nw, TMA_MAX_RING + 1024>>>(tm, bw, bh, stages < boxes_per_warp ? stages : 1, stages,
+        tma_kernel<<<g_sms, 32 * nw, TMA_MAX_RING + 1024>>>(tm, src, bw, bh, stages < boxes_per_warp ? stages : 1, stages,
                                                              rows, cfg[c].prefetch, dclk); /* warm-up */
         DEV_CUDA_OK(cudaGetLastError());
         DEV_CUDA_OK(cudaEventRecord(e0));
-        tma_kernel<<<g_sms, 32 * nw, TMA_MAX_RING + 1024>>>(tm, bw, bh, boxes_per_warp, stages, rows,
+        tma_kernel<<<g_sms, 32 * nw, TMA_MAX_RING + 1024>>>(tm, src, bw, bh, boxes_per_warp, stages, rows,
                                                              cfg[c].prefetch, dclk);
         DEV_CUDA_OK(cudaEventRecord(e1));
         DEV_CUDA_OK(cudaGetLastError());
@@ -162,8 +183,8 @@ static void probe_tma(void)
         unsigned long long cmax = 0;
         for (int i = 0; i < g_sms; i++) cmax = clk[i] > cmax ? clk[i] : cmax;
         const double bytes = (double)boxes_per_warp * nw * g_sms * box_bytes;
-        printf("  %4d x %3d sw%-3d w%d pf%d: %6.2f B/clk/SM  %7.1f GB/s  (%d-deep ring, %.1f cycles per box row)\n",
-               bw, bh, cfg[c].swz, nw, cfg[c].prefetch, bytes / g_sms / (double)cmax, bytes / (ms * 1e6), stages,
+        printf("  %4d x %3d sw%-3d w%d pf%d %s: %6.2f B/clk/SM  %7.1f GB/s  (%d-deep ring, %.1f cycles per box row)\n",
+               bw, bh, cfg[c].swz, nw, cfg[c].prefetch, cfg[c].bulk ? "bulk" : "2-D ", bytes / g_sms / (double)cmax, bytes / (ms * 1e6), stages,
                (double)cmax / ((double)boxes_per_warp * nw * bh));
         DEV_CUDA_OK(cudaEventDestroy(e0));
         DEV_CUDA_OK(cudaEventDestroy(e1));
@@ -503,7 +524,8 @@ int main(int argc, char **argv)
     printf("device: %d SMs, max clock %.2f GHz\n", g_sms, clk / 1e6);
     int rc = 0;
     const int all = strcmp(what, "all") == 0;
-    if (all || !strcmp(what, "tma")) probe_tma();
+    if (all || !strcmp(what, "tma")) probe_tma(0);
+    if (all || !strcmp(what, "tma-l2")) probe_tma(1);
     if (all || !strcmp(what, "ops")) probe_ops();
     if (all || !strcmp(what, "mma")) probe_mma_rate();
     if (all || !strcmp(what, "subnorm")) rc |= probe_subnorm();
