@@ -90,6 +90,35 @@ static float time_launches(nvfp4_cuda_gemm_args *g, const nvfp4_cuda_operand *co
     return ms * 1000.0f / (float)iters;
 }
 
+/* One launch; rows 0..rows-1 of the output compared with the CPU oracle,
+ * every bit; the first difference printed.  0 when all are equal. */
+static int check_rows(nvfp4_cuda_gemm_args *g, float *got, const float *want, int64_t rows, int64_t n,
+                      const char *name, int64_t m, int variant)
+{
+    const size_t mn = (size_t)(m * n);
+    DEV_CUDA_OK(cudaMemset(g->raw, 0xFF, mn * 4));
+    if (nvfp4_gemm_cuda(g) != NVFP4_OK) {
+        fprintf(stderr, "nvfp4_gemm_cuda: %s\n", nvfp4_last_error());
+        return 1;
+    }
+    DEV_CUDA_OK(cudaDeviceSynchronize());
+    DEV_CUDA_OK(cudaMemcpy(got, g->raw, mn * 4, cudaMemcpyDeviceToHost));
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < rows * n; i++)
+        if (memcmp(&got[i], &want[i], 4) != 0 && bad++ == 0) first = i;
+    if (bad) {
+        uint32_t x, y;
+        memcpy(&x, &got[first], 4);
+        memcpy(&y, &want[first], 4);
+        printf("MISMATCH %s M=%lld variant %d: %lld of %lld outputs; first (row %lld, col %lld) "
+               "gpu 0x%08x cpu 0x%08x\n",
+               name, (long long)m, variant, (long long)bad, (long long)(rows * n), (long long)(first / n),
+               (long long)(first % n), x, y);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct { const char *name; int64_t n, k; } L[4] = {
@@ -127,15 +156,8 @@ int main(int argc, char **argv)
     nvfp4_sm90_force_dev_mode(dev_mode);
 
     /* check: rows 0..min(M,16)-1 (all of them at small M), every column */
-    DEV_CUDA_OK(cudaMemset(g.raw, 0xFF, mn * 4));
-    if (nvfp4_gemm_cuda(&g) != NVFP4_OK) {
-        fprintf(stderr, "nvfp4_gemm_cuda: %s\n", nvfp4_last_error());
-        return 1;
-    }
-    DEV_CUDA_OK(cudaDeviceSynchronize());
     const int64_t rows = m < 16 ? m : 16;
     float *got = malloc(mn * 4), *want = malloc((size_t)(rows * n) * 4);
-    DEV_CUDA_OK(cudaMemcpy(got, g.raw, mn * 4, cudaMemcpyDeviceToHost));
     nvfp4_tensor a_rows = a;
     a_rows.rows = rows;
     nvfp4_gemm_args ref = {&a_rows, &b, NULL, want, NULL, NVFP4_MODEL_SM90, 0, slices};
@@ -143,19 +165,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "nvfp4_gemm_cpu: %s\n", nvfp4_last_error());
         return 1;
     }
-    int64_t bad = 0, first = -1;
-    for (int64_t i = 0; i < rows * n && !dev_mode; i++)
-        if (memcmp(&got[i], &want[i], 4) != 0 && bad++ == 0) first = i;
-    if (bad) {
-        uint32_t x, y;
-        memcpy(&x, &got[first], 4);
-        memcpy(&y, &want[first], 4);
-        printf("MISMATCH %s M=%lld variant %d: %lld of %lld outputs; first (row %lld, col %lld) "
-               "gpu 0x%08x cpu 0x%08x\n",
-               L[li].name, (long long)m, variant, (long long)bad, (long long)(rows * n),
-               (long long)(first / n), (long long)(first % n), x, y);
-        return 1;
-    }
+    if (!dev_mode && check_rows(&g, got, want, rows, n, L[li].name, m, variant) != 0) return 1;
     /* time: back-to-back launches between two events, the weights rotated
      * over copies that together exceed the L2 (50 MB on the H200) */
     float med = 0;
@@ -193,6 +203,22 @@ int main(int argc, char **argv)
         }
         nvfp4_sm90_force_dev_mode(0);
         nvfp4_sm90_force_loaders(0);
+    }
+    /* NVFP4_PRODUCERS="0,1,2,3": the wgmma kernel's producer modes
+     * (SM90_PROD_* bits), each checked bit for bit, then timed */
+    const char *prods = getenv("NVFP4_PRODUCERS");
+    if (prods && iters > 0) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", prods);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            const int mode = atoi(tok);
+            nvfp4_sm90_force_producer(mode);
+            if (check_rows(&g, got, want, rows, n, L[li].name, m, variant) != 0) return 1;
+            const float t = time_launches(&g, copies, ncopy, iters);
+            printf("PRODUCER %s M=%lld variant %d mode %d: exact, %.1f us\n", L[li].name, (long long)m, variant,
+                   mode, t);
+        }
+        nvfp4_sm90_force_producer(-1);
     }
     return 0;
 }

@@ -137,6 +137,7 @@ NVFP4_DEV void ptx_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;" 
 NVFP4_DEV void ptx_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 NVFP4_DEV void ptx_wgmma_wait0(void) { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 NVFP4_DEV void ptx_wgmma_wait1(void) { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
+NVFP4_DEV void ptx_wgmma_wait2(void) { asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); }
 
 /* Keep the compiler from moving accumulator reads/writes across a wgmma
  * boundary (the registers are in flight until wgmma.wait_group). */
@@ -198,6 +199,25 @@ NVFP4_DEV uint32_t ptx_hmul2(uint32_t a, uint32_t b)
 {
     uint32_t d;
     asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+
+/* a * {b.lo, b.lo} and a * {b.hi, b.hi}: ptxas folds the broadcast into
+ * the HMUL2 operand (R.H0_H0 / R.H1_H1 in SASS), so no prmt is issued. */
+NVFP4_DEV uint32_t ptx_hmul2_by_lo(uint32_t a, uint32_t b)
+{
+    uint32_t d;
+    asm("{.reg .b16 l, h;\n .reg .b32 t;\n mov.b32 {l, h}, %2;\n mov.b32 t, {l, l};\n mul.rn.f16x2 %0, %1, t;\n}"
+        : "=r"(d)
+        : "r"(a), "r"(b));
+    return d;
+}
+NVFP4_DEV uint32_t ptx_hmul2_by_hi(uint32_t a, uint32_t b)
+{
+    uint32_t d;
+    asm("{.reg .b16 l, h;\n .reg .b32 t;\n mov.b32 {l, h}, %2;\n mov.b32 t, {h, h};\n mul.rn.f16x2 %0, %1, t;\n}"
+        : "=r"(d)
+        : "r"(a), "r"(b));
     return d;
 }
 

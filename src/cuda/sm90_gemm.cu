@@ -320,6 +320,9 @@ extern "C" __global__ void __launch_bounds__(256)
                            uint16_t *__restrict__ act, int m, int k)
 {
     const int nb = k / 16;
+    /* the GEMM after it is its programmatic dependent: it may start its
+     * prologue now and waits (griddepcontrol.wait) for these writes */
+    ptx_griddep_launch_dependents();
     const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (int64_t)m * nb) return;
     const int row = (int)(idx / nb), kb = (int)(idx % nb);
@@ -375,6 +378,10 @@ extern "C" void nvfp4_sm90_force_variant(int v)
 {
     sm90_forced_variant = (v >= 0 && v < NVFP4_SM90_NUM_VARIANTS) ? v : -1;
 }
+
+/* The wgmma kernel's producer mode (SM90_PROD_* bits); -1: the default. */
+static int sm90_producer = -1;
+extern "C" void nvfp4_sm90_force_producer(int mode) { sm90_producer = mode < 0 ? -1 : mode & 3; }
 
 /* dev/cuda experiments: the register kernel's dev_mode (REGM_DEV_* bits). */
 static int sm90_dev_mode = 0;
@@ -517,8 +524,8 @@ static nvfp4_status regm_scale_map(encode_tiled_fn encode, CUtensorMap *map, con
     return NVFP4_OK;
 }
 
-/* Launch one of the small-M kernels (one parameter struct) on the stream;
- * after_producer: as the programmatic dependent of the kernel before it. */
+/* Launch a GEMM kernel (one parameter struct) on the stream; after_producer:
+ * as the programmatic dependent of the kernel before it. */
 static cudaError_t launch_small(const void *kern, int grid, int threads, size_t smem, cudaStream_t stream,
                                 int after_producer, void *params)
 {
@@ -778,6 +785,25 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
             return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): activation tensor map failed (CUresult %d)",
                               (int)r);
     }
+    p.producer = sm90_producer >= 0 ? sm90_producer : SM90_PROD_DEFAULT(NVFP4_SM90_KSUB(var.bn, var.nc));
+    p.dev_mode = sm90_dev_mode;
+    if ((p.producer & SM90_PROD_ACT3D) && var.kind != NVFP4_SM90_SS && k >= 64) {
+        /* the same bytes seen as [chunk][row][64]: the row stride (2K)
+         * above the chunk stride (128 B), so one box holds ksub chunks in
+         * the stage's chunk-major order; full chunks only (K / 64) */
+        const int ksub = NVFP4_SM90_KSUB(var.bn, var.nc);
+        cuuint64_t dims[3] = {64, (cuuint64_t)m, (cuuint64_t)(k / 64)};
+        cuuint64_t strides[2] = {(cuuint64_t)k * 2, 128};
+        cuuint32_t box[3] = {64, (cuuint32_t)var.bn, (cuuint32_t)ksub};
+        cuuint32_t estr[3] = {1, 1, 1};
+        CUresult r = encode(&p.tmap_act3, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3, args->workspace, dims,
+                            strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS) p.producer &= ~SM90_PROD_ACT3D; /* the 2-D boxes then */
+    } else {
+        p.producer &= ~SM90_PROD_ACT3D;
+    }
     {
         cuuint64_t dims[2] = {(cuuint64_t)(k / 2), (cuuint64_t)n};
         cuuint64_t strides[1] = {(cuuint64_t)(k / 2)};
@@ -791,6 +817,20 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
         if (r != CUDA_SUCCESS)
             return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): weight tensor map failed (CUresult %d)",
+                              (int)r);
+    }
+    if (var.kind != NVFP4_SM90_SS) {
+        const int ksub = NVFP4_SM90_KSUB(var.bn, var.nc);
+        const int64_t rows256 = (n + 127) / 128 * (int64_t)ncb * 2; /* 128-row tiles x chunks x 2 */
+        cuuint64_t dims[2] = {256, (cuuint64_t)rows256};
+        cuuint64_t strides[1] = {256};
+        cuuint32_t box[2] = {256, (cuuint32_t)(2 * ksub)};
+        cuuint32_t estr[2] = {1, 1};
+        CUresult r = encode(&p.tmap_scales, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)b->scales, dims,
+                            strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS)
+            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): weight scale tensor map (wgmma kernel) failed (CUresult %d)",
                               (int)r);
     }
     p.b_scales = b->scales;
@@ -816,8 +856,14 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     sm90_kernel_fn kern = sm90_kernels[plan.variant];
     st = raise_smem(dev, &plan, (const void *)kern);
     if (st != NVFP4_OK) return st;
-    kern<<<plan.grid, var.kind == NVFP4_SM90_SS ? SS_THREADS(var.nc) : 128 * (var.nc + 1), plan.smem, stream>>>(p);
-    e = cudaGetLastError();
+    /* after the pre-pass (or the linear's quantizer), as its programmatic
+     * dependent: the launch and prologue overlap its tail; every thread of
+     * the register kernel waits (griddepcontrol.wait) before its first
+     * global access */
+    const int dependent = var.kind != NVFP4_SM90_SS && (!act_ready || after_producer);
+    e = launch_small((const void *)kern, (int)plan.grid,
+                     var.kind == NVFP4_SM90_SS ? SS_THREADS(var.nc) : 128 * (var.nc + 1), plan.smem, stream,
+                     dependent, &p);
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): kernel launch (bn=%d, nc=%d): %s", var.bn,
                           var.nc, cudaGetErrorString(e));

@@ -31,10 +31,11 @@
 /* Consumer helpers.  Chunk kc (64 K-elements) lives in ring slot s at
  * sub-chunk `sub` of its stage. */
 #define SM90_STAGE(S) (smem + (size_t)(S) * SM90_STAGE_BYTES)
-#define SM90_DEQUANT(DST)                                                                          \
-    nvfp4_sm90_dequant_chunk(SM90_STAGE(s) + SM90_ACT_BYTES + sub * 32, SM90_CODE_ROW,             \
-                             SM90_STAGE(s) + SM90_ACT_BYTES + SM90_CODE_BYTES + sub * 512, r0,     \
-                             sc_off0, sc_off1, sel_block, DST)
+#define SM90_LOAD()                                                                                \
+    nvfp4_sm90_load_chunk(SM90_STAGE(s) + SM90_ACT_BYTES + sub * 32, SM90_CODE_ROW,                \
+                          SM90_STAGE(s) + SM90_ACT_BYTES + SM90_CODE_BYTES + sub * 512, r0, sc_off0, \
+                          sc_off1)
+#define SM90_DEQUANT(DST) nvfp4_sm90_convert_chunk(SM90_LOAD(), sel_block, DST)
 #define SM90_NEXT_CHUNK()                                                                          \
     {                                                                                              \
         kc++;                                                                                      \
@@ -62,41 +63,91 @@
     }
 
 /* One step of the consumer's software pipeline: issue the 4 wgmmas of chunk
- * kc from fragments CUR, retire chunk kc-1 (wait_group 1) and free its
- * stage if it was the stage's last chunk, then dequantize chunk kc+1 into
- * NXT (whose wgmmas just retired). */
+ * kc from fragments CUR; load chunk kc+1's codes and scales; retire chunk
+ * kc-1 (wait_group 1) and free its stage if it was the stage's last chunk;
+ * then dequantize chunk kc+1 into NXT (whose wgmmas just retired).  The
+ * descriptors of the 4 k16 steps are one base + 32 bytes each (>> 4 = 2):
+ * shared addresses are below 2^18, so the start field never carries. */
 #define SM90_CHUNK(CUR, NXT)                                                                       \
     {                                                                                              \
         _Pragma("unroll") for (int kb = 0; kb < 4; kb++)                                           \
             _Pragma("unroll") for (int j = 0; j < 4; j++) ptx_fence_reg_u32(CUR[kb][j]);            \
         ptx_wgmma_fence();                                                                         \
-        const uint32_t act_addr = ptx_smem_addr(SM90_STAGE(s) + sub * SM90_ACT_BOX);               \
-        SM90_WGMMA(acc, CUR[0][0], CUR[0][1], CUR[0][2], CUR[0][3], ptx_desc_sw128(act_addr));     \
-        SM90_WGMMA(acc, CUR[1][0], CUR[1][1], CUR[1][2], CUR[1][3], ptx_desc_sw128(act_addr + 32)); \
-        SM90_WGMMA(acc, CUR[2][0], CUR[2][1], CUR[2][2], CUR[2][3], ptx_desc_sw128(act_addr + 64)); \
-        SM90_WGMMA(acc, CUR[3][0], CUR[3][1], CUR[3][2], CUR[3][3], ptx_desc_sw128(act_addr + 96)); \
+        const uint64_t desc_ = ptx_desc_sw128(ptx_smem_addr(SM90_STAGE(s) + sub * SM90_ACT_BOX));  \
+        if (SM90_MMA_ON) {                                                                         \
+            SM90_WGMMA(acc, CUR[0][0], CUR[0][1], CUR[0][2], CUR[0][3], desc_);                    \
+            SM90_WGMMA(acc, CUR[1][0], CUR[1][1], CUR[1][2], CUR[1][3], desc_ + 2);                \
+            SM90_WGMMA(acc, CUR[2][0], CUR[2][1], CUR[2][2], CUR[2][3], desc_ + 4);                \
+            SM90_WGMMA(acc, CUR[3][0], CUR[3][1], CUR[3][2], CUR[3][3], desc_ + 6);                \
+        }                                                                                          \
         ptx_wgmma_commit();                                                                        \
         if (SM90_SLICES && sliced && kc + 1 == slice_end) {                                        \
             SM90_FOLD();                                                                           \
             slice_end += p.chunks_per_slice;                                                       \
         }                                                                                          \
-        ptx_wgmma_wait1();                                                                         \
-        if (kc > 0) {                                                                              \
-            _Pragma("unroll") for (int kb = 0; kb < 4; kb++)                                       \
-                _Pragma("unroll") for (int j = 0; j < 4; j++) ptx_fence_reg_u32(NXT[kb][j]);        \
-            if (prev_last) {                                                                       \
-                /* the stage was only read (LDS, wgmma): no proxy fence */                 \
-                __syncwarp();                                                                      \
-                if (lane == 0) ptx_mbar_arrive(&empty[prev_slot]);                                 \
-            }                                                                                      \
-        }                                                                                          \
+        SM90_RETIRE_BOOKKEEPING();                                                                 \
         prev_slot = s;                                                                             \
         prev_last = sub == SM90_KSUB - 1 || kc == num_kc - 1;                                      \
         SM90_NEXT_CHUNK();                                                                         \
-        if (kc == num_full) break;                                                                 \
-        if (sub == 0) ptx_mbar_wait(&full[s], phase);                                              \
-        SM90_DEQUANT(NXT);                                                                         \
+        const int more_ = kc != num_full;                                                          \
+        nvfp4_sm90_chunk_raw raw_;                                                                 \
+        if (more_) {                                                                               \
+            if (sub == 0) ptx_mbar_wait(&full[s], phase);                                          \
+            if (SM90_LOAD_AHEAD && SM90_DEQUANT_ON) raw_ = SM90_LOAD();                            \
+        }                                                                                          \
+        SM90_WAIT_GROUP();                                                                         \
+        _Pragma("unroll") for (int kb = 0; kb < 4; kb++)                                           \
+            _Pragma("unroll") for (int j = 0; j < 4; j++) ptx_fence_reg_u32(NXT[kb][j]);            \
+        if (rel_) {                                                                                \
+            /* the stage was only read (LDS, wgmma): no proxy fence */                             \
+            __syncwarp();                                                                          \
+            if (lane == 0) ptx_mbar_arrive(&empty[rel_slot_]);                                     \
+        }                                                                                          \
+        if (!more_) break;                                                                         \
+        if (!SM90_LOAD_AHEAD && SM90_DEQUANT_ON) raw_ = SM90_LOAD();                               \
+        if (SM90_DEQUANT_ON) nvfp4_sm90_convert_chunk(raw_, sel_block, NXT);                       \
     }
+
+/* Pipeline depth: fragment sets in rotation.  Two (wait_group 1: while the
+ * next chunk is dequantized, one group of this warpgroup is in flight), or
+ * three with two consumers (wait_group 2: two groups in flight, so the
+ * tensor pipe keeps work while both warpgroups dequantize).  The stage of
+ * the chunk that wait_group retires is released: kc-1, or kc-2 at depth 3
+ * (rel_slot_ / rel_: that chunk's slot, and whether it ended its stage). */
+#ifndef NVFP4_SM90_MAX_DEPTH
+/* 2: depth 3 measured slower (eleventh session: attn-out / FC2 M = 2048
+ * +8 %, ptxas spills at 168 registers per thread); -DNVFP4_SM90_MAX_DEPTH=3
+ * builds it (bn 256 stays at 2: it would spill more) */
+#define NVFP4_SM90_MAX_DEPTH 2
+#endif
+#define SM90_DEPTH (SM90_NC == 2 && SM90_BN <= 232 && NVFP4_SM90_MAX_DEPTH >= 3 ? 3 : 2)
+/* The next chunk's codes and scales are loaded before the wgmma wait where
+ * the registers allow it (at 128 registers per thread, 2 CTAs per SM, the
+ * early load spills: loaded after the wait there). */
+#define SM90_LOAD_AHEAD (SM90_MINB == 1)
+#if SM90_DEPTH == 3
+#define SM90_WAIT_GROUP() ptx_wgmma_wait2()
+#define SM90_RETIRE_BOOKKEEPING()                                                                  \
+    const int rel_slot_ = prev2_slot, rel_ = kc > 1 && prev2_last;                                 \
+    prev2_slot = prev_slot;                                                                        \
+    prev2_last = prev_last;
+#else
+#define SM90_WAIT_GROUP() ptx_wgmma_wait1()
+#define SM90_RETIRE_BOOKKEEPING() const int rel_slot_ = prev_slot, rel_ = kc > 0 && prev_last;
+#endif
+
+/* dev_mode (parts left out) only in dev builds (-DNVFP4_SM90_DEV,
+ * build/gpu/gemm_variants_dev): its branch around the wgmmas makes ptxas
+ * inject warpgroup.arrive (C7519), and its other tests cost registers. */
+#ifdef NVFP4_SM90_DEV
+#define SM90_MMA_ON (!(p.dev_mode & SM90_DEV_NO_MMA))
+#define SM90_DEQUANT_ON (!(p.dev_mode & SM90_DEV_NO_DEQUANT))
+#define SM90_FEED_OFF (p.dev_mode & SM90_DEV_NO_FEED)
+#else
+#define SM90_MMA_ON 1
+#define SM90_DEQUANT_ON 1
+#define SM90_FEED_OFF 0
+#endif
 
 /* Small single-consumer variants run two CTAs per SM: twice the
  * independent load -> dequant -> wgmma chains where M is small. */
@@ -129,31 +180,71 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
         ptx_fence_mbar_init();
     }
     __syncthreads();
+    /* launched as the programmatic dependent of the kernel that wrote the
+     * activations (and maybe the per-tensor scale): nothing global is read
+     * or written before it has completed (a no-op otherwise) */
+    ptx_griddep_wait();
 
     if (wg == 0) {
         /* ---------------- producer ---------------- */
 #if SM90_NC == 2
         ptx_setmaxnreg_dec_40();
 #endif
-        if (tid == 0) {
-            ptx_prefetch_tmap(&p.tmap_act);
-            ptx_prefetch_tmap(&p.tmap_codes);
+        /* One issuing thread (lane 0 of warp 0), or with SM90_PROD_PARALLEL
+         * one per kind of request (warp 0: the activation boxes and the
+         * expect_tx of the whole stage, warp 1: the code box, warp 2: the
+         * scale chunk, warp 3: every other activation box): each request
+         * then waits on its own issuer only.  A copy may complete on full[s]
+         * before warp 0's expect_tx: the tx-count goes below zero while the
+         * arrival is pending, so the phase still cannot complete early.
+         * SM90_PROD_ACT3D: a stage's KSUB activation chunks as one 3-D box
+         * (tmap_act3: {64 elements, M rows, chunks}) instead of KSUB boxes. */
+        const int pwarp = tid / 32;
+        const int parallel = (p.producer & SM90_PROD_PARALLEL) != 0;
+        const int act3d = (p.producer & SM90_PROD_ACT3D) != 0 && SM90_KSUB > 1;
+        if (tid % 32 == 0 && (parallel || pwarp == 0)) {
+            if (pwarp == 0) {
+                ptx_prefetch_tmap(&p.tmap_act);
+                if (act3d) ptx_prefetch_tmap(&p.tmap_act3);
+            }
+            if (pwarp == 0 || pwarp == 1) ptx_prefetch_tmap(&p.tmap_codes);
+            if (pwarp == 0 || pwarp == 2) ptx_prefetch_tmap(&p.tmap_scales);
+            const int do_act0 = pwarp == 0, do_codes = !parallel || pwarp == 1;
+            const int do_scales = !parallel || pwarp == 2, do_act1 = !parallel ? 1 : pwarp == 3;
             int s = 0;
             uint32_t phase = 0;
             for (int64_t tile = blockIdx.x; tile < p.num_tiles; tile += gridDim.x) {
                 const int wt = (int)(tile / p.num_at), at = (int)(tile % p.num_at);
                 const int n0 = wt * 64 * SM90_NC, m0 = at * SM90_BN;
-                const uint8_t *sc = p.b_scales + (size_t)(n0 / 128) * p.ncb * 512;
+                const int sc_chunk0 = (n0 / 128) * p.ncb; /* the tile's first 512-byte scale chunk */
                 for (int kc0 = 0; kc0 < num_kc; kc0 += SM90_KSUB) {
                     const int nsub = num_kc - kc0 < SM90_KSUB ? num_kc - kc0 : SM90_KSUB;
                     ptx_mbar_wait(&empty[s], phase ^ 1);
                     uint8_t *st = SM90_STAGE(s);
-                    ptx_mbar_arrive_expect_tx(&full[s], nsub * SM90_ACT_BOX + SM90_CODE_BYTES + nsub * 512);
-                    for (int j = 0; j < nsub; j++)
-                        ptx_tma_load_2d(st + j * SM90_ACT_BOX, &p.tmap_act, &full[s], (kc0 + j) * 64, m0);
-                    ptx_tma_load_2d(st + SM90_ACT_BYTES, &p.tmap_codes, &full[s], kc0 * 32, n0);
-                    ptx_bulk_load(st + SM90_ACT_BYTES + SM90_CODE_BYTES, sc + (size_t)kc0 * 512,
-                                  (uint32_t)nsub * 512, &full[s]);
+                    if (SM90_FEED_OFF) {
+                        if (pwarp == 0) ptx_mbar_arrive(&full[s]);
+                        if (++s == stages) {
+                            s = 0;
+                            phase ^= 1;
+                        }
+                        continue;
+                    }
+                    if (pwarp == 0) /* the scale box is KSUB chunks even in a short last stage */
+                        ptx_mbar_arrive_expect_tx(&full[s], nsub * SM90_ACT_BOX + SM90_CODE_BYTES + SM90_KSUB * 512);
+                    if (act3d && kc0 + SM90_KSUB <= num_full) {
+                        if (do_act0) ptx_tma_load_3d(st, &p.tmap_act3, &full[s], 0, m0, kc0);
+                    } else {
+                        for (int j = 0; j < nsub; j++)
+                            if ((j % 2 == 0) ? do_act0 : do_act1)
+                                ptx_tma_load_2d(st + j * SM90_ACT_BOX, &p.tmap_act, &full[s], (kc0 + j) * 64, m0);
+                    }
+                    if (do_codes) ptx_tma_load_2d(st + SM90_ACT_BYTES, &p.tmap_codes, &full[s], kc0 * 32, n0);
+                    /* a tensor copy, not a 1-D bulk copy of the same bytes: racecheck
+                     * takes the mbarrier as ordering the tensor copy's writes after the
+                     * consumers' reads, not the bulk copy's (docs/KERNEL.md, racecheck) */
+                    if (do_scales)
+                        ptx_tma_load_2d(st + SM90_ACT_BYTES + SM90_CODE_BYTES, &p.tmap_scales, &full[s], 0,
+                                        (sc_chunk0 + kc0) * 2);
                     if (++s == stages) {
                         s = 0;
                         phase ^= 1;
@@ -197,12 +288,22 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
              * wait_group 1 then retires chunk kc-1 and frees its stage. */
             uint32_t fa[4][4], fb[4][4];
             int kc = 0, sub = 0, prev_slot = 0, prev_last = 0;
+#if SM90_DEPTH == 3
+            uint32_t fc[4][4];
+            int prev2_slot = 0, prev2_last = 0;
+#endif
             if (num_full > 0) {
                 ptx_mbar_wait(&full[s], phase);
                 SM90_DEQUANT(fa);
                 for (;;) {
+#if SM90_DEPTH == 3
+                    SM90_CHUNK(fa, fb)
+                    SM90_CHUNK(fb, fc)
+                    SM90_CHUNK(fc, fa)
+#else
                     SM90_CHUNK(fa, fb)
                     SM90_CHUNK(fb, fa)
+#endif
                 }
                 ptx_wgmma_wait0();
 #pragma unroll
@@ -213,7 +314,16 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                     for (int j = 0; j < 4; j++) {
                         ptx_fence_reg_u32(fa[kb][j]);
                         ptx_fence_reg_u32(fb[kb][j]);
+#if SM90_DEPTH == 3
+                        ptx_fence_reg_u32(fc[kb][j]);
+#endif
                     }
+#if SM90_DEPTH == 3
+                if (prev2_last && num_full > 1) { /* chunk num_full - 2, if it ended a stage */
+                    __syncwarp();
+                    if (lane == 0) ptx_mbar_arrive(&empty[prev2_slot]);
+                }
+#endif
                 if (prev_last) {
                     /* (reads only: no proxy fence) */
                     __syncwarp();
@@ -268,6 +378,14 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
 #undef SM90_SLICES
 #undef SM90_NEXT_CHUNK
 #undef SM90_DEQUANT
+#undef SM90_LOAD
+#undef SM90_MMA_ON
+#undef SM90_DEQUANT_ON
+#undef SM90_FEED_OFF
+#undef SM90_DEPTH
+#undef SM90_LOAD_AHEAD
+#undef SM90_WAIT_GROUP
+#undef SM90_RETIRE_BOOKKEEPING
 #undef SM90_STAGE
 #undef SM90_KSUB
 #undef SM90_ACT_BOX

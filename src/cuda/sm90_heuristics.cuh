@@ -180,6 +180,11 @@ void nvfp4_sm90_force_inkernel_a(int mode);
  * M is within the bound or the hook forces it). */
 int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, int k_slices);
 
+/* Testing hook (sm90_gemm.cu): how the wgmma kernel's producer issues a
+ * stage (SM90_PROD_* bits of sm90_internal.cuh; -1 = the default).  Every
+ * mode gives the same bits.  Not thread-safe. */
+void nvfp4_sm90_force_producer(int mode);
+
 /* Testing hook (sm90_gemm.cu): the register kernel's dev_mode, the parts
  * of the kernel left out for dev/cuda timing experiments (REGM_DEV_* in
  * sm90_regm.cuh; 0 = the kernel as it is).  Results are wrong when set. */

@@ -12,6 +12,10 @@
 typedef struct nvfp4_sm90_params {
     CUtensorMap tmap_act;   /* FP16 activations [M][K], box {64, bn}, 128B swizzle */
     CUtensorMap tmap_codes; /* weight codes [N][K/2] bytes, box {32, 64*nc} */
+    CUtensorMap tmap_scales; /* weight scales as rows of 256 bytes, box {256, 2 ksub}: the
+                                512-byte chunks of a stage */
+    CUtensorMap tmap_act3;  /* the activations as {64, M, K/64} (strides 2K, 128 bytes),
+                               box {64, bn, ksub}: a stage's chunks in one copy */
     const uint8_t *b_scales;  /* weight scales, 128x4 tiled */
     const float *a_scale2;    /* device per-tensor scales */
     const float *b_scale2;
@@ -24,7 +28,24 @@ typedef struct nvfp4_sm90_params {
     int stages;
     int chunks_per_slice; /* K slices: 64-element chunks per slice (>= num chunks: one chain) */
     int64_t num_tiles;
+    int producer;  /* SM90_PROD_* bits: how the producer issues a stage */
+    int dev_mode;  /* 0; dev/cuda experiments only (SM90_DEV_* bits: parts left out, results wrong) */
 } nvfp4_sm90_params;
+
+/* The register kernel's producer: one request per issuing warp in parallel,
+ * and the activation chunks of a stage as one 3-D box. */
+#define SM90_PROD_PARALLEL 1
+#define SM90_PROD_ACT3D 2
+/* the default: both where a stage holds several chunks (M <= 128 tiles:
+ * 1-2 % faster there, measured), one issuer otherwise (no gain at M = 2048) */
+#define SM90_PROD_DEFAULT(KSUB) ((KSUB) > 1 ? SM90_PROD_PARALLEL | SM90_PROD_ACT3D : 0)
+
+/* dev_mode bits of the wgmma kernel (dev/cuda/gemm_variants NVFP4_DEV_SWEEP):
+ * time it with the consumers' dequantization (and their code loads), their
+ * wgmmas, or the producer's copies (it only arrives) left out. */
+#define SM90_DEV_NO_DEQUANT 1
+#define SM90_DEV_NO_MMA 2
+#define SM90_DEV_NO_FEED 4
 
 /* BF16 round to nearest even, NaN kept quiet with its sign (the same bits as
  * nvfp4_bf16_from_f32). */
@@ -36,38 +57,53 @@ static __device__ __forceinline__ uint16_t nvfp4_dev_bf16_rne(float v)
     return (uint16_t)(b >> 16);
 }
 
-/* Dequantize one 64-element chunk (4 NVFP4 blocks) of weight rows r0 and
- * r0 + 8 from a pipeline stage into m64k16 A fragments: afrag[kb] are the
- * four f16x2 registers of block kb (rows r0/r0+8, columns 2t,2t+1 and
- * 2t+8,2t+9, t = lane % 4).  codes: the chunk's first code byte of tile row
- * 0 (rows row_bytes apart); scales: the chunk's 512-byte scale tile;
- * sc_off0/1: the rows' offsets in it.  Exact: e2m1 code as E4M3 (= e2m1 * 2^-6) times
- * the block scale * 64, both exact in FP16, product exact. */
-static __device__ __forceinline__ void nvfp4_sm90_dequant_chunk(const uint8_t *codes, int row_bytes,
-                                                                const uint8_t *scales, int r0,
-                                                                int sc_off0, int sc_off1,
-                                                                uint32_t sel_block, uint32_t (*afrag)[4])
+/* One 64-element chunk (4 NVFP4 blocks) of weight rows r0 and r0 + 8 as
+ * loaded from a pipeline stage, before dequantization: the rows' 32 code
+ * bytes and their four scale bytes.  Loaded one chunk ahead of its
+ * conversion, so the shared-memory latency hides behind the wgmma wait. */
+typedef struct nvfp4_sm90_chunk_raw {
+    uint4 c0a, c0b, c1a, c1b; /* row r0 bytes 0-15, 16-31; row r0 + 8 the same */
+    uint32_t s0, s1;          /* the rows' scale bytes of blocks 0..3 */
+} nvfp4_sm90_chunk_raw;
+
+/* codes: the chunk's first code byte of tile row 0 (rows row_bytes apart);
+ * scales: the chunk's 512-byte scale tile; sc_off0/1: the rows' offsets in it. */
+static __device__ __forceinline__ nvfp4_sm90_chunk_raw nvfp4_sm90_load_chunk(const uint8_t *codes, int row_bytes,
+                                                                              const uint8_t *scales, int r0,
+                                                                              int sc_off0, int sc_off1)
 {
-    const uint4 c0a = *(const uint4 *)(codes + r0 * row_bytes);
-    const uint4 c0b = *(const uint4 *)(codes + r0 * row_bytes + 16);
-    const uint4 c1a = *(const uint4 *)(codes + (r0 + 8) * row_bytes);
-    const uint4 c1b = *(const uint4 *)(codes + (r0 + 8) * row_bytes + 16);
-    const uint32_t s0 = *(const uint32_t *)(scales + sc_off0);
-    const uint32_t s1 = *(const uint32_t *)(scales + sc_off1);
+    nvfp4_sm90_chunk_raw r;
+    r.c0a = *(const uint4 *)(codes + r0 * row_bytes);
+    r.c0b = *(const uint4 *)(codes + r0 * row_bytes + 16);
+    r.c1a = *(const uint4 *)(codes + (r0 + 8) * row_bytes);
+    r.c1b = *(const uint4 *)(codes + (r0 + 8) * row_bytes + 16);
+    r.s0 = *(const uint32_t *)(scales + sc_off0);
+    r.s1 = *(const uint32_t *)(scales + sc_off1);
+    return r;
+}
+
+/* Dequantize a loaded chunk into m64k16 A fragments: afrag[kb] are the
+ * four f16x2 registers of block kb (rows r0/r0+8, columns 2t,2t+1 and
+ * 2t+8,2t+9, t = lane % 4).  Exact: e2m1 code as E4M3 (= e2m1 * 2^-6)
+ * times the block scale * 64, both exact in FP16, product exact.  The
+ * upper halves go to cvt in place (F2FP ... R.H1: no shift). */
+static __device__ __forceinline__ void nvfp4_sm90_convert_chunk(const nvfp4_sm90_chunk_raw &r, uint32_t sel_block,
+                                                                uint32_t (*afrag)[4])
+{
     /* words of block kb: row0 {lo, hi}, row1 {lo, hi} */
-    const uint32_t w0lo[4] = {c0a.x, c0a.z, c0b.x, c0b.z};
-    const uint32_t w0hi[4] = {c0a.y, c0a.w, c0b.y, c0b.w};
-    const uint32_t w1lo[4] = {c1a.x, c1a.z, c1b.x, c1b.z};
-    const uint32_t w1hi[4] = {c1a.y, c1a.w, c1b.y, c1b.w};
+    const uint32_t w0lo[4] = {r.c0a.x, r.c0a.z, r.c0b.x, r.c0b.z};
+    const uint32_t w0hi[4] = {r.c0a.y, r.c0a.w, r.c0b.y, r.c0b.w};
+    const uint32_t w1lo[4] = {r.c1a.x, r.c1a.z, r.c1b.x, r.c1b.z};
+    const uint32_t w1hi[4] = {r.c1a.y, r.c1a.w, r.c1b.y, r.c1b.w};
     /* FP16 pairs {scale0, scale1} * 64 for blocks 0..3 (sign bits cleared) */
     const uint32_t sixty_four = 0x54005400u; /* FP16 {64, 64} */
-    const uint32_t s01_lo = ptx_prmt(s0, s1, 0x5140u) & 0x7F7F7F7Fu; /* s0b0 s1b0 s0b1 s1b1 */
-    const uint32_t s01_hi = ptx_prmt(s0, s1, 0x7362u) & 0x7F7F7F7Fu; /* s0b2 s1b2 s0b3 s1b3 */
+    const uint32_t s01_lo = ptx_prmt(r.s0, r.s1, 0x5140u) & 0x7F7F7F7Fu; /* s0b0 s1b0 s0b1 s1b1 */
+    const uint32_t s01_hi = ptx_prmt(r.s0, r.s1, 0x7362u) & 0x7F7F7F7Fu; /* s0b2 s1b2 s0b3 s1b3 */
     uint32_t sf[4];
-    sf[0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s01_lo & 0xFFFFu)), sixty_four);
-    sf[1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s01_lo >> 16)), sixty_four);
-    sf[2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s01_hi & 0xFFFFu)), sixty_four);
-    sf[3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(s01_hi >> 16)), sixty_four);
+    sf[0] = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(s01_lo), sixty_four);
+    sf[1] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(s01_lo), sixty_four);
+    sf[2] = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(s01_hi), sixty_four);
+    sf[3] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(s01_hi), sixty_four);
 #pragma unroll
     for (int kb = 0; kb < 4; kb++) {
         /* x = {row0 byte t, row0 byte t+4, row1 byte t, row1 byte t+4} */
@@ -80,12 +116,11 @@ static __device__ __forceinline__ void nvfp4_sm90_dequant_chunk(const uint8_t *c
         nvfp4_codes_to_e4m3(x, &hi, &lo);
         const uint32_t p01 = ptx_prmt(hi, lo, 0x5140u); /* row0: {2t,2t+1}, {2t+8,2t+9} */
         const uint32_t p23 = ptx_prmt(hi, lo, 0x7362u); /* row1: the same */
-        const uint32_t sc0 = ptx_prmt(sf[kb], 0, 0x1010u); /* {s0, s0} */
-        const uint32_t sc1 = ptx_prmt(sf[kb], 0, 0x3232u); /* {s1, s1} */
-        afrag[kb][0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 & 0xFFFFu)), sc0);
-        afrag[kb][1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 & 0xFFFFu)), sc1);
-        afrag[kb][2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 >> 16)), sc0);
-        afrag[kb][3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 >> 16)), sc1);
+        /* row 0 times {s0, s0}, row 1 times {s1, s1} */
+        afrag[kb][0] = ptx_hmul2_by_lo(ptx_e4m3x2_lo_to_f16x2(p01), sf[kb]);
+        afrag[kb][1] = ptx_hmul2_by_hi(ptx_e4m3x2_lo_to_f16x2(p23), sf[kb]);
+        afrag[kb][2] = ptx_hmul2_by_lo(ptx_e4m3x2_hi_to_f16x2(p01), sf[kb]);
+        afrag[kb][3] = ptx_hmul2_by_hi(ptx_e4m3x2_hi_to_f16x2(p23), sf[kb]);
     }
 }
 

@@ -76,3 +76,18 @@ all: $(BUILD)/gpu/racecheck_bulk
 $(BUILD)/gpu/racecheck_bulk: dev/cuda/racecheck_bulk.cu dev/cuda/dev_check.h src/cuda/ptx.cuh
 	@mkdir -p $(@D)
 	$(NVCC) -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall -Isrc -o $@ $<
+
+# gemm_variants_dev: the same program against a library whose wgmma kernel
+# honours dev_mode's "no wgmma" bit (-DNVFP4_SM90_DEV: a branch around the
+# wgmmas, which the library's kernels must not carry); dev/cuda only
+all: $(BUILD)/gpu/gemm_variants_dev
+$(BUILD)/obj/dev/sm90_gemm_dev.cu.o: src/cuda/sm90_gemm.cu lib
+	@mkdir -p $(@D)
+	$(NVCC) -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
+	  -fmad=false -Iinclude -Isrc/core -Isrc -lineinfo -DNVFP4_SM90_DEV -c $< -o $@
+$(BUILD)/gpu/gemm_variants_dev: dev/cuda/gemm_variants.c $(BUILD)/obj/dev/sm90_gemm_dev.cu.o lib
+	@mkdir -p $(@D)
+	cp $(BUILD)/libnvfp4.a $(BUILD)/obj/dev/libnvfp4_dev.a
+	ar d $(BUILD)/obj/dev/libnvfp4_dev.a sm90_gemm.cu.o
+	ar rcs $(BUILD)/obj/dev/libnvfp4_dev.a $(BUILD)/obj/dev/sm90_gemm_dev.cu.o
+	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/obj/dev/libnvfp4_dev.a $(GPU_LIBS)
