@@ -386,6 +386,29 @@ static void test_variants_small(int quick)
                 }
             }
         }
+        /* the wgmma kernel's producer modes besides the default (one
+         * issuer, one per request kind, the 3-D activation box, both): the
+         * same bits on every wgmma variant */
+        for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
+            if (nvfp4_sm90_variants[v].kind != NVFP4_SM90_WGMMA || nvfp4_sm90_variants[v].bn == 0) continue;
+            for (int mode = 0; mode < 4; mode++) {
+                static char name[96];
+                snprintf(name, sizeof name, "variant bn=%d nc=%d, producer mode %d, M=%lld N=%lld K=%lld",
+                         nvfp4_sm90_variants[v].bn, nvfp4_sm90_variants[v].nc, mode, (long long)m, (long long)n,
+                         (long long)k);
+                TEST(name) {
+                    nvfp4_sm90_force_variant(v);
+                    nvfp4_sm90_force_producer(mode);
+                    nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
+                    CHECKF(st == NVFP4_OK, "%s", nvfp4_last_error());
+                    if (st == NVFP4_OK) {
+                        test_equal_bits("raw", graw, rraw, 4, m, n);
+                        test_equal_bits("out", gout, rout, 2, m, n);
+                    }
+                }
+            }
+        }
+        nvfp4_sm90_force_producer(-1);
         nvfp4_sm90_force_variant(-1);
         dev_free(&da);
         dev_free(&db);
