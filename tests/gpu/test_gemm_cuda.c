@@ -367,39 +367,24 @@ static void test_variants_small(int quick)
         }
         dev_tensor da = upload(&a), db = upload(&b);
         float *dbias = upload_floats(bias, n);
+        /* every variant; the wgmma variants under each producer mode (one
+         * issuer, one per request kind, the 3-D activation box, both) */
         for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
-            static char name[96];
-            snprintf(name, sizeof name, "variant bn=%d nc=%d r=%d (nc 0: mma.sync), M=%lld N=%lld K=%lld",
-                     nvfp4_sm90_variants[v].bn, nvfp4_sm90_variants[v].nc, nvfp4_sm90_variants[v].r, (long long)m,
-                     (long long)n, (long long)k);
-            TEST(name) {
-                nvfp4_sm90_force_variant(v);
-                nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
-                if (NVFP4_SM90_IS_SMALL(&nvfp4_sm90_variants[v]) && m > nvfp4_sm90_variants[v].bn) {
-                    CHECKF(st == NVFP4_ERR_UNSUPPORTED, "small-M kernel at M=%lld: got %d", (long long)m, st);
-                    continue;
-                }
-                CHECKF(st == NVFP4_OK, "%s", nvfp4_last_error());
-                if (st == NVFP4_OK) {
-                    test_equal_bits("raw", graw, rraw, 4, m, n);
-                    test_equal_bits("out", gout, rout, 2, m, n);
-                }
-            }
-        }
-        /* the wgmma kernel's producer modes besides the default (one
-         * issuer, one per request kind, the 3-D activation box, both): the
-         * same bits on every wgmma variant */
-        for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
-            if (nvfp4_sm90_variants[v].kind != NVFP4_SM90_WGMMA || nvfp4_sm90_variants[v].bn == 0) continue;
-            for (int mode = 0; mode < 4; mode++) {
-                static char name[96];
-                snprintf(name, sizeof name, "variant bn=%d nc=%d, producer mode %d, M=%lld N=%lld K=%lld",
-                         nvfp4_sm90_variants[v].bn, nvfp4_sm90_variants[v].nc, mode, (long long)m, (long long)n,
-                         (long long)k);
+            const int wgmma = nvfp4_sm90_variants[v].kind == NVFP4_SM90_WGMMA;
+            for (int mode = wgmma ? 0 : -1; mode < (wgmma ? 4 : 0); mode++) {
+                static char name[112];
+                snprintf(name, sizeof name,
+                         "variant bn=%d nc=%d r=%d (nc 0: mma.sync) producer %d, M=%lld N=%lld K=%lld",
+                         nvfp4_sm90_variants[v].bn, nvfp4_sm90_variants[v].nc, nvfp4_sm90_variants[v].r, mode,
+                         (long long)m, (long long)n, (long long)k);
                 TEST(name) {
                     nvfp4_sm90_force_variant(v);
                     nvfp4_sm90_force_producer(mode);
                     nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
+                    if (NVFP4_SM90_IS_SMALL(&nvfp4_sm90_variants[v]) && m > nvfp4_sm90_variants[v].bn) {
+                        CHECKF(st == NVFP4_ERR_UNSUPPORTED, "small-M kernel at M=%lld: got %d", (long long)m, st);
+                        continue;
+                    }
                     CHECKF(st == NVFP4_OK, "%s", nvfp4_last_error());
                     if (st == NVFP4_OK) {
                         test_equal_bits("raw", graw, rraw, 4, m, n);
