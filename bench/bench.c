@@ -330,6 +330,10 @@ static void tile_label(char *buf, size_t len, int v)
     const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
     if (x->kind == NVFP4_SM90_REGM)
         snprintf(buf, len, "reg%d_tw%d", x->bn, x->r);
+    else if (x->kind == NVFP4_SM90_REGW)
+        snprintf(buf, len, "regw%d_tw%d", x->bn, x->r);
+    else if (x->kind == NVFP4_SM90_REGR)
+        snprintf(buf, len, "regr%d_r%d", x->bn, x->r);
     else if (x->kind == NVFP4_SM90_SS)
         snprintf(buf, len, "ss%dx%d", 64 * x->nc, x->bn);
     else if (x->kind != NVFP4_SM90_WGMMA)

@@ -10,6 +10,8 @@
  *     ITERS    timed launches (default 50; 0 = check only), back to back over
  *              copies of the weights that together exceed the L2
  *     LOADERS  TMA-issuing warps of the register kernel (0 = planned)
+ *   NVFP4_VARIANTS=V,V,... (environment): after it, these variants in the same
+ *     process, each checked, then timed; the list twice
  *   NVFP4_DEV_MODE=N (environment): the register kernel with parts left out
  *     (REGM_DEV_* bits, src/cuda/sm90_regm.cuh); the check is skipped, the
  *     timing is what such a run is for.
@@ -204,6 +206,25 @@ int main(int argc, char **argv)
         nvfp4_sm90_force_dev_mode(0);
         nvfp4_sm90_force_loaders(0);
     }
+    /* NVFP4_VARIANTS="V,V,...": after the first, more variants in this one
+     * process (no data regenerated), each checked bit for bit, then timed;
+     * the list runs twice, so each time is read against its own repeat */
+    const char *vlist = getenv("NVFP4_VARIANTS");
+    if (vlist && iters > 0)
+        for (int rep = 0; rep < 2; rep++) {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", vlist);
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                const int v = atoi(tok);
+                if (v < -1 || v >= NVFP4_SM90_NUM_VARIANTS) continue;
+                nvfp4_sm90_force_variant(v);
+                if (check_rows(&g, got, want, rows, n, L[li].name, m, v) != 0) return 1;
+                const float t = time_launches(&g, copies, ncopy, iters);
+                printf("VARIANT %s M=%lld variant %2d (pass %d): exact, %.1f us (%.0f%% of a 4.0 TB/s byte floor)\n",
+                       L[li].name, (long long)m, v, rep + 1, t, 100.0 * bytes / 4.0e12 / (t * 1e-6));
+            }
+            nvfp4_sm90_force_variant(variant);
+        }
     /* NVFP4_PRODUCERS="0,1,2,3": the wgmma kernel's producer modes
      * (SM90_PROD_* bits), each checked bit for bit, then timed */
     const char *prods = getenv("NVFP4_PRODUCERS");

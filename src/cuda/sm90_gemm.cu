@@ -277,6 +277,76 @@ extern "C" {
 #define REGM_NAME nvfp4_sm90_regm_bf16_mt8_tw4
 #include "cuda/sm90_regm_body.cuh"
 
+/* The register kernel with the weights as the A operand (kind REGW): 16-row
+ * chains, MT = 8 or 16 activation rows x TW = 1 or 2 chains per MMA warp. */
+#define REGM_WA 1
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regw_mt8_tw1
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_WA 1
+#define REGM_MT 8
+#define REGM_TW 2
+#define REGM_NAME nvfp4_sm90_regw_mt8_tw2
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_WA 1
+#define REGM_MT 16
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regw_mt16_tw1
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_WA 1
+#define REGM_MT 16
+#define REGM_TW 2
+#define REGM_NAME nvfp4_sm90_regw_mt16_tw2
+#include "cuda/sm90_regm_body.cuh"
+
+/* The rotating register kernel (kind REGR): the REGW layout, R MMA warps per
+ * 16-row chain taking its chunks in turn; MT = 8 or 16, R = 2, 3, 4. */
+#define REGM_WA 1
+#define REGM_ROT 2
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_mt8_r2
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_WA 1
+#define REGM_ROT 3
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_mt8_r3
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_WA 1
+#define REGM_ROT 4
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_mt8_r4
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_WA 1
+#define REGM_ROT 2
+#define REGM_MT 16
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_mt16_r2
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_WA 1
+#define REGM_ROT 3
+#define REGM_MT 16
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_mt16_r3
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_WA 1
+#define REGM_ROT 4
+#define REGM_MT 16
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_mt16_r4
+#include "cuda/sm90_regm_body.cuh"
+
 typedef void (*sm90_kernel_fn)(nvfp4_sm90_params);
 typedef void (*sm90_split_fn)(nvfp4_sm90_split_params);
 typedef void (*sm90_small_fn)(nvfp4_sm90_small_params);
@@ -308,6 +378,16 @@ static const sm90_regm_fn sm90_regm_kernels[3][3] = {
     {nvfp4_sm90_regm_mt8_tw1, nvfp4_sm90_regm_mt8_tw2, nvfp4_sm90_regm_mt8_tw4},
     {nvfp4_sm90_regm_mt16_tw1, nvfp4_sm90_regm_mt16_tw2, nvfp4_sm90_regm_mt16_tw4},
     {nvfp4_sm90_regm_mt32_tw1, nvfp4_sm90_regm_mt32_tw2, nvfp4_sm90_regm_mt32_tw4},
+};
+/* [MT 8, 16][TW 1, 2] */
+static const sm90_regm_fn sm90_regw_kernels[2][2] = {
+    {nvfp4_sm90_regw_mt8_tw1, nvfp4_sm90_regw_mt8_tw2},
+    {nvfp4_sm90_regw_mt16_tw1, nvfp4_sm90_regw_mt16_tw2},
+};
+/* [MT 8, 16][R - 2] */
+static const sm90_regm_fn sm90_regr_kernels[2][3] = {
+    {nvfp4_sm90_regr_mt8_r2, nvfp4_sm90_regr_mt8_r3, nvfp4_sm90_regr_mt8_r4},
+    {nvfp4_sm90_regr_mt16_r2, nvfp4_sm90_regr_mt16_r3, nvfp4_sm90_regr_mt16_r4},
 };
 /* the in-kernel A producer's, MT = 8, [TW 1, 2, 4] */
 static const sm90_regm_fn sm90_regm_bf16_kernels[3] = {
@@ -367,6 +447,8 @@ typedef struct sm90_device_info {
     size_t split_smem_set[3][4]; /* the split kernels, [MT][TW - 1] */
     size_t regm_smem_set[3][3];  /* the register kernels, [MT][TW 1, 2, 4] */
     size_t regm_bf16_smem_set[3]; /* ... with the in-kernel A producer, [TW 1, 2, 4] */
+    size_t regw_smem_set[2][2];   /* ... with the weights as the A operand, [MT][TW 1, 2] */
+    size_t regr_smem_set[2][3];   /* ... and rotating MMA warps, [MT][R - 2] */
 } sm90_device_info;
 
 #define SM90_MAX_DEVICES 16
@@ -612,11 +694,13 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): cuTensorMapEncodeTiled not found in the driver");
 
     nvfp4_sm90_plan plan;
-    if (nvfp4_sm90_plan_gemm(m, n, k, slices, dev->num_sms, dev->smem_optin, dev->smem_per_sm,
-                             sm90_forced_variant, &plan) != 0)
+    /* the in-kernel A producer is built into the REGM kernel with MT = 8 */
+    const int forced = sm90_forced_variant >= 0 ? sm90_forced_variant
+                       : src && m <= 8         ? nvfp4_sm90_regm8_variant(n, dev->num_sms)
+                                               : -1;
+    if (nvfp4_sm90_plan_gemm(m, n, k, slices, dev->num_sms, dev->smem_optin, dev->smem_per_sm, forced, &plan) != 0)
         return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
-                          "gemm (cuda): no kernel variant for M=%lld (forced variant %d)", (long long)m,
-                          sm90_forced_variant);
+                          "gemm (cuda): no kernel variant for M=%lld (forced variant %d)", (long long)m, forced);
     const nvfp4_sm90_variant var = nvfp4_sm90_variants[plan.variant];
 
     cudaStream_t stream = (cudaStream_t)args->stream;
@@ -629,7 +713,9 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     if (src && (var.kind != NVFP4_SM90_REGM || var.bn != 8))
         return nvfp4_fail(NVFP4_ERR_INTERNAL,
                           "gemm (cuda): the in-kernel A producer needs the register kernel with MT = 8");
-    if (var.kind == NVFP4_SM90_REGM) { /* the register small-M kernel: NVFP4 weights and activations by TMA */
+    if (var.kind == NVFP4_SM90_REGM || var.kind == NVFP4_SM90_REGW || var.kind == NVFP4_SM90_REGR) {
+        /* the register small-M kernels: NVFP4 weights and activations by TMA */
+        const int rot = var.kind == NVFP4_SM90_REGR, wa = var.kind == NVFP4_SM90_REGW || rot;
         nvfp4_sm90_regm_params rp;
         memset(&rp, 0, sizeof rp);
         nvfp4_status mst = split_map(encode, &rp.tm_b_codes, NULL, b, n, k, ncb, 8 * plan.tiles_per_cta, 1,
@@ -687,15 +773,28 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         rp.chunks_per_slice = chunks_per_slice;
         rp.dev_mode = sm90_dev_mode;
         const int mi = var.bn == 8 ? 0 : var.bn == 16 ? 1 : 2;
-        const int tw = var.r, ti = tw == 1 ? 0 : tw == 2 ? 1 : tw == 4 ? 2 : -1;
-        sm90_regm_fn kern = ti < 0 ? NULL : src ? sm90_regm_bf16_kernels[ti] : sm90_regm_kernels[mi][ti];
+        /* chains per MMA warp (REGR: one; var.r is its warps per chain) */
+        const int tw = rot ? 1 : var.r, ti = tw == 1 ? 0 : tw == 2 ? 1 : tw == 4 ? 2 : -1;
+        const int ri = rot ? var.r - 2 : 0;
+        sm90_regm_fn kern = ti < 0 || ri < 0 || ri > 2 ? NULL
+                            : rot                     ? (mi < 2 ? sm90_regr_kernels[mi][ri] : NULL)
+                            : wa                      ? (mi < 2 && ti < 2 ? sm90_regw_kernels[mi][ti] : NULL)
+                            : src                     ? sm90_regm_bf16_kernels[ti]
+                                                      : sm90_regm_kernels[mi][ti];
         /* the BF16 kernels have REGM_QW more warps: the quantizers */
-        const int threads = 32 * (plan.loaders + (src ? REGM_QW : 0) + REGM_AW(var.bn, var.r) + plan.mma_warps);
-        if (!kern || threads > REGM_THREADS_MAX(var.bn, tw) + (src ? 32 * REGM_QW : 0))
+        const int threads =
+            32 * (plan.loaders + (src ? REGM_QW : 0) + (rot ? REGR_AW(var.bn) : REGM_AW(var.bn, tw)) + plan.mma_warps);
+        const int max_threads = rot  ? REGR_THREADS_MAX(var.bn)
+                                : wa ? REGW_THREADS_MAX(var.bn, tw)
+                                     : REGM_THREADS_MAX(var.bn, tw) + (src ? 32 * REGM_QW : 0);
+        if (!kern || threads > max_threads)
             return nvfp4_fail(NVFP4_ERR_INTERNAL, "gemm (cuda): no register kernel for MT=%d, %d tiles per CTA",
                               var.bn, plan.tiles_per_cta);
-        nvfp4_status sst = raise_smem_to(src ? &dev->regm_bf16_smem_set[ti] : &dev->regm_smem_set[mi][ti],
-                                         plan.smem, (const void *)kern);
+        size_t *smem_set = rot ? &dev->regr_smem_set[mi][ri]
+                           : wa ? &dev->regw_smem_set[mi][ti]
+                           : src ? &dev->regm_bf16_smem_set[ti]
+                                 : &dev->regm_smem_set[mi][ti];
+        nvfp4_status sst = raise_smem_to(smem_set, plan.smem, (const void *)kern);
         if (sst != NVFP4_OK) return sst;
         cudaError_t e = launch_small((const void *)kern, plan.grid, threads, plan.smem, stream, after_producer, &rp);
         if (e != cudaSuccess)
@@ -885,9 +984,9 @@ extern "C" int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, i
 {
     sm90_device_info *dev = NULL;
     nvfp4_sm90_plan plan;
-    if (sm90_inkernel_a == 0 || device_info(&dev) != NVFP4_OK) return 0;
-    if (nvfp4_sm90_plan_gemm(m, n, k, k_slices, dev->num_sms, dev->smem_optin, dev->smem_per_sm,
-                             sm90_forced_variant, &plan) != 0)
+    if (sm90_inkernel_a == 0 || m > 8 || device_info(&dev) != NVFP4_OK) return 0;
+    const int forced = sm90_forced_variant >= 0 ? sm90_forced_variant : nvfp4_sm90_regm8_variant(n, dev->num_sms);
+    if (nvfp4_sm90_plan_gemm(m, n, k, k_slices, dev->num_sms, dev->smem_optin, dev->smem_per_sm, forced, &plan) != 0)
         return 0;
     const nvfp4_sm90_variant *v = &nvfp4_sm90_variants[plan.variant];
     if (v->kind != NVFP4_SM90_REGM || v->bn != 8) return 0;

@@ -17,6 +17,10 @@ const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS] = {
     {R, 16, 0, 4}, {R, 32, 0, 1}, {R, 32, 0, 2}, {R, 32, 0, 4},
     {W, 176, 2, 0}, {W, 192, 2, 0}, {W, 232, 2, 0}, /* later additions keep the indices above */
     {NVFP4_SM90_SS, 64, 1, 0}, {NVFP4_SM90_SS, 128, 1, 0},
+    {NVFP4_SM90_REGW, 8, 0, 1}, {NVFP4_SM90_REGW, 8, 0, 2}, {NVFP4_SM90_REGW, 16, 0, 1},
+    {NVFP4_SM90_REGW, 16, 0, 2},
+    {NVFP4_SM90_REGR, 8, 0, 2}, {NVFP4_SM90_REGR, 8, 0, 3}, {NVFP4_SM90_REGR, 8, 0, 4},
+    {NVFP4_SM90_REGR, 16, 0, 2}, {NVFP4_SM90_REGR, 16, 0, 3}, {NVFP4_SM90_REGR, 16, 0, 4},
 };
 #undef W
 #undef S
@@ -70,6 +74,19 @@ static int sm90_wave_bn(int64_t m, int64_t n, int num_sms)
     return best_bn;
 }
 
+/* The REGM kernel with MT = 8 at N (the one the in-kernel A producer is
+ * built into): the fewest 8-row chains per MMA warp that fit one wave. */
+int nvfp4_sm90_regm8_variant(int64_t n, int num_sms)
+{
+    const int64_t per = ceil_div(n / 8 > 0 ? n / 8 : 1, num_sms < 1 ? 1 : num_sms);
+    const int r = per <= REGM_TMAX(1) ? 1 : per <= REGM_TMAX(2) ? 2 : 4;
+    for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++)
+        if (nvfp4_sm90_variants[v].kind == NVFP4_SM90_REGM && nvfp4_sm90_variants[v].bn == 8 &&
+            nvfp4_sm90_variants[v].r == r)
+            return v;
+    return -1;
+}
+
 /* Testing hook (nvfp4_sm90_force_loaders): loader warps of the register kernel, 0 = planned. */
 static int sm90_regm_loaders = 0;
 void nvfp4_sm90_force_loaders(int lw) { sm90_regm_loaders = lw; }
@@ -89,12 +106,27 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
     int want_kind, want_bn, want_nc, want_r = 0;
     (void)k; /* the rules do not depend on K (all four linears agree) */
     if (num_sms < 1) num_sms = 1;
-    if (m <= 32) { /* the register kernel, smallest MT >= M, fewest chains per warp that fit one wave */
-        const int64_t per = ceil_div(n / 8 > 0 ? n / 8 : 1, num_sms);
-        want_kind = NVFP4_SM90_REGM;
+    if (m <= 32) { /* the register kernels, smallest MT >= M */
+        const int64_t per = ceil_div(n / 8 > 0 ? n / 8 : 1, num_sms);        /* 8-row chains per CTA */
+        const int64_t per16 = ceil_div(n / 16 > 0 ? n / 16 : 1, num_sms);    /* 16-row chains per CTA */
         want_bn = m <= 8 ? 8 : m <= 16 ? 16 : 32;
         want_nc = 0;
+        /* REGM: the fewest 8-row chains per MMA warp that fit one wave */
+        want_kind = NVFP4_SM90_REGM;
         want_r = per <= REGM_TMAX(1) ? 1 : per <= REGM_TMAX(2) ? 2 : 4;
+        const int64_t regm_warps = ceil_div(per, want_r);
+        if (m <= 16 && k_slices <= 1 && per16 * REGR_MIN_R <= REGR_WMAX) {
+            /* few chains per SM (N = 5376: 2.55): REGR, as many warps per chain as fit */
+            want_kind = NVFP4_SM90_REGR;
+            const int64_t rmax = m <= 8 ? REGR_MAX_R : 2; /* MT = 16: R = 3 measured slower than 2 */
+            want_r = (int)(REGR_WMAX / per16 < rmax ? REGR_WMAX / per16 : rmax);
+        } else if (m <= 16 && 2 * per16 <= REGW_TMAX(1) && per16 > regm_warps) {
+            /* REGW, one 16-row chain per MMA warp, where that is more MMA
+             * warps than REGM's plan (FC1: 14 against 7; at QKV's 11 against
+             * 11 it measured no faster: docs/KERNEL.md) */
+            want_kind = NVFP4_SM90_REGW;
+            want_r = 1;
+        }
     } else if (m <= 128) {
         want_kind = NVFP4_SM90_WGMMA;
         want_bn = m <= 64 ? 64 : 128;
@@ -121,14 +153,19 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
     int bn = var->bn, nc = var->nc;
     if (k_slices > 1 && !NVFP4_SM90_TAKES_SLICES(var)) return -1;
     if (NVFP4_SM90_IS_SMALL(var) && m > bn) return -1;
-    if (var->kind == NVFP4_SM90_SPLIT || var->kind == NVFP4_SM90_REGM) {
-        /* weight tiles (split: 16 rows; register kernel: 8-row chains),
-         * balanced over at most one CTA per SM (more CTAs only where a CTA
-         * would take more than its maximum) */
-        const int regm = var->kind == NVFP4_SM90_REGM;
-        const int64_t tiles = n / (regm ? 8 : 16);
+    if (var->kind == NVFP4_SM90_SPLIT || var->kind == NVFP4_SM90_REGM || var->kind == NVFP4_SM90_REGW ||
+        var->kind == NVFP4_SM90_REGR) {
+        /* weight tiles (split: 16 rows; register kernels: chains of 8 or,
+         * REGW, 16 rows), balanced over at most one CTA per SM (more CTAs
+         * only where a CTA would take more than its maximum) */
+        const int regm = var->kind != NVFP4_SM90_SPLIT, rot = var->kind == NVFP4_SM90_REGR;
+        const int64_t rows = var->kind == NVFP4_SM90_REGM ? 8 : 16; /* per chain (tile) */
+        const int64_t tiles = n / rows;
         if (tiles < 1) return -1;
-        const int64_t tmax = regm ? REGM_TMAX(var->r) : SPLIT_TMAX(bn);
+        const int64_t tmax = var->kind == NVFP4_SM90_SPLIT ? SPLIT_TMAX(bn)
+                             : var->kind == NVFP4_SM90_REGM ? REGM_TMAX(var->r)
+                             : rot                          ? REGR_WMAX / var->r
+                                                            : REGW_TMAX(var->r) / 2;
         int64_t per = ceil_div(tiles, num_sms);
         int64_t grid = tiles < num_sms ? tiles : num_sms;
         if (per > tmax) {
@@ -138,23 +175,31 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
         per = ceil_div(tiles, grid);
         if (grid > INT32_MAX) return -1;
         out->variant = best_v;
-        out->tiles_per_cta = (int)per;
-        out->tiles = tiles;
         out->grid = (int)grid;
-        if (regm) {
-            const size_t stage = REGM_STAGE_BYTES((size_t)bn, (size_t)per);
-            const size_t fixed = REGM_SMEM((size_t)bn, (size_t)per, 0);
+        if (regm) { /* the stage layout counts 8-row units */
+            const int64_t u = rows / 8;
+            out->tiles_per_cta = (int)(u * per);
+            out->tiles = u * tiles;
+            const size_t units = (size_t)(u * per);
+            const size_t stage = u == 1 ? REGM_STAGE_BYTES((size_t)bn, units) : REGW_STAGE_BYTES((size_t)bn, units);
+            const size_t fixed = (u == 1 ? REGM_SMEM((size_t)bn, units, 0) : REGW_SMEM((size_t)bn, units, 0)) +
+                                 (rot ? REGR_SLOT_BYTES((size_t)bn, units) : 0);
             if (fixed + 2 * stage > smem_optin) return -1;
             size_t nst = (smem_optin - fixed) / stage;
             if (nst > REGM_MAX_STAGES) nst = REGM_MAX_STAGES;
+            if (rot) nst -= nst % (size_t)var->r; /* a multiple of R (the header) */
+            if (nst < 2) return -1;
             out->stages = (int)nst;
-            out->mma_warps = (int)ceil_div(per, var->r);
+            out->mma_warps = (int)(rot ? per * var->r : ceil_div(per, var->r));
             /* One TMA-issuing thread is enough here: two and four measured
              * the same (docs/KERNEL.md); the hook tries others. */
-            out->loaders = sm90_regm_loaders >= 1 && sm90_regm_loaders <= REGM_LWMAX ? sm90_regm_loaders : 1;
-            out->smem = REGM_SMEM((size_t)bn, (size_t)per, nst);
+            out->loaders = rot ? REGR_LOADERS
+                               : sm90_regm_loaders >= 1 && sm90_regm_loaders <= REGM_LWMAX ? sm90_regm_loaders : 1;
+            out->smem = fixed + nst * stage;
             return 0;
         }
+        out->tiles_per_cta = (int)per;
+        out->tiles = tiles;
         /* the deepest fragment ring (4, 3, then 2) that leaves at least 4 raw stages (2 for the last) */
         int nfrag = 4;
         size_t fixed = SPLIT_SMEM((size_t)bn, (size_t)per, 0, (size_t)nfrag);

@@ -27,20 +27,29 @@ extern "C" {
  *   SS     dequantizing warps write FP16 weight tiles to shared memory for
  *          one wgmma warpgroup (sm90_ss_body.cuh): bn x 64 per tile, any M;
  *          forced only (slower than WGMMA at M = 64..128, docs/KERNEL.md). */
-#define NVFP4_SM90_NUM_VARIANTS 31
-enum { NVFP4_SM90_WGMMA = 0, NVFP4_SM90_SMALLM = 1, NVFP4_SM90_SPLIT = 2, NVFP4_SM90_REGM = 3, NVFP4_SM90_SS = 4 };
+#define NVFP4_SM90_NUM_VARIANTS 41
+enum {
+    NVFP4_SM90_WGMMA = 0,
+    NVFP4_SM90_SMALLM = 1,
+    NVFP4_SM90_SPLIT = 2,
+    NVFP4_SM90_REGM = 3,
+    NVFP4_SM90_SS = 4,
+    NVFP4_SM90_REGW = 5,
+    NVFP4_SM90_REGR = 6
+};
 typedef struct nvfp4_sm90_variant {
     int kind; /* NVFP4_SM90_WGMMA .. NVFP4_SM90_REGM */
     int bn;   /* activation rows per tile: 8..256 (mma.sync kinds: MT = 8, 16 or 32, and M <= bn) */
     int nc;   /* WGMMA: consumer warpgroups (1 or 2); 0 for the mma.sync kinds */
-    int r;    /* SMALLM: n8 chains per consumer warp; REGM: 8-row chains per MMA warp */
+    int r;    /* SMALLM: n8 chains per consumer warp; REGM: 8-row chains, REGW: 16-row chains per MMA warp;
+               * REGR: MMA warps per 16-row chain */
 } nvfp4_sm90_variant;
 /* Whether a variant is one of the mma.sync kernels that take M <= bn only. */
 #define NVFP4_SM90_IS_SMALL(v) ((v)->kind != NVFP4_SM90_WGMMA && (v)->kind != NVFP4_SM90_SS)
 /* Whether a variant folds K slices (k_slices > 1): the wgmma tiles with the
  * second accumulator set (bn <= 64) and the mma.sync kinds; not SS. */
 #define NVFP4_SM90_TAKES_SLICES(v) \
-    ((v)->kind == NVFP4_SM90_WGMMA ? (v)->bn <= 64 : (v)->kind != NVFP4_SM90_SS)
+    ((v)->kind == NVFP4_SM90_WGMMA ? (v)->bn <= 64 : (v)->kind != NVFP4_SM90_SS && (v)->kind != NVFP4_SM90_REGR)
 /* The SS kernel: SS_DW dequantizing warps, an A ring of SS_A_SLOTS FP16
  * weight tiles (64 nc rows x 64 K, 128-byte swizzle), and raw stages of one
  * 64-K chunk each: activations (bn x 128 bytes) | codes (64 nc rows x 32
@@ -114,6 +123,50 @@ typedef struct nvfp4_sm90_variant {
 /* MMA warps at most, and the block size the kernel is built for */
 #define REGM_WMAX(tw) ((REGM_TMAX(tw) + (tw) - 1) / (tw))
 #define REGM_THREADS_MAX(mt, tw) (32 * (REGM_LWMAX + REGM_AW(mt, tw) + REGM_WMAX(tw)))
+/* The register kernel with the weights as the mma's A operand (kind REGW,
+ * REGM_WA in the body; MT = 8 or 16, TW = 1 or 2): a chain is 16 weight rows
+ * (two 8-row units of the stage layout above, which it shares), the
+ * activations are the n8 B operand, {b0, b1} per lane, block and n8 token
+ * tile.  Why: per weight it moves 2.4x fewer shared-memory bytes than the
+ * 8-row chains (one 8-byte activation load per block and MMA warp instead of
+ * 16 bytes per 8 weight rows) and issues half the mma.  Units per CTA at most,
+ * MMA warps at most, activation-fragment bytes per block. */
+#define REGW_TMAX(tw) 32
+#define REGW_WMAX(tw) (REGW_TMAX(tw) / (2 * (tw)))
+#define REGW_FRAG_BLOCK_BYTES(mt) ((mt) * 32)
+#define REGW_THREADS_MAX(mt, tw) (32 * (REGM_LWMAX + REGM_AW(mt, tw) + REGW_WMAX(tw)))
+/* Its stage: the REGM layout with MT * 32-byte activation fragments per
+ * block and one 512-byte scale-pair region per 16-row chain (12 stages
+ * instead of 9 at FC2's 6 units: the ring was the limit of the REGR kernel,
+ * docs/KERNEL.md). */
+#define REGW_STAGE_BYTES(mt, tmax)                                                                 \
+    (((size_t)(tmax) * 1024 + (size_t)(mt) * 128 + (size_t)REGM_SGMAX(tmax) * 2048 +              \
+      (size_t)SPLIT_AH(mt) * 1024 + (size_t)16 * REGW_FRAG_BLOCK_BYTES(mt) + (size_t)(tmax) * 256 + 1023) / 1024 * 1024)
+#define REGW_SMEM(mt, tmax, stages) (1024 + REGM_BAR_BYTES + (size_t)(stages) * REGW_STAGE_BYTES(mt, tmax))
+/* The rotating register kernel (kind REGR, REGM_ROT in the body; MT = 8 or
+ * 16): the REGW layout with R MMA warps per 16-row chain, each taking every
+ * R-th chunk of K and handing the accumulator on through shared memory, so
+ * that R - 1 chunks are dequantized while one is multiplied (for few chains
+ * per SM: N = 5376 has 2.55 per SM).  One loader warp; MMA warps at most (9:
+ * three chains of three warps, 12 warps in all, three per scheduler, whose
+ * 16384-register files then allow 168 registers a thread: REGR_NREG); the
+ * hand-off barriers' offset in the barrier block (after
+ * full/act_full/empty/x_ready and a float), and the accumulator slots after
+ * the ring (per chain, one float4 per lane and n8 token tile).  No K
+ * slices; the ring depth is a multiple of R (a turn's waits on the stage
+ * barriers then never run two phases ahead). */
+#define REGR_WMAX 9
+#define REGR_MIN_R 2 /* the compiled R: 2 .. 4 */
+#define REGR_MAX_R 4
+#define REGR_LOADERS 1
+/* activation warps: four at MT = 8 (they set the pace with two: FC2 M = 1
+ * 38.5 -> 31.8 us without their work, dev_mode 2), two at MT = 16, where
+ * the 168 registers of 12 warps are needed */
+#define REGR_AW(mt) ((mt) == 8 ? 4 : 2)
+#define REGR_THREADS_MAX(mt) (32 * (REGR_LOADERS + REGR_AW(mt) + REGR_WMAX))
+#define REGR_NREG(mt) (16384 / (32 * ((REGR_THREADS_MAX(mt) / 32 + 3) / 4)) / 8 * 8)
+#define REGR_ACC_BAR_OFF 528
+#define REGR_SLOT_BYTES(mt, units) ((size_t)(units) / 2 * (size_t)(mt) / 8 * 512)
 
 extern const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS];
 
@@ -137,7 +190,7 @@ typedef struct nvfp4_sm90_plan {
     int64_t tiles; /* weight tiles x activation tiles */
     size_t smem;   /* dynamic shared memory bytes */
     int frag_stages;   /* split kernel: fragment ring depth (stages = raw ring depth) */
-    int tiles_per_cta; /* split kernel: 16-row weight tiles per CTA at most; register kernel: 8-row chains */
+    int tiles_per_cta; /* split kernel: 16-row weight tiles per CTA at most; register kernels: 8-row units */
     int mma_warps;     /* register kernel: MMA warps per CTA */
     int loaders;       /* register kernel: TMA-issuing warps per CTA */
 } nvfp4_sm90_plan;
@@ -156,6 +209,10 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
  * (0..NVFP4_SM90_NUM_VARIANTS-1), or the heuristic again for v < 0.
  * Not thread-safe; for tests and benchmarks. */
 void nvfp4_sm90_force_variant(int v);
+
+/* The REGM variant with MT = 8 for N outputs (the in-kernel A producer's
+ * kernel; the planner may prefer REGW or REGR at M <= 8). */
+int nvfp4_sm90_regm8_variant(int64_t n, int num_sms);
 
 /* Testing hook (sm90_heuristics.c): loader warps of the register small-M
  * kernel (1..REGM_LWMAX), or the planned number again for lw <= 0.  Not

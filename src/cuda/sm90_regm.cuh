@@ -99,6 +99,7 @@ typedef struct nvfp4_sm90_regm_params {
 #define REGM_DEV_NO_WSCALE 4  /* the loader skips the weight-scale box */
 #define REGM_DEV_NO_ABOX 8    /* the loader skips the activation boxes */
 #define REGM_DEV_NO_WCODES 16 /* the loader skips the weight-code box */
+#define REGR_DEV_NO_DQ 32     /* REGR: the MMA warps skip the weight dequantization (zero fragments) */
 
 /* The FP16 pair {s_a * 64, s_b * 64} of the two block-scale bytes in the
  * low (hi = 0) or high half of a word (signs cleared: the contract uses

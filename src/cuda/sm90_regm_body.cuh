@@ -1,19 +1,53 @@
 /* sm90_regm_body.cuh -- the register small-M kernel, included once per
  * variant by sm90_gemm.cu with these macros defined (design: sm90_regm.cuh):
  *   REGM_MT    activation rows per CTA: 8, 16 or 32 (M <= MT)
- *   REGM_TW    8-row weight chains per MMA warp (1, 2 or 4)
+ *   REGM_TW    weight chains per MMA warp (1, 2 or 4)
  *   REGM_NAME  the kernel's name
- *   REGM_BF16  1: the in-kernel A producer (BF16 activations in; MT = 8) */
+ *   REGM_BF16  1: the in-kernel A producer (BF16 activations in; MT = 8)
+ *   REGM_WA    1: the weights are the mma's A operand (16-row chains, the
+ *              activations the n8 B operand; kind REGW), 0: the B operand
+ *              (8-row chains, the activations the m16 A operand; kind REGM)
+ *   REGM_ROT   R > 1 (with REGM_WA, TW = 1; kind REGR): R MMA warps per
+ *              chain take its chunks in turn, handing the accumulator on
+ *              through shared memory (below, "MMA warps") */
 
+#ifndef REGM_WA
+#define REGM_WA 0
+#endif
+#ifndef REGM_ROT
+#define REGM_ROT 0
+#endif
+static_assert(!REGM_ROT || (REGM_WA && REGM_TW == 1 && REGM_ROT > 1), "the rotating warps are built on REGM_WA, TW = 1");
+#define REGM_U (REGM_WA ? 2 : 1)             /* 8-row units (box rows / 8) per chain */
+#define REGM_STAGE(mt, tmax) (REGM_WA ? REGW_STAGE_BYTES(mt, tmax) : REGM_STAGE_BYTES(mt, tmax))
 #define REGM_NT (REGM_MT / 8)                /* n8 token tiles (activation warps) */
 #define REGM_NM (REGM_MT <= 16 ? 1 : 2)      /* m16 token tiles of the mma */
-#define REGM_AWN REGM_AW(REGM_MT, REGM_TW)
+#define REGM_NQ (REGM_WA ? REGM_NT : REGM_NM) /* token tiles per chain and block: mma per block */
+#define REGM_AWN (REGM_ROT ? REGR_AW(REGM_MT) : REGM_AW(REGM_MT, REGM_TW))
 #define REGM_APS (REGM_AWN / REGM_NT) /* activation warps per n8 tile: block-pair stride */
+#if REGM_ROT
+#define REGM_THREADS (REGR_THREADS_MAX(REGM_MT))
+/* every register the block size allows (__launch_bounds__ gave 128 and
+ * spills of the chunk's fragments) */
+#define REGM_BOUNDS __maxnreg__(REGR_NREG(REGM_MT))
+#define REGM_FB REGW_FRAG_BLOCK_BYTES(REGM_MT)
+#define REGM_AH 1
+#elif REGM_WA
+#define REGM_BOUNDS __launch_bounds__(REGM_THREADS, 1)
+#define REGM_THREADS (REGW_THREADS_MAX(REGM_MT, REGM_TW))
+#define REGM_FB REGW_FRAG_BLOCK_BYTES(REGM_MT) /* activation-fragment bytes per block */
+#define REGM_AH 1 /* word offset of a lane's second value ({4t+1, 4t+3}) in its fragment */
+#else
+#define REGM_BOUNDS __launch_bounds__(REGM_THREADS, 1)
 #define REGM_THREADS (REGM_THREADS_MAX(REGM_MT, REGM_TW) + 32 * REGM_QWN)
-#define REGM_FB REGM_FRAG_BLOCK_BYTES(REGM_MT) /* A-fragment bytes per block */
+#define REGM_FB REGM_FRAG_BLOCK_BYTES(REGM_MT)
+#define REGM_AH 2
+#endif
 #ifndef REGM_BF16
 #define REGM_BF16 0
 #endif
+static_assert(!(REGM_WA && REGM_BF16), "the in-kernel A producer is built with the weights as the B operand");
+static_assert(!REGM_WA || REGM_MT <= 16, "the weights-as-A kernel is built for MT = 8 and 16");
 /* the quantizer warps of the REGM_BF16 kernels (p.qwarps of them work) */
 #define REGM_QWN (REGM_BF16 ? REGM_QW : 0)
 #if REGM_BF16
@@ -23,23 +57,16 @@ static_assert(REGM_MT == 8, "the in-kernel A producer is built for MT = 8 (M <= 
 static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-memory reserve");
 #endif
 
-/* The activation A fragment {a0, a1, a2, a3} of block B, m16 token tile Q,
- * of the chunk in stage `st` (one 16-byte load straight into the mma's
- * register quad; with MT = 8, a1 and a3 -- token rows 8..15 -- are zeros
- * written once: zero registers instead cost the quad a move per block). */
-#define REGM_AFRAG(B, Q, A)                                                                        \
-    {                                                                                              \
-        const uint4 v_ = *(const uint4 *)(st + act_ld + (B) * REGM_FB + (Q) * 512);               \
-        A[0] = v_.x;                                                                               \
-        A[1] = v_.y;                                                                               \
-        A[2] = v_.z;                                                                               \
-        A[3] = v_.w;                                                                               \
-    }
-
-/* The B fragments of blocks 2 BP, 2 BP + 1 of one chain from the lane's
- * code word X (its bytes 2t, 2t+1 of both blocks) and the blocks' FP16
- * scale pairs SC (.x = {s, s} * 64 of block 2 BP, .y of 2 BP + 1):
- * cvt e4m3x2 -> f16x2 (exact), times the scale (exact). */
+/* The weight fragments of blocks 2 BP, 2 BP + 1 of one chain from the
+ * lane's code word X -- its bytes 2t, 2t+1 of both blocks (REGM_WA = 0: one
+ * 8-row chain, block 2 BP in the low half) or of block 2 BP of rows g
+ * (low half) and g + 8 (REGM_WA = 1, called once per block) -- and the FP16
+ * scale pairs: cvt e4m3x2 -> f16x2 (exact), times the scale (exact).
+ *   REGM_WA = 0: SC.x = {s, s} * 64 of block 2 BP, SC.y of 2 BP + 1; B0, B1
+ *   the B fragment {b0, b1} of block 2 BP, B2, B3 of 2 BP + 1.
+ *   REGM_WA = 1: SP = {s(row g), s(row g + 8)} * 64 of the block; A0..A3
+ *   its A fragment (a0, a2 row g; a1, a3 row g + 8; the scale broadcast is
+ *   the HMUL2 operand's .H0_H0 / .H1_H1). */
 #define REGM_BFRAGS(X, SC, B0, B1, B2, B3)                                                         \
     {                                                                                              \
         uint32_t ev_, od_;                                                                         \
@@ -49,57 +76,86 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
         B2 = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(ev_), (SC).y);                                       \
         B3 = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(od_), (SC).y);                                       \
     }
-
-/* Blocks 2 BP and 2 BP + 1 (the 16-byte code chunk BP of each row) of every
- * chain of this MMA warp: per chain, one 32-bit code word per block (the
- * lane's bytes 2t, 2t+1 in half t & 1) and the blocks' FP16 scale pairs
- * (one 8-byte load) -> both blocks' B fragments in registers.  Then the
- * mma of both blocks; with FOLD, at the end of a 64-element group, the fold
- * of a finished K slice. */
-#define REGM_PAIR(BP, FOLD)                                                                        \
+#define REGW_AFRAG(X, SP, A0, A1, A2, A3)                                                          \
     {                                                                                              \
-        uint32_t a_[2][REGM_NM][4];                                                                \
-        _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++) {                                   \
-            REGM_AFRAG(2 * (BP), q_, a_[0][q_]);                                                   \
-            REGM_AFRAG(2 * (BP) + 1, q_, a_[1][q_]);                                               \
-        }                                                                                          \
-        _Pragma("unroll") for (int j_ = 0; j_ < REGM_TW; j_++) {                                   \
-            const uint2 sc_ = *(const uint2 *)(st + sfo[j_] + (BP) * 64);                           \
-            const int cw_ = crow[j_] + (((BP) << 4) ^ gx);                                         \
-            const uint32_t x_ = ptx_prmt(*(const uint32_t *)(st + cw_), *(const uint32_t *)(st + cw_ + 8), xsel); \
-            uint32_t b00_, b01_, b10_, b11_;                                                       \
-            REGM_BFRAGS(x_, sc_, b00_, b01_, b10_, b11_);                                          \
-            _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++) ptx_mma_16816_regs(              \
-                acc[j_][q_], a_[0][q_][0], a_[0][q_][1], a_[0][q_][2], a_[0][q_][3], b00_, b01_);  \
-            _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++) ptx_mma_16816_regs(              \
-                acc[j_][q_], a_[1][q_][0], a_[1][q_][1], a_[1][q_][2], a_[1][q_][3], b10_, b11_);  \
-        }                                                                                          \
-        const int gidx_ = 4 * c + ((BP) >> 1);                                                     \
-        if ((FOLD) && (((BP) & 1) == 1 || 2 * (BP) + 2 == nblk) &&                                 \
-            (gidx_ + 1 == slice_end || gidx_ + 1 == ngroups64)) {                                  \
-            _Pragma("unroll") for (int j_ = 0; j_ < REGM_TW; j_++)                                 \
-                _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++)                             \
-                    _Pragma("unroll") for (int e_ = 0; e_ < 4; e_++) {                             \
-                tot[j_][q_][e_] = first_slice ? acc[j_][q_][e_] : __fadd_rn(tot[j_][q_][e_], acc[j_][q_][e_]); \
-                acc[j_][q_][e_] = 0.0f;                                                            \
-            }                                                                                      \
-            first_slice = 0;                                                                       \
-            slice_end += p.chunks_per_slice;                                                       \
-        }                                                                                          \
+        uint32_t ev_, od_;                                                                         \
+        nvfp4_codes_to_e4m3((X), &ev_, &od_);                                                      \
+        A0 = ptx_hmul2_by_lo(ptx_e4m3x2_lo_to_f16x2(ev_), (SP));                                   \
+        A1 = ptx_hmul2_by_hi(ptx_e4m3x2_hi_to_f16x2(ev_), (SP));                                   \
+        A2 = ptx_hmul2_by_lo(ptx_e4m3x2_lo_to_f16x2(od_), (SP));                                   \
+        A3 = ptx_hmul2_by_hi(ptx_e4m3x2_hi_to_f16x2(od_), (SP));                                   \
     }
 
-/* The hot path (16 blocks, no fold) as a software pipeline over block
- * pairs: the shared-memory loads of pair BP + 2 and the dequantization of
- * pair BP + 1 are issued before the mma of pair BP, so one MMA warp per
- * scheduler keeps its dependent chain fed (docs/KERNEL.md: the unpipelined
- * order left each block ~60 cycles of fixed-latency waits).  Registers
- * rotate by pair: wq[BP % 3] code words, sq[BP % 3] scale pairs, aq[BP % 3]
- * A fragments, bq[BP % 2] B fragments. */
+/* The MMA warps' work on block pair BP (blocks 2 BP, 2 BP + 1: the 16-byte
+ * code chunk BP of each row) of the chunk in stage `st`, in three steps
+ * over registers that rotate by pair: aq[BP % 3] activation fragments,
+ * wq[BP % 3] code words, sq[BP % 3] scale pairs (REGM_LD, shared-memory
+ * loads), bq[BP % 2] weight fragments (REGM_DQ, the dequantization),
+ * then the mma of both blocks, each chain's accumulators in k order
+ * (REGM_MM).
+ *   REGM_WA = 0: activations the m16 A operand, one 16-byte load per block
+ *   and m16 token tile straight into the mma's register quad (MT = 8: a1,
+ *   a3 -- token rows 8..15 -- are zeros written once; zero registers cost
+ *   the quad a move per block); per chain one 32-bit code word per block
+ *   (the lane's bytes 2t, 2t+1 in half t & 1) and one 8-byte scale load.
+ *   REGM_WA = 1: activations the n8 B operand, one 8-byte load per block and
+ *   n8 token tile; per chain the code words of rows g and g + 8 (box rows
+ *   16 i + g and + 8: the same 128-byte swizzle) and one 8-byte load of the
+ *   two blocks' {s(g), s(g + 8)} pairs. */
+#if REGM_WA
+#define REGM_REGS                                                                                  \
+    uint32_t wq[3][REGM_TW][4], aq[3][2][REGM_NT][2], bq[2][REGM_TW][2][4];                        \
+    uint2 sq[3][REGM_TW];
 #define REGM_LD(BP)                                                                                \
     {                                                                                              \
-        _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++) {                                   \
-            REGM_AFRAG(2 * (BP), q_, aq[(BP) % 3][0][q_]);                                         \
-            REGM_AFRAG(2 * (BP) + 1, q_, aq[(BP) % 3][1][q_]);                                     \
+        _Pragma("unroll") for (int h_ = 0; h_ < 2; h_++)                                           \
+            _Pragma("unroll") for (int u_ = 0; u_ < REGM_NT; u_++) {                               \
+            const uint2 v_ = *(const uint2 *)(st + act_ld + (2 * (BP) + h_) * REGM_FB + u_ * 256);  \
+            aq[(BP) % 3][h_][u_][0] = v_.x;                                                        \
+            aq[(BP) % 3][h_][u_][1] = v_.y;                                                        \
+        }                                                                                          \
+        _Pragma("unroll") for (int j_ = 0; j_ < REGM_TW; j_++) {                                   \
+            const int cw_ = crow[j_] + (((BP) << 4) ^ gx);                                         \
+            wq[(BP) % 3][j_][0] = *(const uint32_t *)(st + cw_);                                   \
+            wq[(BP) % 3][j_][1] = *(const uint32_t *)(st + cw_ + 8);                               \
+            wq[(BP) % 3][j_][2] = *(const uint32_t *)(st + cw_ + 1024);                            \
+            wq[(BP) % 3][j_][3] = *(const uint32_t *)(st + cw_ + 1032);                            \
+            sq[(BP) % 3][j_] = *(const uint2 *)(st + sfo[j_] + (BP) * 64);                          \
+        }                                                                                          \
+    }
+#define REGM_DQ(BP)                                                                                \
+    {                                                                                              \
+        _Pragma("unroll") for (int j_ = 0; j_ < REGM_TW; j_++) {                                   \
+            const uint32_t xa_ = ptx_prmt(wq[(BP) % 3][j_][0], wq[(BP) % 3][j_][2], xsel);         \
+            const uint32_t xb_ = ptx_prmt(wq[(BP) % 3][j_][1], wq[(BP) % 3][j_][3], xsel);         \
+            REGW_AFRAG(xa_, sq[(BP) % 3][j_].x, bq[(BP) & 1][j_][0][0], bq[(BP) & 1][j_][0][1],   \
+                       bq[(BP) & 1][j_][0][2], bq[(BP) & 1][j_][0][3]);                            \
+            REGW_AFRAG(xb_, sq[(BP) % 3][j_].y, bq[(BP) & 1][j_][1][0], bq[(BP) & 1][j_][1][1],   \
+                       bq[(BP) & 1][j_][1][2], bq[(BP) & 1][j_][1][3]);                            \
+        }                                                                                          \
+    }
+#define REGM_MM(BP)                                                                                \
+    {                                                                                              \
+        _Pragma("unroll") for (int j_ = 0; j_ < REGM_TW; j_++)                                     \
+            _Pragma("unroll") for (int h_ = 0; h_ < 2; h_++)                                       \
+                _Pragma("unroll") for (int u_ = 0; u_ < REGM_NT; u_++) ptx_mma_16816_regs(          \
+                    acc[j_][u_], bq[(BP) & 1][j_][h_][0], bq[(BP) & 1][j_][h_][1],                 \
+                    bq[(BP) & 1][j_][h_][2], bq[(BP) & 1][j_][h_][3], aq[(BP) % 3][h_][u_][0],     \
+                    aq[(BP) % 3][h_][u_][1]);                                                      \
+    }
+#else
+#define REGM_REGS                                                                                  \
+    uint32_t wq[3][REGM_TW][2], aq[3][2][REGM_NM][4], bq[2][REGM_TW][4];                           \
+    uint2 sq[3][REGM_TW];
+#define REGM_LD(BP)                                                                                \
+    {                                                                                              \
+        _Pragma("unroll") for (int q_ = 0; q_ < REGM_NM; q_++)                                     \
+            _Pragma("unroll") for (int h_ = 0; h_ < 2; h_++) {                                     \
+            const uint4 v_ = *(const uint4 *)(st + act_ld + (2 * (BP) + h_) * REGM_FB + q_ * 512); \
+            aq[(BP) % 3][h_][q_][0] = v_.x;                                                        \
+            aq[(BP) % 3][h_][q_][1] = v_.y;                                                        \
+            aq[(BP) % 3][h_][q_][2] = v_.z;                                                        \
+            aq[(BP) % 3][h_][q_][3] = v_.w;                                                        \
         }                                                                                          \
         _Pragma("unroll") for (int j_ = 0; j_ < REGM_TW; j_++) {                                   \
             const int cw_ = crow[j_] + (((BP) << 4) ^ gx);                                         \
@@ -125,10 +181,46 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
                     aq[(BP) % 3][h_][q_][2], aq[(BP) % 3][h_][q_][3], bq[(BP) & 1][j_][2 * h_],    \
                     bq[(BP) & 1][j_][2 * h_ + 1]);                                                 \
     }
+#endif
+
+/* After block pair BP of a guarded chunk: at the end of a 64-element group
+ * that ends a K slice (or K), the slice's partial is added to the total in
+ * FP32 (slice order) and the accumulators restart from +0. */
+#define REGM_FOLD(BP)                                                                              \
+    {                                                                                              \
+        const int gidx_ = 4 * c + ((BP) >> 1);                                                     \
+        if ((((BP) & 1) == 1 || 2 * (BP) + 2 == nblk) &&                                           \
+            (gidx_ + 1 == slice_end || gidx_ + 1 == ngroups64)) {                                  \
+            _Pragma("unroll") for (int j_ = 0; j_ < REGM_TW; j_++)                                 \
+                _Pragma("unroll") for (int q_ = 0; q_ < REGM_NQ; q_++)                             \
+                    _Pragma("unroll") for (int e_ = 0; e_ < 4; e_++) {                             \
+                tot[j_][q_][e_] = first_slice ? acc[j_][q_][e_] : __fadd_rn(tot[j_][q_][e_], acc[j_][q_][e_]); \
+                acc[j_][q_][e_] = 0.0f;                                                            \
+            }                                                                                      \
+            first_slice = 0;                                                                       \
+            slice_end += p.chunks_per_slice;                                                       \
+        }                                                                                          \
+    }
+
+/* The guarded path (the K tail: 2 .. 14 blocks; a chunk that ends a K
+ * slice): block pair BP alone, then the fold. */
+#define REGM_PAIR(BP)                                                                              \
+    {                                                                                              \
+        REGM_REGS                                                                                  \
+        REGM_LD(BP);                                                                               \
+        REGM_DQ(BP);                                                                               \
+        REGM_MM(BP);                                                                               \
+        REGM_FOLD(BP);                                                                             \
+    }
+
+/* The hot path (16 blocks, no fold) as a software pipeline over block
+ * pairs: the shared-memory loads of pair BP + 2 and the dequantization of
+ * pair BP + 1 are issued before the mma of pair BP, so one MMA warp per
+ * scheduler keeps its dependent chain fed (docs/KERNEL.md: the unpipelined
+ * order left each block ~60 cycles of fixed-latency waits). */
 #define REGM_HOT()                                                                                 \
     {                                                                                              \
-        uint32_t wq[3][REGM_TW][2], aq[3][2][REGM_NM][4], bq[2][REGM_TW][4];                       \
-        uint2 sq[3][REGM_TW];                                                                      \
+        REGM_REGS                                                                                  \
         REGM_LD(0);                                                                                \
         REGM_LD(1);                                                                                \
         REGM_DQ(0);                                                                                \
@@ -155,11 +247,69 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
         REGM_MM(7);                                                                                \
     }
 
+/* REGM_ROT: one chunk of NB blocks (16 on the hot path) of chain jr in
+ * stage `st`.  Blocks past NB (the K tail; NB is even) take zero scales and
+ * zero activations, so their steps add nothing: a step whose 16 products
+ * are +0 returns its accumulator unchanged (the products take no part in
+ * E, an FP32 accumulator is a multiple of 2^(E - 25), and a zero
+ * accumulator is +0: docs/ORACLE.md) -- and the tail chunk has the hot
+ * path's code, without predicates or spills.  Every block's A fragment
+ * into fa first; then the accumulator from the previous chunk's warp (or
+ * +0 for chunk 0) and the NB steps, each with its activation fragment
+ * (ptxas sinks part of the dequantization math into the steps, where it
+ * fills their latency); the stage is released after them.  (Tried and
+ * measured slower: every activation fragment loaded up front and the stage
+ * released before the accumulator wait, FC2 M = 1 38.7 us against 34.6.) */
+#define REGR_CHUNK(NB)                                                                             \
+    {                                                                                              \
+        uint32_t fa[16][4];                                                                        \
+        if (p.dev_mode & REGR_DEV_NO_DQ) { /* dev/cuda timing only: results wrong */             \
+            _Pragma("unroll") for (int b = 0; b < 16; b++) fa[b][0] = fa[b][1] = fa[b][2] = fa[b][3] = 0; \
+        } else                                                                                     \
+            _Pragma("unroll") for (int bp = 0; bp < 8; bp++) {                                     \
+                const int cw = crow0 + ((bp << 4) ^ gx);                                           \
+                const uint32_t w0 = *(const uint32_t *)(st + cw), w1 = *(const uint32_t *)(st + cw + 8); \
+                const uint32_t w2 = *(const uint32_t *)(st + cw + 1024);                           \
+                const uint32_t w3 = *(const uint32_t *)(st + cw + 1032);                           \
+                uint2 sp = *(const uint2 *)(st + sfo0 + bp * 64);                                  \
+                if (2 * bp >= (NB)) sp = make_uint2(0u, 0u);                                       \
+                REGW_AFRAG(ptx_prmt(w0, w2, xsel), sp.x, fa[2 * bp][0], fa[2 * bp][1], fa[2 * bp][2], \
+                           fa[2 * bp][3]);                                                         \
+                REGW_AFRAG(ptx_prmt(w1, w3, xsel), sp.y, fa[2 * bp + 1][0], fa[2 * bp + 1][1],      \
+                           fa[2 * bp + 1][2], fa[2 * bp + 1][3]);                                  \
+            }                                                                                      \
+        if (c == 0) {                                                                              \
+            _Pragma("unroll") for (int u = 0; u < REGM_NT; u++)                                    \
+                _Pragma("unroll") for (int e = 0; e < 4; e++) acc[u][e] = 0.0f;                    \
+        } else {                                                                                   \
+            ptx_mbar_wait(&acc_ready[mw], (uint32_t)((c - 1) / REGM_ROT) & 1u);                    \
+            _Pragma("unroll") for (int u = 0; u < REGM_NT; u++) {                                  \
+                const float4 v = slot[u * 32];                                                     \
+                acc[u][0] = v.x;                                                                   \
+                acc[u][1] = v.y;                                                                   \
+                acc[u][2] = v.z;                                                                   \
+                acc[u][3] = v.w;                                                                   \
+            }                                                                                      \
+        }                                                                                          \
+        _Pragma("unroll") for (int b = 0; b < 16; b++)                                             \
+            _Pragma("unroll") for (int u = 0; u < REGM_NT; u++) {                                  \
+            uint32_t x0 = 0, x1 = 0;                                                               \
+            if (b < (NB)) {                                                                        \
+                const uint2 x = *(const uint2 *)(st + act_ld + b * REGM_FB + u * 256);             \
+                x0 = x.x;                                                                          \
+                x1 = x.y;                                                                          \
+            }                                                                                      \
+            ptx_mma_16816_regs(acc[u], fa[b][0], fa[b][1], fa[b][2], fa[b][3], x0, x1);            \
+        }                                                                                          \
+        ptx_mbar_arrive(&empty[s]); /* this lane's loads of the stage are done */                 \
+    }
+
 /* The activation fragments of blocks 2 BP, 2 BP + 1 of n8 tile u (token
  * rows 8u .. 8u + 7; lane (g, t) does row 8u + g) of the chunk in stage
  * `st`, from the row's two code words W0, W1 and the 4-block scale word SW:
  * the values {elements 4t, 4t+2} and {4t+1, 4t+3} -- the a0 and a2 (even u)
- * or a1 and a3 (odd u) of m16 tile u / 2. */
+ * or a1 and a3 (odd u) of m16 tile u / 2 (REGM_WA = 0), the b0 and b1 of n8
+ * tile u (REGM_WA = 1): words 0 and REGM_AH of the lane's fragment. */
 #define REGM_ACT_LD(BP, W0, W1)                                                                    \
     {                                                                                              \
         const int cw_ = act_row + (((BP) << 4) ^ gx);                                              \
@@ -175,20 +325,60 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
         const uint32_t s0_ = ptx_prmt(sp_, 0, 0x1010u), s1_ = ptx_prmt(sp_, 0, 0x3232u);           \
         uint32_t *dst_ = (uint32_t *)(st + act_dst + 2 * (BP) * REGM_FB);                          \
         dst_[0] = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(ev_), s0_);                                     \
-        dst_[2] = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(od_), s0_);                                     \
+        dst_[REGM_AH] = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(od_), s0_);                               \
         dst_[REGM_FB / 4] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(ev_), s1_);                           \
-        dst_[REGM_FB / 4 + 2] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(od_), s1_);                       \
+        dst_[REGM_FB / 4 + REGM_AH] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(od_), s1_);                 \
     }
+/* Scale word q (blocks 4q .. 4q + 3 of the chunk, sign bits cleared) of CTA
+ * row R of the chunk in stage `st` (the 128x4-tiled layout: row r of a
+ * 128-row group at (r % 32) * 16 + ((r % 128) / 32) * 4 of each 512-byte
+ * chunk q). */
+#define REGM_WSCALE_WORD(R, Q)                                                                     \
+    (*(const uint32_t *)(st + wsc_off + ((tile0 * 8 + (R)) / 128 - group0) * 2048 +                \
+                         ((tile0 * 8 + (R)) % 32) * 16 + (((tile0 * 8 + (R)) % 128) / 32) * 4 + (Q) * 512) & \
+     0x7F7F7F7Fu)
+#if REGM_WA
+/* The scale words q of rows g and g + 8 of chain i (CTA rows 16 i + g,
+ * + 8) -> for blocks 4q .. 4q + 3 the FP16 pairs {s(g), s(g + 8)} * 64,
+ * block pair BP's two at wsf_off + ((i * 8 + BP) * 8 + g) * 8 (the MMA lanes
+ * load them in one 8-byte load). */
+#define REGW_WSCALE_Q(I_, G_, Q_)                                                                   \
+    {                                                                                              \
+        const uint32_t w0_ = REGM_WSCALE_WORD(16 * (I_) + (G_), Q_);                               \
+        const uint32_t w1_ = REGM_WSCALE_WORD(16 * (I_) + (G_) + 8, Q_);                           \
+        uint2 *d_ = (uint2 *)(st + wsf_off + ((I_) * 64 + (G_)) * 8);                              \
+        const uint32_t a01_ = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(w0_), 0x54005400u);                 \
+        const uint32_t a23_ = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(w0_), 0x54005400u);                 \
+        const uint32_t b01_ = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(w1_), 0x54005400u);                 \
+        const uint32_t b23_ = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(w1_), 0x54005400u);                 \
+        d_[16 * (Q_)] = make_uint2(ptx_prmt(a01_, b01_, 0x5410u), ptx_prmt(a01_, b01_, 0x7632u));  \
+        d_[16 * (Q_) + 8] = make_uint2(ptx_prmt(a23_, b23_, 0x5410u), ptx_prmt(a23_, b23_, 0x7632u)); \
+    }
+#if REGM_ROT
+/* REGR (two or three chains a CTA): item I = 32 i + 8 q + g, one word a
+ * lane, so the chunk's items spread over all the activation warps */
+#define REGM_WSCALE_PER_CHAIN 32
+#define REGM_WSCALE_ITEM(I) REGW_WSCALE_Q((I) >> 5, (I) & 7, ((I) >> 3) & 3)
+#else
+/* REGW (many chains): item I = 8 i + g, its four words in turn (one word
+ * an item measured slower: QKV M = 1 33.4 -> 39.4 us, the per-item row
+ * arithmetic repeated four times) */
+#define REGM_WSCALE_PER_CHAIN 8
+#define REGM_WSCALE_ITEM(I)                                                                        \
+    {                                                                                              \
+        _Pragma("unroll") for (int q_ = 0; q_ < 4; q_++) REGW_WSCALE_Q((I) >> 3, (I) & 7, q_);     \
+    }
+#endif
+#else
 /* The weight scales of CTA row I = 8 i + g (its 16 blocks: one word per
  * 64-element group q, four independent chains) of the chunk in stage `st`
  * -> the FP16 pairs {s, s} * 64 of block pair BP at wsf_off + ((i * 8 + BP)
  * * 8 + g) * 8 (the MMA lanes load their row's two in one 8-byte load). */
-#define REGM_WSCALE_ROW(I)                                                                         \
+#define REGM_WSCALE_PER_CHAIN 8
+#define REGM_WSCALE_ITEM(I)                                                                        \
     {                                                                                              \
-        const int r_ = tile0 * 8 + (I);                                                            \
-        const uint8_t *src_ = st + wsc_off + (r_ / 128 - group0) * 2048 + (r_ % 32) * 16 + ((r_ % 128) / 32) * 4; \
         uint32_t w_[4];                                                                            \
-        _Pragma("unroll") for (int q_ = 0; q_ < 4; q_++) w_[q_] = *(const uint32_t *)(src_ + q_ * 512) & 0x7F7F7F7Fu; \
+        _Pragma("unroll") for (int q_ = 0; q_ < 4; q_++) w_[q_] = REGM_WSCALE_WORD(I, q_);         \
         uint2 *d_ = (uint2 *)(st + wsf_off + (((I) >> 3) * 64 + ((I) & 7)) * 8);                   \
         _Pragma("unroll") for (int q_ = 0; q_ < 4; q_++) {                                         \
             const uint32_t s01_ = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(w_[q_]), 0x54005400u);          \
@@ -197,9 +387,10 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
             d_[16 * q_ + 8] = make_uint2(ptx_prmt(s23_, 0, 0x1010u), ptx_prmt(s23_, 0, 0x3232u));  \
         }                                                                                          \
     }
+#endif
 #define REGM_ACT_SW(BP) (*(const uint32_t *)(st + act_sc + ((BP) >> 1) * 256 * SPLIT_AH(REGM_MT)))
 
-extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
+extern "C" __global__ void REGM_BOUNDS
     REGM_NAME(const __grid_constant__ nvfp4_sm90_regm_params p)
 {
     extern __shared__ __align__(1024) uint8_t smem_regm_raw[];
@@ -213,8 +404,8 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
     float *x_pts_sm = (float *)(x_ready + REGM_MAX_STAGES); /* REGM_BF16: the per-tensor scale used */
     uint8_t *ring = smem + REGM_BAR_BYTES;
     /* REGM_BF16: the stage ends with the chunk's BF16 activation box */
-    const size_t stage_bytes = REGM_STAGE_BYTES(REGM_MT, p.tmax) + (REGM_BF16 ? REGM_XBOX_BYTES(REGM_MT) : 0);
-    const int xbox_off = (int)REGM_STAGE_BYTES(REGM_MT, p.tmax);
+    const size_t stage_bytes = REGM_STAGE(REGM_MT, p.tmax) + (REGM_BF16 ? REGM_XBOX_BYTES(REGM_MT) : 0);
+    const int xbox_off = (int)REGM_STAGE(REGM_MT, p.tmax);
     /* offsets inside a stage (sm90_heuristics.cuh) */
     const int act_codes_off = p.tmax * 1024;
     const int wsc_off = act_codes_off + REGM_MT * 128;
@@ -223,25 +414,32 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
     const int wsf_off = frag_off + 16 * REGM_FB;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    /* this CTA's 8-row chains: [tile0, tile0 + tcount), balanced over the grid */
-    const int tile0 = (int)((int64_t)blockIdx.x * p.tiles / gridDim.x);
-    const int tcount = (int)((int64_t)(blockIdx.x + 1) * p.tiles / gridDim.x) - tile0;
+    /* this CTA's 8-row units (box rows / 8): [tile0, tile0 + tcount), whole
+     * chains of REGM_U units balanced over the grid */
+    const int tile0 = REGM_U * (int)((int64_t)blockIdx.x * (p.tiles / REGM_U) / gridDim.x);
+    const int tcount = REGM_U * (int)((int64_t)(blockIdx.x + 1) * (p.tiles / REGM_U) / gridDim.x) - tile0;
+    const int chains = tcount / REGM_U;
     const int group0 = tile0 * 8 / 128; /* the first 128-row scale group */
     const int nblocks = p.k / 16;
     const int nch = (p.k + REGM_KC - 1) / REGM_KC;
     /* MMA warps with a chain of their own (a CTA one chain short of tmax
      * leaves its last warp idle: it exits at once instead of repeating a
      * chain, so the issue slots go to the real ones) */
-    const int mma_live = (tcount + REGM_TW - 1) / REGM_TW;
+    const int mma_live = REGM_ROT ? chains * REGM_ROT : (chains + REGM_TW - 1) / REGM_TW;
+    /* REGM_ROT: the accumulator hand-off, barrier j * R + r (count 32) for
+     * the chunks turn r of chain j takes, after the other barriers */
+    uint64_t *acc_ready = (uint64_t *)(smem + REGR_ACC_BAR_OFF);
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < p.stages; s++) {
             ptx_mbar_init(&full[s], 1);
             ptx_mbar_init(&act_full[s], 32 * REGM_AWN);
             /* every reader lane arrives (one quantizer warp per chunk) */
-            ptx_mbar_init(&empty[s], 32 * (mma_live + REGM_BF16 + REGM_AWN));
+            ptx_mbar_init(&empty[s], 32 * ((REGM_ROT ? chains : mma_live) + REGM_BF16 + REGM_AWN));
             if (REGM_BF16) ptx_mbar_init(&x_ready[s], 32);
         }
+        if (REGM_ROT)
+            for (int i = 0; i < mma_live; i++) ptx_mbar_init(&acc_ready[i], 32);
         ptx_fence_mbar_init();
     }
     __syncthreads();
@@ -392,14 +590,14 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
          * words (chunk 0) in a stage; its fragments' slot in block 0 */
         const int act_row = act_codes_off + r * 128 + (t >> 1) * 4;
         const int act_sc = asc_off + (r / 16) * 256 + (r % 16) * 16;
-        const int act_dst = frag_off + ((u >> 1) * 32 + lane) * 16 + (u & 1) * 4;
-        if (REGM_MT == 8 && aw == 0) /* token rows 8..15 of every fragment: zero, once */
+        const int act_dst = REGM_WA ? frag_off + u * 256 + lane * 8 : frag_off + ((u >> 1) * 32 + lane) * 16 + (u & 1) * 4;
+        if (!REGM_WA && REGM_MT == 8 && aw == 0) /* token rows 8..15 of every fragment: zero, once */
             for (int z = 0; z < p.stages * 16; z++) {
                 uint32_t *q = (uint32_t *)(ring + (size_t)(z / 16) * stage_bytes + frag_off + (z % 16) * REGM_FB + lane * 16);
                 q[1] = 0;
                 q[3] = 0;
             }
-        const int wsc_rows = 8 * tcount; /* the CTA's weight rows */
+        const int wsc_items = REGM_WSCALE_PER_CHAIN * chains; /* REGM_WSCALE_ITEM's */
         int s = 0;
         uint32_t ph = 0;
         for (int c = 0; c < nch; c++) {
@@ -430,7 +628,7 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
                 }
             }
             if (!(p.dev_mode & REGM_DEV_NO_ACT))
-                for (int i = aw * 32 + lane; i < wsc_rows; i += 32 * REGM_AWN) REGM_WSCALE_ROW(i);
+                for (int i = aw * 32 + lane; i < wsc_items; i += 32 * REGM_AWN) REGM_WSCALE_ITEM(i);
             ptx_mbar_arrive(&act_full[s]); /* releases this lane's fragment and scale stores */
             ptx_mbar_arrive(&empty[s]);    /* ... and its reads of the stage */
             if (++s == p.stages) {
@@ -441,14 +639,76 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
         return;
     }
 
+#if REGM_ROT
+    /* ---------------- MMA warps, REGM_ROT per chain ----------------
+     * Warp mw = R j + r takes chunks r, r + R, ... of chain j.  Per chunk:
+     * every block's A fragment into registers first (16 independent blocks:
+     * the dequantization has all the ILP a warp can issue), the stage's
+     * activation fragments with the mma; then the chain's accumulator --
+     * from the warp of chunk c - 1 through the chain's shared-memory slot and
+     * acc_ready[R j + r] -- takes the chunk's 16 steps in k order, and goes
+     * on to the warp of chunk c + 1 (acc_ready[R j + (c + 1) % R]).  The chain
+     * is the one sequence of steps of the contract; only the warp that
+     * issues it changes between chunks, so R - 1 chunks are dequantized
+     * while one is multiplied.  Completion i of acc_ready[R j + r] is the
+     * hand-off into chunk r + R i (r > 0) or R (i + 1) (r = 0): the waiter's
+     * parity is ((c - 1) / R) & 1, and it never runs two phases ahead (its
+     * previous chunk needed completion i - 1). */
+    const int mw = warp - p.loaders - REGM_AWN;
+    if (mw >= mma_live) return;
+    const int jr = mw / REGM_ROT, rr = mw % REGM_ROT;
+    const int crow0 = (16 * jr + g) * 128 + (t >> 1) * 4, sfo0 = wsf_off + (64 * jr + g) * 8;
+    const int act_ld = frag_off + lane * 8;
+    float4 *slot = (float4 *)(ring + (size_t)p.stages * stage_bytes) + jr * REGM_NT * 32 + lane;
+    const float alpha = __fmul_rn(REGM_BF16 ? *x_pts_sm : *p.a_scale2, *p.b_scale2);
+    for (int c = rr; c < nch; c += REGM_ROT) {
+        const int s = c % p.stages;
+        const uint32_t ph = (uint32_t)(c / p.stages) & 1u;
+        ptx_mbar_wait(&full[s], ph);
+        ptx_mbar_wait(&act_full[s], ph);
+        const uint8_t *st = ring + (size_t)s * stage_bytes;
+        const int nblk = nblocks - 16 * c < 16 ? nblocks - 16 * c : 16;
+        float acc[REGM_NT][4];
+        if (nblk == 16) {
+            REGR_CHUNK(16)
+        } else {
+            REGR_CHUNK(nblk)
+        }
+        if (c + 1 < nch) {
+#pragma unroll
+            for (int u = 0; u < REGM_NT; u++) slot[u * 32] = make_float4(acc[u][0], acc[u][1], acc[u][2], acc[u][3]);
+            ptx_mbar_arrive(&acc_ready[jr * REGM_ROT + (c + 1) % REGM_ROT]); /* releases the slot's stores */
+            continue;
+        }
+        /* ---- epilogue (the warp of the last chunk): acc[u][e] = (m = 8u + 2t + (e & 1), n = row g + 8 (e >> 1)) ---- */
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int n = tile0 * 8 + 16 * jr + g + 8 * h;
+            const float bias_n = p.bias ? p.bias[n] : 0.0f;
+#pragma unroll
+            for (int u = 0; u < REGM_NT; u++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int m = 8 * u + 2 * t + e;
+                    if (m >= p.m) continue;
+                    const size_t o = (size_t)m * (size_t)p.n + (size_t)n;
+                    const float v = acc[u][2 * h + e];
+                    float y = __fmul_rn(alpha, v);
+                    if (p.bias) y = __fadd_rn(y, bias_n);
+                    if (p.raw) p.raw[o] = v;
+                    if (p.out) p.out[o] = nvfp4_dev_bf16_rne(y);
+                }
+        }
+    }
+#else
     /* ---------------- MMA warps ---------------- */
     const int mw = warp - p.loaders - REGM_QWN - REGM_AWN;
     if (mw >= mma_live) return;
-    float acc[REGM_TW][REGM_NM][4], tot[REGM_TW][REGM_NM][4];
+    float acc[REGM_TW][REGM_NQ][4], tot[REGM_TW][REGM_NQ][4];
 #pragma unroll
     for (int j = 0; j < REGM_TW; j++)
 #pragma unroll
-        for (int q = 0; q < REGM_NM; q++)
+        for (int q = 0; q < REGM_NQ; q++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 acc[j][q][e] = 0.0f;
@@ -456,17 +716,18 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
             }
     const int ngroups64 = (p.k + 63) / 64;
     int first_slice = 1, slice_end = p.chunks_per_slice;
-    /* this lane's activation fragment slot (block 0, n8 tile 0) */
-    const int act_ld = frag_off + lane * 16;
-    /* Per chain: the code word of its box row g (before the swizzle) and the
-     * row's FP16 scale pairs (block 0).  Warps with fewer than REGM_TW chains
-     * repeat the CTA's last one, so the loop has no predicates; the epilogue
-     * stores only real chains. */
+    /* this lane's activation fragment slot (block 0, token tile 0) */
+    const int act_ld = frag_off + lane * (REGM_WA ? 8 : 16);
+    /* Per chain: the code word of its box row g (before the swizzle; with
+     * REGM_WA row 16 i + g, and 16 i + g + 8 at + 1024) and its FP16 scale
+     * pairs (block 0).  Warps with fewer than REGM_TW chains repeat the CTA's
+     * last one, so the loop has no predicates; the epilogue stores only real
+     * chains. */
     int crow[REGM_TW], sfo[REGM_TW];
 #pragma unroll
     for (int j = 0; j < REGM_TW; j++) {
-        const int i0 = mw * REGM_TW + j, i = i0 < tcount ? i0 : tcount - 1;
-        crow[j] = (8 * i + g) * 128 + (t >> 1) * 4;
+        const int i0 = mw * REGM_TW + j, i = i0 < chains ? i0 : chains - 1;
+        crow[j] = (8 * REGM_U * i + g) * 128 + (t >> 1) * 4;
         sfo[j] = wsf_off + (64 * i + g) * 8;
     }
     int s = 0;
@@ -483,7 +744,7 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
         } else { /* the K tail (2 .. 14 blocks) or a chunk that ends a K slice */
 #pragma unroll
             for (int bp = 0; bp < 8; bp++)
-                if (2 * bp < nblk) REGM_PAIR(bp, 1);
+                if (2 * bp < nblk) REGM_PAIR(bp);
         }
         ptx_mbar_arrive(&empty[s]); /* this lane's loads of the stage are done */
         if (++s == p.stages) {
@@ -492,15 +753,41 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
         }
     }
 
-    /* ---- epilogue: tot[j][q][e] = (m = 16q + g + 8 (e >> 1), n = row 2t + (e & 1) of chain j) ---- */
     /* (REGM_BF16: the quantizer warp stored the scale before its first
      * x_ready arrival, which the activation warps waited for before their
      * act_full arrivals, which every MMA warp has waited for) */
     const float alpha = __fmul_rn(REGM_BF16 ? *x_pts_sm : *p.a_scale2, *p.b_scale2);
+#if REGM_WA
+    /* ---- epilogue: tot[j][u][e] = (m = 8u + 2t + (e & 1), n = row g + 8 (e >> 1) of chain j) ---- */
 #pragma unroll
     for (int j = 0; j < REGM_TW; j++) {
         const int i = mw * REGM_TW + j;
-        if (i >= tcount) continue;
+        if (i >= chains) continue;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int n = tile0 * 8 + 16 * i + g + 8 * h;
+            const float bias_n = p.bias ? p.bias[n] : 0.0f;
+#pragma unroll
+            for (int u = 0; u < REGM_NT; u++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int m = 8 * u + 2 * t + e;
+                    if (m >= p.m) continue;
+                    const size_t o = (size_t)m * (size_t)p.n + (size_t)n;
+                    const float v = tot[j][u][2 * h + e];
+                    float y = __fmul_rn(alpha, v);
+                    if (p.bias) y = __fadd_rn(y, bias_n);
+                    if (p.raw) p.raw[o] = v;
+                    if (p.out) p.out[o] = nvfp4_dev_bf16_rne(y);
+                }
+        }
+    }
+#else
+    /* ---- epilogue: tot[j][q][e] = (m = 16q + g + 8 (e >> 1), n = row 2t + (e & 1) of chain j) ---- */
+#pragma unroll
+    for (int j = 0; j < REGM_TW; j++) {
+        const int i = mw * REGM_TW + j;
+        if (i >= chains) continue;
         const int n = (tile0 + i) * 8 + 2 * t;
         const float bias0 = p.bias ? p.bias[n] : 0.0f, bias1 = p.bias ? p.bias[n + 1] : 0.0f;
 #pragma unroll
@@ -532,29 +819,44 @@ extern "C" __global__ void __launch_bounds__(REGM_THREADS, 1)
                 }
             }
     }
+#endif
+#endif
 }
 
 #undef REGM_PAIR
-#undef REGM_AFRAG
+#undef REGM_FOLD
+#undef REGM_REGS
+#undef REGW_AFRAG
 #undef REGM_ACT_UNIT
 #undef REGM_NT
 #undef REGM_NM
+#undef REGM_NQ
+#undef REGM_U
+#undef REGM_STAGE
+#undef REGM_AH
 #undef REGM_AWN
 #undef REGM_APS
 #undef REGM_LD
 #undef REGM_DQ
 #undef REGM_MM
 #undef REGM_HOT
+#undef REGR_CHUNK
 #undef REGM_ACT_LD
 #undef REGM_ACT_SW
 #undef REGM_FB
 #undef REGM_BFRAGS
-#undef REGM_WSCALE_ROW
+#undef REGM_WSCALE_WORD
+#undef REGM_WSCALE_PER_CHAIN
+#undef REGW_WSCALE_Q
+#undef REGM_WSCALE_ITEM
 #undef REGM_THREADS
+#undef REGM_BOUNDS
 #undef REGM_MT
 #undef REGM_TW
 #undef REGM_NAME
 #undef REGM_BF16
+#undef REGM_WA
+#undef REGM_ROT
 #undef REGM_QWN
 #ifdef REGM_QB
 #undef REGM_QB

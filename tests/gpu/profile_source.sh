@@ -9,7 +9,7 @@ B=${1:-build}; O=$2; L=$3; MM=$4; V=$5; LW=${6:-0}
 mkdir -p "$O"
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 R="$O/src-$L-m$MM-v$V"
-"$NCU" --clock-control none -k regex:'nvfp4_sm90_(gemm|small|split|regm)' --launch-skip 3 --launch-count 1 \
+"$NCU" --clock-control none -k regex:'nvfp4_sm90_(gemm|small|split|reg)' --launch-skip 3 --launch-count 1 \
     --section WarpStateStats --section SourceCounters --section SpeedOfLight --section SchedulerStats \
     --import-source no -f -o "$R" "$B/gpu/gemm_variants" "$L" "$MM" "$V" 5 1 "$LW" >"$R.txt" 2>&1
 "$NCU" --import "$R.ncu-rep" --page source --csv --print-source sass >"$R.csv" 2>>"$R.txt"

@@ -25,22 +25,39 @@ static void check_plan(const char *what, int64_t m, int64_t n, int slices, const
     CHECKF(p->variant >= 0 && p->variant < NVFP4_SM90_NUM_VARIANTS, "%s: variant %d", what, p->variant);
     CHECKF(p->smem <= OPTIN, "%s: %zu bytes of shared memory", what, p->smem);
     CHECKF(p->grid >= 1, "%s: grid %d", what, p->grid);
-    if (v->kind == NVFP4_SM90_SPLIT || v->kind == NVFP4_SM90_REGM) { /* 16-row tiles, balanced over the CTAs */
-        const int64_t tmax = v->kind == NVFP4_SM90_SPLIT ? SPLIT_TMAX(v->bn) : REGM_TMAX(v->r);
-        const int64_t tiles = n / (v->kind == NVFP4_SM90_REGM ? 8 : 16);
+    if (v->kind == NVFP4_SM90_SPLIT || v->kind == NVFP4_SM90_REGM || v->kind == NVFP4_SM90_REGW ||
+        v->kind == NVFP4_SM90_REGR) {
+        /* weight tiles (split: 16 rows; register kernels: chains of 8 or 16
+         * rows), balanced over the CTAs; the register kernels count 8-row
+         * units in tiles and tiles_per_cta */
+        const int regm = v->kind != NVFP4_SM90_SPLIT, rot = v->kind == NVFP4_SM90_REGR;
+        const int u = v->kind == NVFP4_SM90_REGW || rot ? 2 : 1;
+        const int64_t tmax = v->kind == NVFP4_SM90_SPLIT ? SPLIT_TMAX(v->bn)
+                             : v->kind == NVFP4_SM90_REGM ? REGM_TMAX(v->r)
+                             : rot                        ? 2 * (REGR_WMAX / v->r)
+                                                          : REGW_TMAX(v->r);
+        const int64_t tiles = n / (v->kind == NVFP4_SM90_SPLIT ? 16 : 8);
         CHECKF(m <= v->bn, "%s: kind %d with MT=%d for M=%lld", what, v->kind, v->bn, (long long)m);
-        CHECKF(p->tiles == tiles && p->grid <= tiles && cdiv(tiles, p->grid) == p->tiles_per_cta,
+        CHECKF(p->tiles == tiles && p->grid <= tiles / u && u * cdiv(tiles / u, p->grid) == p->tiles_per_cta,
                "%s: %d CTAs, %d tiles each, for %lld tiles", what, p->grid, p->tiles_per_cta,
                (long long)tiles);
-        CHECKF(p->tiles_per_cta >= 1 && p->tiles_per_cta <= tmax, "%s: %d tiles per CTA", what,
-               p->tiles_per_cta);
+        CHECKF(p->tiles_per_cta >= u && p->tiles_per_cta <= tmax && p->tiles_per_cta % u == 0, "%s: %d tiles per CTA",
+               what, p->tiles_per_cta);
         CHECKF(p->grid <= SMS || p->tiles_per_cta == tmax, "%s: %d CTAs", what, p->grid);
-        if (v->kind == NVFP4_SM90_REGM) {
-            CHECKF(p->stages >= 2 && p->stages <= REGM_MAX_STAGES, "%s: %d stages", what, p->stages);
-            CHECKF(p->mma_warps == cdiv(p->tiles_per_cta, v->r) && p->loaders >= 1 && p->loaders <= REGM_LWMAX &&
-                       32 * (p->loaders + REGM_AW(v->bn, v->r) + p->mma_warps) <= REGM_THREADS_MAX(v->bn, v->r),
+        if (regm) {
+            const int threads_max = v->kind == NVFP4_SM90_REGM ? REGM_THREADS_MAX(v->bn, v->r)
+                                    : rot                        ? REGR_THREADS_MAX(v->bn)
+                                                                 : REGW_THREADS_MAX(v->bn, v->r);
+            const int tw = rot ? 1 : v->r; /* chains per MMA warp */
+            const int64_t warps = rot ? (int64_t)(p->tiles_per_cta / u) * v->r : cdiv(p->tiles_per_cta / u, tw);
+            CHECKF(p->stages >= 2 && p->stages <= REGM_MAX_STAGES && (!rot || p->stages % v->r == 0),
+                   "%s: %d stages", what, p->stages);
+            CHECKF(p->mma_warps == warps && p->loaders >= 1 && p->loaders <= REGM_LWMAX &&
+                       32 * (p->loaders + (rot ? REGR_AW(v->bn) : REGM_AW(v->bn, tw)) + p->mma_warps) <= threads_max,
                    "%s: %d MMA warps for %d tiles", what, p->mma_warps, p->tiles_per_cta);
-            CHECKF(p->smem == REGM_SMEM((size_t)v->bn, (size_t)p->tiles_per_cta, (size_t)p->stages),
+            CHECKF(p->smem == (u == 1 ? REGM_SMEM((size_t)v->bn, (size_t)p->tiles_per_cta, (size_t)p->stages)
+                                      : REGW_SMEM((size_t)v->bn, (size_t)p->tiles_per_cta, (size_t)p->stages)) +
+                                  (rot ? REGR_SLOT_BYTES((size_t)v->bn, (size_t)p->tiles_per_cta) : 0),
                    "%s: smem formula", what);
             return;
         }
@@ -116,15 +133,23 @@ int main(void)
     }
     TEST("the choices read off the H200 bench") {
 #define RG NVFP4_SM90_REGM
+#define RW NVFP4_SM90_REGW
+#define RR NVFP4_SM90_REGR
 #define WG NVFP4_SM90_WGMMA
+        /* M <= 16 (twelfth session, gemm_variants): REGR with 3 (M <= 8) or 2
+         * warps a chain for attn-out and FC2 (2.55 16-row chains per SM),
+         * REGW for FC1 (14 MMA warps against REGM's 7), REGM for QKV */
         static const struct { int lin; int64_t m; int kind, bn, nc, r; } want[] = {
-            {0, 1, RG, 8, 0, 2},      {0, 16, RG, 16, 0, 2},    {1, 1, RG, 8, 0, 1},    {1, 16, RG, 16, 0, 1},
-            {2, 1, RG, 8, 0, 4},      {2, 16, RG, 16, 0, 4},    {3, 1, RG, 8, 0, 1},    {3, 32, RG, 32, 0, 1},
+            {0, 1, RG, 8, 0, 2},      {0, 16, RG, 16, 0, 2},    {1, 1, RR, 8, 0, 3},    {1, 16, RR, 16, 0, 2},
+            {2, 1, RW, 8, 0, 1},      {2, 16, RW, 16, 0, 1},    {3, 1, RR, 8, 0, 3},    {3, 32, RG, 32, 0, 1},
+            {3, 8, RR, 8, 0, 3},      {0, 8, RG, 8, 0, 2},      {2, 8, RW, 8, 0, 1},      {3, 16, RR, 16, 0, 2},
             {0, 128, WG, 128, 2, 0},  {1, 128, WG, 128, 1, 0},  {2, 128, WG, 128, 2, 0}, {1, 64, WG, 64, 1, 0},
             /* the last wave: 42 x 9 tiles of 128 x 232 rather than 42 x 8 of 128 x 256 */
             {3, 2048, WG, 232, 2, 0}, {1, 2048, WG, 232, 2, 0}, {2, 2048, WG, 256, 2, 0}, {0, 2048, WG, 256, 2, 0},
         };
 #undef RG
+#undef RW
+#undef RR
 #undef WG
         for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
             nvfp4_sm90_plan p;
@@ -135,10 +160,13 @@ int main(void)
                    "%s M=%lld: got kind %d bn=%d nc=%d r=%d", LIN[want[i].lin].name, (long long)want[i].m,
                    x ? x->kind : -1, x ? x->bn : -1, x ? x->nc : -1, x ? x->r : -1);
         }
-        /* one wave: fc1 at M = 1 (3584 8-row chains) on 132 CTAs of 28, four per MMA warp */
+        /* one wave: fc1 at M = 1 (1792 16-row chains) on 132 CTAs of 14 (28 units), one per MMA warp */
         nvfp4_sm90_plan p;
         CHECK(nvfp4_sm90_plan_gemm(1, 28672, 5376, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.grid == SMS &&
-              p.tiles_per_cta == 28 && nvfp4_sm90_variants[p.variant].kind == NVFP4_SM90_REGM);
+              p.tiles_per_cta == 28 && p.mma_warps == 14 && nvfp4_sm90_variants[p.variant].kind == NVFP4_SM90_REGW);
+        /* k_slices > 1 never plans the REGR kernel (it has no slice fold) */
+        CHECK(nvfp4_sm90_plan_gemm(1, 5376, 14336, 2, SMS, OPTIN, PER_SM, -1, &p) == 0 &&
+              nvfp4_sm90_variants[p.variant].kind != NVFP4_SM90_REGR);
     }
     return test_summary("sm90_plan");
 }
