@@ -304,6 +304,28 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
         ptx_mbar_arrive(&empty[s]); /* this lane's loads of the stage are done */                 \
     }
 
+/* The REGW / REGR epilogue of chain I (16 rows): ACC[u][e] is output (m =
+ * 8u + 2t + (e & 1), n = the chain's row g + 8 (e >> 1)): raw, and out =
+ * BF16(FP32(alpha * raw) [+ bias]). */
+#define REGW_EPILOGUE(I, ACC)                                                                      \
+    {                                                                                              \
+        _Pragma("unroll") for (int h_ = 0; h_ < 2; h_++) {                                         \
+            const int n_ = tile0 * 8 + 16 * (I) + g + 8 * h_;                                      \
+            const float bias_n_ = p.bias ? p.bias[n_] : 0.0f;                                      \
+            _Pragma("unroll") for (int u_ = 0; u_ < REGM_NT; u_++)                                 \
+                _Pragma("unroll") for (int e_ = 0; e_ < 2; e_++) {                                 \
+                const int m_ = 8 * u_ + 2 * t + e_;                                                \
+                if (m_ >= p.m) continue;                                                           \
+                const size_t o_ = (size_t)m_ * (size_t)p.n + (size_t)n_;                           \
+                const float v_ = (ACC)[u_][2 * h_ + e_];                                           \
+                float y_ = __fmul_rn(alpha, v_);                                                   \
+                if (p.bias) y_ = __fadd_rn(y_, bias_n_);                                           \
+                if (p.raw) p.raw[o_] = v_;                                                         \
+                if (p.out) p.out[o_] = nvfp4_dev_bf16_rne(y_);                                     \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
 /* The activation fragments of blocks 2 BP, 2 BP + 1 of n8 tile u (token
  * rows 8u .. 8u + 7; lane (g, t) does row 8u + g) of the chunk in stage
  * `st`, from the row's two code words W0, W1 and the 4-block scale word SW:
@@ -680,25 +702,7 @@ extern "C" __global__ void REGM_BOUNDS
             ptx_mbar_arrive(&acc_ready[jr * REGM_ROT + (c + 1) % REGM_ROT]); /* releases the slot's stores */
             continue;
         }
-        /* ---- epilogue (the warp of the last chunk): acc[u][e] = (m = 8u + 2t + (e & 1), n = row g + 8 (e >> 1)) ---- */
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int n = tile0 * 8 + 16 * jr + g + 8 * h;
-            const float bias_n = p.bias ? p.bias[n] : 0.0f;
-#pragma unroll
-            for (int u = 0; u < REGM_NT; u++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int m = 8 * u + 2 * t + e;
-                    if (m >= p.m) continue;
-                    const size_t o = (size_t)m * (size_t)p.n + (size_t)n;
-                    const float v = acc[u][2 * h + e];
-                    float y = __fmul_rn(alpha, v);
-                    if (p.bias) y = __fadd_rn(y, bias_n);
-                    if (p.raw) p.raw[o] = v;
-                    if (p.out) p.out[o] = nvfp4_dev_bf16_rne(y);
-                }
-        }
+        REGW_EPILOGUE(jr, acc); /* the warp of the last chunk */
     }
 #else
     /* ---------------- MMA warps ---------------- */
@@ -758,29 +762,11 @@ extern "C" __global__ void REGM_BOUNDS
      * act_full arrivals, which every MMA warp has waited for) */
     const float alpha = __fmul_rn(REGM_BF16 ? *x_pts_sm : *p.a_scale2, *p.b_scale2);
 #if REGM_WA
-    /* ---- epilogue: tot[j][u][e] = (m = 8u + 2t + (e & 1), n = row g + 8 (e >> 1) of chain j) ---- */
 #pragma unroll
     for (int j = 0; j < REGM_TW; j++) {
         const int i = mw * REGM_TW + j;
         if (i >= chains) continue;
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int n = tile0 * 8 + 16 * i + g + 8 * h;
-            const float bias_n = p.bias ? p.bias[n] : 0.0f;
-#pragma unroll
-            for (int u = 0; u < REGM_NT; u++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int m = 8 * u + 2 * t + e;
-                    if (m >= p.m) continue;
-                    const size_t o = (size_t)m * (size_t)p.n + (size_t)n;
-                    const float v = tot[j][u][2 * h + e];
-                    float y = __fmul_rn(alpha, v);
-                    if (p.bias) y = __fadd_rn(y, bias_n);
-                    if (p.raw) p.raw[o] = v;
-                    if (p.out) p.out[o] = nvfp4_dev_bf16_rne(y);
-                }
-        }
+        REGW_EPILOGUE(i, tot[j]);
     }
 #else
     /* ---- epilogue: tot[j][q][e] = (m = 16q + g + 8 (e >> 1), n = row 2t + (e & 1) of chain j) ---- */
@@ -841,6 +827,7 @@ extern "C" __global__ void REGM_BOUNDS
 #undef REGM_MM
 #undef REGM_HOT
 #undef REGR_CHUNK
+#undef REGW_EPILOGUE
 #undef REGM_ACT_LD
 #undef REGM_ACT_SW
 #undef REGM_FB
