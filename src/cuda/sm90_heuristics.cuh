@@ -38,7 +38,7 @@ enum {
     NVFP4_SM90_REGR = 6
 };
 typedef struct nvfp4_sm90_variant {
-    int kind; /* NVFP4_SM90_WGMMA .. NVFP4_SM90_REGM */
+    int kind; /* NVFP4_SM90_WGMMA .. NVFP4_SM90_REGR */
     int bn;   /* activation rows per tile: 8..256 (mma.sync kinds: MT = 8, 16 or 32, and M <= bn) */
     int nc;   /* WGMMA: consumer warpgroups (1 or 2); 0 for the mma.sync kinds */
     int r;    /* SMALLM: n8 chains per consumer warp; REGM: 8-row chains, REGW: 16-row chains per MMA warp;
@@ -137,8 +137,7 @@ typedef struct nvfp4_sm90_variant {
 #define REGW_THREADS_MAX(mt, tw) (32 * (REGM_LWMAX + REGM_AW(mt, tw) + REGW_WMAX(tw)))
 /* Its stage: the REGM layout with MT * 32-byte activation fragments per
  * block and one 512-byte scale-pair region per 16-row chain (12 stages
- * instead of 9 at FC2's 6 units: the ring was the limit of the REGR kernel,
- * docs/KERNEL.md). */
+ * instead of 9 at FC2's 6 units). */
 #define REGW_STAGE_BYTES(mt, tmax)                                                                 \
     (((size_t)(tmax) * 1024 + (size_t)(mt) * 128 + (size_t)REGM_SGMAX(tmax) * 2048 +              \
       (size_t)SPLIT_AH(mt) * 1024 + (size_t)16 * REGW_FRAG_BLOCK_BYTES(mt) + (size_t)(tmax) * 256 + 1023) / 1024 * 1024)

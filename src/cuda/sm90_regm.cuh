@@ -29,7 +29,15 @@
  *    word per chain and lane, builds the B fragment in registers (cvt
  *    e4m3x2 -> f16x2, times the block scale from an FP16 pair the
  *    activation warps wrote), loads the activation A fragment and issues
- *    mma.sync m16n8k16.
+ *    mma.sync m16n8k16;
+ *  - REGM_WA (kind REGW): the same loader and stage, but a chain is 16
+ *    weight rows, the m16 (A) side of the mma, built from the code words of
+ *    rows g and g + 8; the activation warps write n8 B fragments (8 bytes a
+ *    lane and block) and the weight scales as {s(g), s(g + 8)} pairs;
+ *  - REGM_ROT = R (kind REGR, on REGM_WA): R MMA warps per chain take its
+ *    chunks in turn and hand the accumulator on through a shared-memory
+ *    slot and an mbarrier per (chain, turn): the chain stays one sequence
+ *    of steps in k order while R - 1 chunks are dequantized.
 
  * NOTES (hardware and contract constraints):
  *  - mma.sync m16n8k16 .f32.f16.f16.f32 is one sm90 k16 step (docs/ORACLE.md):
