@@ -258,7 +258,8 @@ extern "C" {
 #define REGM_NAME nvfp4_sm90_regm_mt32_tw4
 #include "cuda/sm90_regm_body.cuh"
 
-/* ... and with the in-kernel A producer (BF16 activations in), M <= 8. */
+/* ... and with the in-kernel A producer (BF16 activations in; MT = 8, TW 1
+ * and 2, the REGM kernels the planner takes at M <= 8). */
 #define REGM_MT 8
 #define REGM_TW 1
 #define REGM_BF16 1
@@ -269,12 +270,6 @@ extern "C" {
 #define REGM_TW 2
 #define REGM_BF16 1
 #define REGM_NAME nvfp4_sm90_regm_bf16_mt8_tw2
-#include "cuda/sm90_regm_body.cuh"
-
-#define REGM_MT 8
-#define REGM_TW 4
-#define REGM_BF16 1
-#define REGM_NAME nvfp4_sm90_regm_bf16_mt8_tw4
 #include "cuda/sm90_regm_body.cuh"
 
 /* The register kernel with the weights as the A operand (kind REGW): 16-row
@@ -347,6 +342,42 @@ extern "C" {
 #define REGM_NAME nvfp4_sm90_regr_mt16_r4
 #include "cuda/sm90_regm_body.cuh"
 
+/* The in-kernel A producer's twins (REGM_BF16: BF16 activations in, the
+ * activation warps quantize them) of the kernels the planner takes at M <= 8:
+ * REGM TW 1, 2 (above), REGW TW 1, REGR R 2, 3, 4, all MT = 8.  (MT = 16
+ * twins were built and exact, and 2-3.6x slower than the prequantized GEMM
+ * at M = 16: docs/STREAMING_A.md.) */
+#define REGM_WA 1
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_BF16 1
+#define REGM_NAME nvfp4_sm90_regw_bf16_mt8_tw1
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_WA 1
+#define REGM_ROT 2
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_BF16 1
+#define REGM_NAME nvfp4_sm90_regr_bf16_mt8_r2
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_WA 1
+#define REGM_ROT 3
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_BF16 1
+#define REGM_NAME nvfp4_sm90_regr_bf16_mt8_r3
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_WA 1
+#define REGM_ROT 4
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_BF16 1
+#define REGM_NAME nvfp4_sm90_regr_bf16_mt8_r4
+#include "cuda/sm90_regm_body.cuh"
+
 typedef void (*sm90_kernel_fn)(nvfp4_sm90_params);
 typedef void (*sm90_split_fn)(nvfp4_sm90_split_params);
 typedef void (*sm90_small_fn)(nvfp4_sm90_small_params);
@@ -389,9 +420,11 @@ static const sm90_regm_fn sm90_regr_kernels[2][3] = {
     {nvfp4_sm90_regr_mt8_r2, nvfp4_sm90_regr_mt8_r3, nvfp4_sm90_regr_mt8_r4},
     {nvfp4_sm90_regr_mt16_r2, nvfp4_sm90_regr_mt16_r3, nvfp4_sm90_regr_mt16_r4},
 };
-/* the in-kernel A producer's, MT = 8, [TW 1, 2, 4] */
-static const sm90_regm_fn sm90_regm_bf16_kernels[3] = {
-    nvfp4_sm90_regm_bf16_mt8_tw1, nvfp4_sm90_regm_bf16_mt8_tw2, nvfp4_sm90_regm_bf16_mt8_tw4};
+/* the in-kernel A producer's twins, MT = 8: REGM [TW 1, 2], REGW (TW 1), REGR [R - 2] */
+static const sm90_regm_fn sm90_regm_bf16_kernels[2] = {nvfp4_sm90_regm_bf16_mt8_tw1, nvfp4_sm90_regm_bf16_mt8_tw2};
+static const sm90_regm_fn sm90_regw_bf16_kernel = nvfp4_sm90_regw_bf16_mt8_tw1;
+static const sm90_regm_fn sm90_regr_bf16_kernels[3] = {nvfp4_sm90_regr_bf16_mt8_r2, nvfp4_sm90_regr_bf16_mt8_r3,
+                                                      nvfp4_sm90_regr_bf16_mt8_r4};
 
 /* ------------------------------------------------------------------------ */
 /* Activation pre-pass: one thread per 16-element block.                    */
@@ -446,9 +479,11 @@ typedef struct sm90_device_info {
     size_t smem_set[NVFP4_SM90_NUM_VARIANTS];
     size_t split_smem_set[3][4]; /* the split kernels, [MT][TW - 1] */
     size_t regm_smem_set[3][3];  /* the register kernels, [MT][TW 1, 2, 4] */
-    size_t regm_bf16_smem_set[3]; /* ... with the in-kernel A producer, [TW 1, 2, 4] */
     size_t regw_smem_set[2][2];   /* ... with the weights as the A operand, [MT][TW 1, 2] */
     size_t regr_smem_set[2][3];   /* ... and rotating MMA warps, [MT][R - 2] */
+    size_t regm_bf16_smem_set[2]; /* the in-kernel A producer's twins (MT = 8): REGM [TW 1, 2], */
+    size_t regw_bf16_smem_set;    /* REGW (TW 1), */
+    size_t regr_bf16_smem_set[3]; /* REGR [R - 2] */
 } sm90_device_info;
 
 #define SM90_MAX_DEVICES 16
@@ -473,6 +508,57 @@ extern "C" void nvfp4_sm90_force_dev_mode(int mode) { sm90_dev_mode = mode; }
  * allows it (1), never (0), or by the heuristic (-1). */
 static int sm90_inkernel_a = -1;
 extern "C" void nvfp4_sm90_force_inkernel_a(int mode) { sm90_inkernel_a = mode < 0 ? -1 : mode > 0; }
+
+/* The register kernel of variant var (kind REGM, REGW or REGR) -- its
+ * in-kernel A producer twin if bf16 -- and where its raised shared-memory
+ * size is kept; NULL where none is built. */
+static sm90_regm_fn regm_kernel_of(const nvfp4_sm90_variant *var, int bf16, sm90_device_info *dev,
+                                   size_t **smem_set)
+{
+    const int rot = var->kind == NVFP4_SM90_REGR, wa = var->kind == NVFP4_SM90_REGW;
+    const int mi = var->bn == 8 ? 0 : var->bn == 16 ? 1 : var->bn == 32 ? 2 : -1;
+    /* chains per MMA warp (REGR: one; var->r is its warps per chain) */
+    const int tw = rot ? 1 : var->r, ti = tw == 1 ? 0 : tw == 2 ? 1 : tw == 4 ? 2 : -1;
+    const int ri = rot ? var->r - 2 : -1;
+    *smem_set = NULL;
+    if (mi < 0 || ti < 0 || (rot && (ri < 0 || ri > 2)) || ((rot || wa) && mi > 1) || (bf16 && mi != 0))
+        return NULL;
+    if (rot) {
+        *smem_set = bf16 ? &dev->regr_bf16_smem_set[ri] : &dev->regr_smem_set[mi][ri];
+        return bf16 ? sm90_regr_bf16_kernels[ri] : sm90_regr_kernels[mi][ri];
+    }
+    if (wa) {
+        if (ti > 1 || (bf16 && ti != 0)) return NULL;
+        *smem_set = bf16 ? &dev->regw_bf16_smem_set : &dev->regw_smem_set[mi][ti];
+        return bf16 ? sm90_regw_bf16_kernel : sm90_regw_kernels[mi][ti];
+    }
+    if (bf16 && ti > 1) return NULL;
+    *smem_set = bf16 ? &dev->regm_bf16_smem_set[ti] : &dev->regm_smem_set[mi][ti];
+    return bf16 ? sm90_regm_bf16_kernels[ti] : sm90_regm_kernels[mi][ti];
+}
+
+/* The in-kernel A producer's plan from the register kernel's: each stage
+ * also holds the chunk's BF16 box and the threshold table comes last, so the
+ * ring may be shallower (REGR: still a multiple of R).  0, or -1 if it does
+ * not fit. */
+static int regm_bf16_plan(nvfp4_sm90_plan *plan, const nvfp4_sm90_variant *var, int64_t m, size_t smem_optin)
+{
+    const int rot = var->kind == NVFP4_SM90_REGR, wa = rot || var->kind == NVFP4_SM90_REGW;
+    const size_t units = (size_t)plan->tiles_per_cta, mt = (size_t)var->bn;
+    if (m < 1 || m > var->bn) return -1;
+    /* the BF16 box holds M rows (a deeper ring at M = 1 than MT rows would leave) */
+    const size_t stage = (wa ? REGW_STAGE_BYTES(mt, units) : REGM_STAGE_BYTES(mt, units)) + REGM_XBOX_BYTES(m);
+    const size_t fixed = (wa ? REGW_SMEM(mt, units, 0) : REGM_SMEM(mt, units, 0)) +
+                         (rot ? REGR_SLOT_BYTES(mt, units) : 0) + REGM_QTAB_BYTES;
+    if (fixed + 2 * stage > smem_optin) return -1;
+    size_t nst = (smem_optin - fixed) / stage;
+    if (nst > (size_t)plan->stages) nst = (size_t)plan->stages;
+    if (rot) nst -= nst % (size_t)var->r;
+    if (nst < 2) return -1;
+    plan->stages = (int)nst;
+    plan->smem = fixed + nst * stage;
+    return 0;
+}
 
 static nvfp4_status device_info(sm90_device_info **out)
 {
@@ -694,10 +780,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): cuTensorMapEncodeTiled not found in the driver");
 
     nvfp4_sm90_plan plan;
-    /* the in-kernel A producer is built into the REGM kernel with MT = 8 */
-    const int forced = sm90_forced_variant >= 0 ? sm90_forced_variant
-                       : src && m <= 8         ? nvfp4_sm90_regm8_variant(n, dev->num_sms)
-                                               : -1;
+    const int forced = sm90_forced_variant;
     if (nvfp4_sm90_plan_gemm(m, n, k, slices, dev->num_sms, dev->smem_optin, dev->smem_per_sm, forced, &plan) != 0)
         return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
                           "gemm (cuda): no kernel variant for M=%lld (forced variant %d)", (long long)m, forced);
@@ -710,9 +793,11 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     if (NVFP4_SM90_IS_SMALL(&var) && act_ready && !src)
         return nvfp4_fail(NVFP4_ERR_INTERNAL,
                           "gemm (cuda): the small-M kernels take NVFP4 activations, not FP16");
-    if (src && (var.kind != NVFP4_SM90_REGM || var.bn != 8))
+    size_t *smem_set = NULL;
+    if (src && (!NVFP4_SM90_IS_REG(&var) || !regm_kernel_of(&var, 1, dev, &smem_set) ||
+                regm_bf16_plan(&plan, &var, m, dev->smem_optin) != 0))
         return nvfp4_fail(NVFP4_ERR_INTERNAL,
-                          "gemm (cuda): the in-kernel A producer needs the register kernel with MT = 8");
+                          "gemm (cuda): no in-kernel A producer for variant %d (M=%lld)", plan.variant, (long long)m);
     if (var.kind == NVFP4_SM90_REGM || var.kind == NVFP4_SM90_REGW || var.kind == NVFP4_SM90_REGR) {
         /* the register small-M kernels: NVFP4 weights and activations by TMA */
         const int rot = var.kind == NVFP4_SM90_REGR, wa = var.kind == NVFP4_SM90_REGW || rot;
@@ -725,10 +810,10 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
             mst = split_map(encode, &rp.tm_a_codes, &rp.tm_a_scales, a, m, k, ncb, var.bn, SPLIT_AH(var.bn),
                             "activation");
         if (mst != NVFP4_OK) return mst;
-        if (src) { /* BF16 x by TMA (one box per stage) and the threshold table after the ring */
+        if (src) { /* BF16 x by TMA (one box per stage; the plan has room for it and the table) */
             cuuint64_t dims[2] = {(cuuint64_t)src->cols, (cuuint64_t)m};
             cuuint64_t strides[1] = {(cuuint64_t)src->cols * 2};
-            cuuint32_t box[2] = {REGM_KC, 8};
+            cuuint32_t box[2] = {REGM_KC, (cuuint32_t)m};
             cuuint32_t estr[2] = {1, 1};
             CUresult r = encode(&rp.tm_x, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)src->x, dims, strides, box,
                                 estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
@@ -737,21 +822,17 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
                 return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): BF16 activation tensor map failed (CUresult %d)",
                                   (int)r);
             rp.x_cols = (int)src->cols;
+            rp.x_rows = (int)m;
             rp.x_pts = src->static_pts;
             rp.x_amax = src->amax_bits;
             rp.x_pts_out = src->pts_out;
             rp.x_codes = src->codes;
             rp.x_scales = src->scales;
             rp.cuda_variant = src->cuda_variant;
-            const size_t stage = REGM_STAGE_BYTES(8, plan.tiles_per_cta) + REGM_XBOX_BYTES(8);
-            while (plan.stages > 2 && REGM_SMEM(8, plan.tiles_per_cta, 0) + plan.stages * stage + REGM_QTAB_BYTES >
-                                          dev->smem_optin)
-                plan.stages--;
-            /* as many quantizer warps as fit, dividing the ring's depth (one
-             * warp's chunk takes longer than the MMA warps' chunk: measured) */
-            rp.qwarps = plan.stages < REGM_QW ? plan.stages : REGM_QW;
-            plan.stages -= plan.stages % rp.qwarps;
-            plan.smem = REGM_SMEM(8, plan.tiles_per_cta, 0) + plan.stages * stage + REGM_QTAB_BYTES;
+            /* as many activation warps as divide the ring's depth take chunks in turn */
+            const int aw = rot ? REGR_AW(var.bn) : REGM_AW(var.bn, var.r);
+            rp.act_rot = aw;
+            while (plan.stages % rp.act_rot != 0) rp.act_rot--;
             after_producer = !src->static_pts; /* the amax pass's programmatic dependent */
         }
         rp.a_scale2 = a->per_tensor_scale;
@@ -772,28 +853,16 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         rp.pair_stores = !misaligned(args->raw, 8) && !misaligned(args->out, 4);
         rp.chunks_per_slice = chunks_per_slice;
         rp.dev_mode = sm90_dev_mode;
-        const int mi = var.bn == 8 ? 0 : var.bn == 16 ? 1 : 2;
         /* chains per MMA warp (REGR: one; var.r is its warps per chain) */
-        const int tw = rot ? 1 : var.r, ti = tw == 1 ? 0 : tw == 2 ? 1 : tw == 4 ? 2 : -1;
-        const int ri = rot ? var.r - 2 : 0;
-        sm90_regm_fn kern = ti < 0 || ri < 0 || ri > 2 ? NULL
-                            : rot                     ? (mi < 2 ? sm90_regr_kernels[mi][ri] : NULL)
-                            : wa                      ? (mi < 2 && ti < 2 ? sm90_regw_kernels[mi][ti] : NULL)
-                            : src                     ? sm90_regm_bf16_kernels[ti]
-                                                      : sm90_regm_kernels[mi][ti];
-        /* the BF16 kernels have REGM_QW more warps: the quantizers */
-        const int threads =
-            32 * (plan.loaders + (src ? REGM_QW : 0) + (rot ? REGR_AW(var.bn) : REGM_AW(var.bn, tw)) + plan.mma_warps);
+        const int tw = rot ? 1 : var.r;
+        sm90_regm_fn kern = regm_kernel_of(&var, src != NULL, dev, &smem_set);
+        const int threads = 32 * (plan.loaders + (rot ? REGR_AW(var.bn) : REGM_AW(var.bn, tw)) + plan.mma_warps);
         const int max_threads = rot  ? REGR_THREADS_MAX(var.bn)
                                 : wa ? REGW_THREADS_MAX(var.bn, tw)
-                                     : REGM_THREADS_MAX(var.bn, tw) + (src ? 32 * REGM_QW : 0);
+                                     : REGM_THREADS_MAX(var.bn, tw);
         if (!kern || threads > max_threads)
             return nvfp4_fail(NVFP4_ERR_INTERNAL, "gemm (cuda): no register kernel for MT=%d, %d tiles per CTA",
                               var.bn, plan.tiles_per_cta);
-        size_t *smem_set = rot ? &dev->regr_smem_set[mi][ri]
-                           : wa ? &dev->regw_smem_set[mi][ti]
-                           : src ? &dev->regm_bf16_smem_set[ti]
-                                 : &dev->regm_smem_set[mi][ti];
         nvfp4_status sst = raise_smem_to(smem_set, plan.smem, (const void *)kern);
         if (sst != NVFP4_OK) return sst;
         cudaError_t e = launch_small((const void *)kern, plan.grid, threads, plan.smem, stream, after_producer, &rp);
@@ -980,17 +1049,25 @@ extern "C" int nvfp4_sm90_gemm_takes_nvfp4_act(int64_t m, int64_t n, int64_t k, 
     return NVFP4_SM90_IS_SMALL(&nvfp4_sm90_variants[plan.variant]);
 }
 
-extern "C" int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, int k_slices)
+extern "C" int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, int k_slices, int static_scale)
 {
     sm90_device_info *dev = NULL;
     nvfp4_sm90_plan plan;
-    if (sm90_inkernel_a == 0 || m > 8 || device_info(&dev) != NVFP4_OK) return 0;
-    const int forced = sm90_forced_variant >= 0 ? sm90_forced_variant : nvfp4_sm90_regm8_variant(n, dev->num_sms);
-    if (nvfp4_sm90_plan_gemm(m, n, k, k_slices, dev->num_sms, dev->smem_optin, dev->smem_per_sm, forced, &plan) != 0)
+    size_t *smem_set = NULL;
+    if (sm90_inkernel_a == 0 || (sm90_inkernel_a < 0 && m > (int64_t)NVFP4_SM90_INKERNEL_A_MAX_M) ||
+        device_info(&dev) != NVFP4_OK)
         return 0;
+    if (nvfp4_sm90_plan_gemm(m, n, k, k_slices, dev->num_sms, dev->smem_optin, dev->smem_per_sm,
+                             sm90_forced_variant, &plan) != 0)
+        return 0;
+    /* the planned kernel's twin, where one is built and its ring fits */
     const nvfp4_sm90_variant *v = &nvfp4_sm90_variants[plan.variant];
-    if (v->kind != NVFP4_SM90_REGM || v->bn != 8) return 0;
-    return sm90_inkernel_a == 1 || m <= (int64_t)NVFP4_SM90_INKERNEL_A_MAX_M;
+    if (!NVFP4_SM90_IS_REG(v) || !regm_kernel_of(v, 1, dev, &smem_set) ||
+        regm_bf16_plan(&plan, v, m, dev->smem_optin) != 0)
+        return 0;
+    /* where it measured faster than the quantizer kernel + GEMM (the header) */
+    return sm90_inkernel_a == 1 || !static_scale ||
+           (v->kind != NVFP4_SM90_REGM && k <= (int64_t)NVFP4_SM90_INKERNEL_A_STATIC_MAX_K);
 }
 
 extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)

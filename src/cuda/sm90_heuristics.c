@@ -74,19 +74,6 @@ static int sm90_wave_bn(int64_t m, int64_t n, int num_sms)
     return best_bn;
 }
 
-/* The REGM kernel with MT = 8 at N (the one the in-kernel A producer is
- * built into): the fewest 8-row chains per MMA warp that fit one wave. */
-int nvfp4_sm90_regm8_variant(int64_t n, int num_sms)
-{
-    const int64_t per = ceil_div(n / 8 > 0 ? n / 8 : 1, num_sms < 1 ? 1 : num_sms);
-    const int r = per <= REGM_TMAX(1) ? 1 : per <= REGM_TMAX(2) ? 2 : 4;
-    for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++)
-        if (nvfp4_sm90_variants[v].kind == NVFP4_SM90_REGM && nvfp4_sm90_variants[v].bn == 8 &&
-            nvfp4_sm90_variants[v].r == r)
-            return v;
-    return -1;
-}
-
 /* Testing hook (nvfp4_sm90_force_loaders): loader warps of the register kernel, 0 = planned. */
 static int sm90_regm_loaders = 0;
 void nvfp4_sm90_force_loaders(int lw) { sm90_regm_loaders = lw; }

@@ -46,6 +46,9 @@ typedef struct nvfp4_sm90_variant {
 } nvfp4_sm90_variant;
 /* Whether a variant is one of the mma.sync kernels that take M <= bn only. */
 #define NVFP4_SM90_IS_SMALL(v) ((v)->kind != NVFP4_SM90_WGMMA && (v)->kind != NVFP4_SM90_SS)
+/* Whether a variant is one of the register kernels (REGM, REGW, REGR). */
+#define NVFP4_SM90_IS_REG(v) \
+    ((v)->kind == NVFP4_SM90_REGM || (v)->kind == NVFP4_SM90_REGW || (v)->kind == NVFP4_SM90_REGR)
 /* Whether a variant folds K slices (k_slices > 1): the wgmma tiles with the
  * second accumulator set (bn <= 64) and the mma.sync kinds; not SS. */
 #define NVFP4_SM90_TAKES_SLICES(v) \
@@ -97,7 +100,7 @@ typedef struct nvfp4_sm90_variant {
  * block pairs][8 rows][8 bytes] (a warp's 8-byte loads of one block pair
  * cover 64 contiguous bytes: conflict-free). */
 #define REGM_MAX_STAGES 16
-#define REGM_BAR_BYTES 1024 /* full, act_full, empty, x_ready [REGM_MAX_STAGES] and a float */
+#define REGM_BAR_BYTES 1024 /* full, act_full, empty [REGM_MAX_STAGES], a float, REGR's hand-off barriers */
 #define REGM_TMAX(tw) ((tw) == 1 ? 16 : (tw) == 2 ? 24 : 32) /* chains per CTA at most (<= 256 box rows) */
 /* activation warps (they also turn the CTA's weight scales into FP16 pairs
  * each chunk), splitting each n8 token tile's block pairs: 2 with one chain
@@ -114,12 +117,12 @@ typedef struct nvfp4_sm90_variant {
       (size_t)(tmax) * 512 + 1023) / 1024 * 1024)
 #define REGM_SMEM(mt, tmax, stages) (1024 + REGM_BAR_BYTES + (size_t)(stages) * REGM_STAGE_BYTES(mt, tmax))
 /* The REGM_BF16 kernels (the in-kernel A producer) keep their threshold
- * table after the ring: 128 entries x 32 bytes (quantize_internal.h). */
+ * table at the end (after the ring, and REGR's accumulator slots): 128
+ * entries x 32 bytes (quantize_internal.h) ... */
 #define REGM_QTAB_BYTES 4096
-/* ... and each stage ends with the chunk's BF16 activation box: MT rows x 256 x 2 bytes */
-#define REGM_XBOX_BYTES(mt) ((size_t)(mt) * 512)
-/* ... and REGM_QW quantizer warps, warp q coding chunks q, q + REGM_QW, ... */
-#define REGM_QW 4
+/* ... and each stage ends with the chunk's BF16 activation box: M rows x 256 x
+ * 2 bytes, rounded up to the stages' 1024-byte alignment (the swizzled boxes) */
+#define REGM_XBOX_BYTES(rows) (((size_t)(rows) * 512 + 1023) / 1024 * 1024)
 /* MMA warps at most, and the block size the kernel is built for */
 #define REGM_WMAX(tw) ((REGM_TMAX(tw) + (tw) - 1) / (tw))
 #define REGM_THREADS_MAX(mt, tw) (32 * (REGM_LWMAX + REGM_AW(mt, tw) + REGM_WMAX(tw)))
@@ -150,8 +153,8 @@ typedef struct nvfp4_sm90_variant {
  * three chains of three warps, 12 warps in all, three per scheduler, whose
  * 16384-register files then allow 168 registers a thread: REGR_NREG); the
  * hand-off barriers' offset in the barrier block (after
- * full/act_full/empty/x_ready and a float), and the accumulator slots after
- * the ring (per chain, one float4 per lane and n8 token tile).  No K
+ * full/act_full/empty and a float), and the accumulator slots after the
+ * ring (per chain, one float4 per lane and n8 token tile).  No K
  * slices; the ring depth is a multiple of R (a turn's waits on the stage
  * barriers then never run two phases ahead). */
 #define REGR_WMAX 9
@@ -209,32 +212,39 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
  * Not thread-safe; for tests and benchmarks. */
 void nvfp4_sm90_force_variant(int v);
 
-/* The REGM variant with MT = 8 for N outputs (the in-kernel A producer's
- * kernel; the planner may prefer REGW or REGR at M <= 8). */
-int nvfp4_sm90_regm8_variant(int64_t n, int num_sms);
-
 /* Testing hook (sm90_heuristics.c): loader warps of the register small-M
  * kernel (1..REGM_LWMAX), or the planned number again for lw <= 0.  Not
  * thread-safe; for dev/cuda/gemm_variants. */
 void nvfp4_sm90_force_loaders(int lw);
 
 /* The fused linear's in-kernel A producer (the register kernel quantizing
- * BF16 itself) at M up to this; above it, the quantizer kernel + GEMM as its
- * programmatic dependent.  0: never -- on the H200 it lost by 1-3.7 us at
- * M = 1 back to back (nvfp4 bench), was within 0.97-1.05x per call at M <= 2
- * and slower above (docs/STREAMING_A.md, "The producer inside the GEMM");
- * the producer stays for tests and dev/cuda/inkernel_a (the hook below). */
-#define NVFP4_SM90_INKERNEL_A_MAX_M 0
+ * BF16 itself: one launch with a static scale, the amax pass + GEMM with the
+ * dynamic one) at M up to this; above it, the quantizer kernel + GEMM as its
+ * programmatic dependent.  Measured on the H200 (dev/cuda/inkernel_a, back
+ * to back, thirteenth session; docs/STREAMING_A.md): at M <= 2 a chunk's
+ * blocks are one per lane of the activation warp that takes it, and the
+ * producer beats the two kernels with the dynamic scale on all four
+ * linears (by 1.1-2.1 us); at M = 4 and 8 a lane codes 2 and 4 blocks one
+ * after another and the chunk's latency paces the GEMM (1.2-2x slower). */
+#define NVFP4_SM90_INKERNEL_A_MAX_M 2
+/* ... and with a static scale only where the plan is REGW or REGR and K is
+ * at most this: the producer costs ~0.03-0.05 us a 256-element chunk beyond
+ * the prequantized GEMM, the two kernels ~2 us once (attn-out, K = 7168:
+ * 23.6 against 23.9 us; FC1 39.0 against 39.8; FC2, K = 14336: 38.3
+ * against 37.5; QKV on REGM: 38.4 against 38.0). */
+#define NVFP4_SM90_INKERNEL_A_STATIC_MAX_K 8192
 
 /* Testing hook (sm90_gemm.cu): the fused linear's in-kernel A producer
  * wherever the plan allows it (1), never (0), or up to
  * NVFP4_SM90_INKERNEL_A_MAX_M (-1).  Not thread-safe. */
 void nvfp4_sm90_force_inkernel_a(int mode);
 
-/* sm90_gemm.cu: whether the GEMM of this shape takes BF16 activations and
- * quantizes them itself (the plan is the register kernel with MT = 8, and
- * M is within the bound or the hook forces it). */
-int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, int k_slices);
+/* sm90_gemm.cu: whether the fused linear's GEMM of this shape takes BF16
+ * activations and quantizes them itself (static_scale: the caller's
+ * per-tensor scale, else the amax pass's): the planned register kernel has
+ * an in-kernel twin whose ring fits, and the bounds above allow it, or the
+ * hook forces it. */
+int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, int k_slices, int static_scale);
 
 /* Testing hook (sm90_gemm.cu): how the wgmma kernel's producer issues a
  * stage (SM90_PROD_* bits of sm90_internal.cuh; -1 = the default).  Every

@@ -4,10 +4,12 @@
  *
  * Queue on the caller's stream, no host synchronisation:
  *   1. dynamic scale only: the amax pass (atomicMax of |x|'s bits);
- *   2. M <= NVFP4_SM90_INKERNEL_A_MAX_M (0 today: measured slower; the
- *      testing hook forces it up to M = 8): the register GEMM quantizes the
- *      BF16 activations itself (the in-kernel A producer; its CTA 0 also
- *      writes the optional codes and scales), and that is all; else
+ *   2. M <= NVFP4_SM90_INKERNEL_A_MAX_M (2; with a static scale only on
+ *      the REGW / REGR kernels and K <= NVFP4_SM90_INKERNEL_A_STATIC_MAX_K,
+ *      where it measured faster; the testing hook forces it up to M = 8): the
+ *      register GEMM quantizes the BF16 activations itself (the in-kernel A
+ *      producer; its CTA 0 also writes the optional codes and scales), and
+ *      that is all; else
  *   2. the A producer (sm90_quantize.cu's block kernel): BF16 blocks of 16
  *      -> E4M3 scale and E2M1 codes exactly as nvfp4_quantize() -> what the
  *      GEMM consumes, plus the optional debug copies of codes and scales;
@@ -122,7 +124,7 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
      * then the GEMM as its programmatic dependent with the dynamic one), its
      * CTA 0 the debug copies too. */
     const int inkernel = (args->raw || args->out) && k % 8 == 0 && !lin_misaligned(args->x, 16) &&
-                         nvfp4_sm90_gemm_quantizes_bf16(m, n, kp, args->k_slices);
+                         nvfp4_sm90_gemm_quantizes_bf16(m, n, kp, args->k_slices, args->input_scale != NULL);
     if (!args->input_scale) {
         st = nvfp4_q_amax_launch(args->x, m, k, amax_slot, stream, fn);
         if (st != NVFP4_OK) return st;

@@ -17,13 +17,14 @@
  *  - the activation warps (one per n8 token tile, two for MT = 8): each
  *    chunk's activation blocks -> exact FP16 m16n8k16 A fragments, stored in
  *    the mma's register-quad order, in the same stage;
- *  - in the REGM_BF16 kernels (MT = 8: the in-kernel A producer of
- *    docs/STREAMING_A.md, measured slower than the quantizer kernel + GEMM
- *    and so only forced), the loader also brings the chunk's BF16
- *    activations (one more box) instead of the NVFP4 ones, and quantizer
- *    warps code them -- one lane per block, the CTA's threshold table, the
- *    block kernel's very functions -- where TMA would have put the codes
- *    and scales; then the same dequantization;
+ *  - in the REGM_BF16 kernels (the in-kernel A producer of
+ *    docs/STREAMING_A.md; MT = 8 and 16, built into REGM, REGW and REGR),
+ *    the loader brings the chunk's BF16 activations (one box) instead of
+ *    the NVFP4 ones, and the activation warps quantize them -- one lane per
+ *    16-element block, the CTA's threshold table, the block kernel's very
+ *    functions -- and turn the codes and scale byte into the fragments with
+ *    the same instructions as the NVFP4 path: no codes in shared memory, no
+ *    extra warps or barriers;
  *  - the MMA warps: warp w owns REGM_TW chains of 8 weight rows (the n8
  *    side of the mma) for the whole K: per block it loads one 32-bit code
  *    word per chain and lane, builds the B fragment in registers (cvt
@@ -58,6 +59,7 @@
 #include <cuda.h>
 
 #include "cuda/ptx.cuh"
+#include "cuda/quantize_internal.h"
 #include "cuda/sm90_heuristics.cuh"
 #include "cuda/sm90_internal.cuh"
 
@@ -84,19 +86,19 @@ typedef struct nvfp4_sm90_regm_params {
     int chunks_per_slice; /* K slices: 64-element groups per slice */
     int dev_mode;         /* 0; dev/cuda experiments only (REGM_DEV_* bits: parts left out, results wrong) */
     /* The in-kernel A producer (the REGM_BF16 kernels only; tm_a_* and
-     * a_scale2 unused): the quantizer warps code BF16 x [m][x_cols] exactly
-     * as nvfp4_quantize() into the stage's activation code and scale
-     * regions. */
-    CUtensorMap tm_x;         /* x [m][x_cols] BF16, box {256, MT}: one chunk (zeros past x's rows and columns) */
+     * a_scale2 unused): the activation warps code BF16 x [m][x_cols]
+     * exactly as nvfp4_quantize() and build the fragments from the codes. */
+    CUtensorMap tm_x;         /* x [m][x_cols] BF16, box {256, x_rows}: one chunk (zeros past x's columns) */
     int x_cols;               /* x's columns (<= k) */
+    int x_rows;               /* the box's rows: M (a stage holds no rows past it) */
     const float *x_pts;       /* static per-tensor scale, or NULL: FP32(*x_amax / 2688) ... */
     const uint32_t *x_amax;   /* ... from the amax pass this kernel is the programmatic dependent of */
     float *x_pts_out;         /* optional: the scale used (CTA 0 writes it) */
     uint8_t *x_codes;         /* optional: nvfp4_quantize()'s codes [16][k/2] of x (CTA 0 writes them) */
     uint8_t *x_scales;        /* optional: its tiled scales (tile padding cleared by the caller) */
     int cuda_variant;         /* the quantizer variant */
-    int qwarps;               /* quantizer warps at work (1..REGM_QW, a divisor of stages): warp q
-                               * codes chunks q, q + qwarps, ..., so that many chunks are in flight */
+    int act_rot;              /* activation warps at work (a divisor of stages): warp w codes chunks
+                               * w, w + act_rot, ..., so that many chunks are in flight */
 } nvfp4_sm90_regm_params;
 
 /* dev_mode bits (dev/cuda/gemm_variants, NVFP4_DEV_MODE): time the kernel
@@ -116,6 +118,16 @@ NVFP4_DEV uint32_t regm_scale_pair(uint32_t four_bytes, int hi)
 {
     const uint32_t m = four_bytes & 0x7F7F7F7Fu;
     return ptx_hmul2(hi ? ptx_e4m3x2_hi_to_f16x2(m) : ptx_e4m3x2_lo_to_f16x2(m), 0x54005400u);
+}
+
+/* The in-kernel A producer's per-tensor scale, read by the MMA warps at the
+ * end: the static one (X_STATIC, loaded early), or FP32(amax / 2688) from
+ * the amax pass, which has completed (the activation warps waited for it). */
+NVFP4_DEV float regm_x_pts(const nvfp4_sm90_regm_params *p, float x_static)
+{
+    if (p->x_pts) return x_static;
+    ptx_griddep_wait();
+    return q_dynamic_pts(*p->x_amax);
 }
 
 #endif

@@ -3,7 +3,9 @@
  *   REGM_MT    activation rows per CTA: 8, 16 or 32 (M <= MT)
  *   REGM_TW    weight chains per MMA warp (1, 2 or 4)
  *   REGM_NAME  the kernel's name
- *   REGM_BF16  1: the in-kernel A producer (BF16 activations in; MT = 8)
+ *   REGM_BF16  1: the in-kernel A producer (BF16 activations in): the
+ *              activation warps quantize each chunk's BF16 blocks
+ *              themselves (below, "activation warps")
  *   REGM_WA    1: the weights are the mma's A operand (16-row chains, the
  *              activations the n8 B operand; kind REGW), 0: the B operand
  *              (8-row chains, the activations the m16 A operand; kind REGM)
@@ -39,23 +41,16 @@ static_assert(!REGM_ROT || (REGM_WA && REGM_TW == 1 && REGM_ROT > 1), "the rotat
 #define REGM_AH 1 /* word offset of a lane's second value ({4t+1, 4t+3}) in its fragment */
 #else
 #define REGM_BOUNDS __launch_bounds__(REGM_THREADS, 1)
-#define REGM_THREADS (REGM_THREADS_MAX(REGM_MT, REGM_TW) + 32 * REGM_QWN)
+#define REGM_THREADS (REGM_THREADS_MAX(REGM_MT, REGM_TW))
 #define REGM_FB REGM_FRAG_BLOCK_BYTES(REGM_MT)
 #define REGM_AH 2
 #endif
 #ifndef REGM_BF16
 #define REGM_BF16 0
 #endif
-static_assert(!(REGM_WA && REGM_BF16), "the in-kernel A producer is built with the weights as the B operand");
 static_assert(!REGM_WA || REGM_MT <= 16, "the weights-as-A kernel is built for MT = 8 and 16");
-/* the quantizer warps of the REGM_BF16 kernels (p.qwarps of them work) */
-#define REGM_QWN (REGM_BF16 ? REGM_QW : 0)
-#if REGM_BF16
-/* the quantizer warp's blocks per lane and chunk */
-#define REGM_QB (REGM_MT * 16 / 32)
-static_assert(REGM_MT == 8, "the in-kernel A producer is built for MT = 8 (M <= 8)");
+static_assert(!REGM_BF16 || REGM_MT <= 16, "the in-kernel A producer is built for MT = 8 and 16");
 static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-memory reserve");
-#endif
 
 /* The weight fragments of blocks 2 BP, 2 BP + 1 of one chain from the
  * lane's code word X -- its bytes 2t, 2t+1 of both blocks (REGM_WA = 0: one
@@ -351,6 +346,35 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
         dst_[REGM_FB / 4] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(ev_), s1_);                           \
         dst_[REGM_FB / 4 + REGM_AH] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(od_), s1_);                 \
     }
+#if REGM_BF16
+/* The in-kernel A producer: the activation fragments of token row R, block
+ * J of the chunk in stage `st`, from the block's code words CW
+ * (nvfp4_quantize's bytes; lane t's elements are bytes 2t, 2t + 1: half t &
+ * 1 of word t >> 1) and scale byte S8 -- REGM_ACT_UNIT's very instructions
+ * on the same bytes, so the operands are the two-kernel path's bits -- for
+ * the row's four lanes t, written by the lane that coded the block. */
+#define REGM_XFRAG(R, J, CW, S8)                                                                   \
+    {                                                                                              \
+        const uint32_t sp_ = regm_scale_pair((S8) * 0x0101u, 0); /* {s, s} * 64 */                 \
+        _Pragma("unroll") for (int h_ = 0; h_ < 2; h_++) {                                         \
+            uint32_t ev_, od_;                                                                     \
+            nvfp4_codes_to_e4m3(h_ ? (CW).y : (CW).x, &ev_, &od_);                                 \
+            _Pragma("unroll") for (int e_ = 0; e_ < 2; e_++) {                                     \
+                uint32_t *dst_ = (uint32_t *)(st + frag_off + (J) * REGM_FB + REGM_XFRAG_OFF(R, 2 * h_ + e_)); \
+                dst_[0] = ptx_hmul2(e_ ? ptx_e4m3x2_hi_to_f16x2(ev_) : ptx_e4m3x2_lo_to_f16x2(ev_), sp_); \
+                dst_[REGM_AH] = ptx_hmul2(e_ ? ptx_e4m3x2_hi_to_f16x2(od_) : ptx_e4m3x2_lo_to_f16x2(od_), sp_); \
+            }                                                                                      \
+        }                                                                                          \
+    }
+/* where lane (g, t) of the MMA warps reads token row R's values {4t, 4t + 2}
+ * (+ 4 REGM_AH bytes: {4t + 1, 4t + 3}) in a block's fragments: REGM_ACT_UNIT's
+ * act_dst for row R */
+#define REGM_XFRAG_OFF(R, T)                                                                       \
+    (REGM_WA ? ((R) >> 3) * 256 + (4 * ((R) & 7) + (T)) * 8                                        \
+             : ((((R) >> 3) >> 1) * 32 + 4 * ((R) & 7) + (T)) * 16 + (((R) >> 3) & 1) * 4)
+/* the token rows of the fragments (non-WA MT = 8: the m16 tile's 16) */
+#define REGM_XROWS (REGM_WA || REGM_MT == 16 ? REGM_MT : 16)
+#endif
 /* Scale word q (blocks 4q .. 4q + 3 of the chunk, sign bits cleared) of CTA
  * row R of the chunk in stage `st` (the 128x4-tiled layout: row r of a
  * 128-row group at (r % 32) * 16 + ((r % 128) / 32) * 4 of each 512-byte
@@ -422,11 +446,9 @@ extern "C" __global__ void REGM_BOUNDS
     uint64_t *full = (uint64_t *)smem;             /* the stage's TMA boxes landed */
     uint64_t *act_full = full + REGM_MAX_STAGES;   /* its activation fragments are written */
     uint64_t *empty = act_full + REGM_MAX_STAGES;  /* every reader is done with it */
-    uint64_t *x_ready = empty + REGM_MAX_STAGES;          /* REGM_BF16: its activation codes are written */
-    float *x_pts_sm = (float *)(x_ready + REGM_MAX_STAGES); /* REGM_BF16: the per-tensor scale used */
     uint8_t *ring = smem + REGM_BAR_BYTES;
-    /* REGM_BF16: the stage ends with the chunk's BF16 activation box */
-    const size_t stage_bytes = REGM_STAGE(REGM_MT, p.tmax) + (REGM_BF16 ? REGM_XBOX_BYTES(REGM_MT) : 0);
+    /* REGM_BF16: the stage ends with the chunk's BF16 activation box (x_rows rows) */
+    const size_t stage_bytes = REGM_STAGE(REGM_MT, p.tmax) + (REGM_BF16 ? REGM_XBOX_BYTES(p.x_rows) : 0);
     const int xbox_off = (int)REGM_STAGE(REGM_MT, p.tmax);
     /* offsets inside a stage (sm90_heuristics.cuh) */
     const int act_codes_off = p.tmax * 1024;
@@ -455,10 +477,10 @@ extern "C" __global__ void REGM_BOUNDS
     if (threadIdx.x == 0) {
         for (int s = 0; s < p.stages; s++) {
             ptx_mbar_init(&full[s], 1);
-            ptx_mbar_init(&act_full[s], 32 * REGM_AWN);
-            /* every reader lane arrives (one quantizer warp per chunk) */
-            ptx_mbar_init(&empty[s], 32 * ((REGM_ROT ? chains : mma_live) + REGM_BF16 + REGM_AWN));
-            if (REGM_BF16) ptx_mbar_init(&x_ready[s], 32);
+            /* REGM_BF16: one activation warp per chunk (below) */
+            ptx_mbar_init(&act_full[s], 32 * (REGM_BF16 ? 1 : REGM_AWN));
+            /* every reader lane arrives */
+            ptx_mbar_init(&empty[s], 32 * ((REGM_ROT ? chains : mma_live) + (REGM_BF16 ? 1 : REGM_AWN)));
         }
         if (REGM_ROT)
             for (int i = 0; i < mma_live; i++) ptx_mbar_init(&acc_ready[i], 32);
@@ -480,7 +502,7 @@ extern "C" __global__ void REGM_BOUNDS
         const uint32_t bytes = (dm & REGM_DEV_NO_WCODES ? 0u : (uint32_t)p.tmax * 1024u) +
                                (dm & REGM_DEV_NO_WSCALE ? 0u : (uint32_t)REGM_SGMAX(p.tmax) * 2048u) +
                                (abox ? (uint32_t)REGM_MT * 128u + 1024u * SPLIT_AH(REGM_MT) : 0u) +
-                               (REGM_BF16 ? (uint32_t)REGM_XBOX_BYTES(REGM_MT) : 0u);
+                               (REGM_BF16 ? (uint32_t)p.x_rows * 512u : 0u);
         /* Weights first: the first ring's worth does not depend on the
          * previous kernel (the fused linear's quantizer, our programmatic
          * prerequisite), so it streams while that kernel finishes. */
@@ -524,90 +546,39 @@ extern "C" __global__ void REGM_BOUNDS
     /* prmt selector: the 16-bit half t & 1 of two words -> {lo, hi} */
     const uint32_t xsel = (t & 1) ? 0x7632u : 0x5410u;
 
+
+    if (warp < p.loaders + REGM_AWN) {
+        /* ---------------- activation dequantizers ---------------- */
+        const int aw = warp - p.loaders;
 #if REGM_BF16
-    if (warp < p.loaders + REGM_QWN) {
-        /* ---------------- the quantizer warps (the in-kernel A producer) ----------------
-         * the per-tensor scale, the CTA's threshold table and zero rows >= m
-         * (nothing else writes them) once, together; then warp q takes
-         * chunks q, q + QWN, ..., running ahead of the activation warps by
-         * up to the ring's depth: the chunk's BF16 blocks
-         * (box row r at r * 512, TMA's zeros past x's rows and columns) ->
-         * codes and scale bytes where TMA would have put them: code row r
-         * at r * 128, 16-byte chunk (block pair) jp at jp ^ (r & 7) (the
-         * 128-byte swizzle), the scale byte of block j in group j / 4. */
-        /* p.qwarps divides p.stages: chunk c - stages, the stage's previous
-         * use, is then this warp's own, so its wait on full[] is never more
-         * than one phase ahead (mbarrier parity), and chunk c + stages
-         * cannot land before it released chunk c */
-        const int qw = warp - p.loaders, nq = p.qwarps, qi = qw * 32 + lane;
-        if (qw >= nq) return;
-        uint4 *qtab = (uint4 *)(ring + (size_t)p.stages * stage_bytes);
+        /* The in-kernel A producer (docs/STREAMING_A.md): the activation
+         * warps quantize the stage's BF16 box themselves -- block (row, j) of
+         * the chunk by one lane, with the block kernel's very functions (the
+         * CTA's threshold table, the exact steps where it does not cover the
+         * block) -- and write its fragments with REGM_ACT_UNIT's
+         * instructions.  First, together: the per-tensor scale and the
+         * table. */
+        uint4 *qtab = (uint4 *)(ring + (size_t)p.stages * stage_bytes +
+                                (REGM_ROT ? REGR_SLOT_BYTES(REGM_MT, p.tmax) : 0));
         if (!p.x_pts) ptx_griddep_wait(); /* the amax pass has completed */
         const float pts = p.x_pts ? *p.x_pts : q_dynamic_pts(*p.x_amax);
         const float rcp_pts = q_sm90_rcp(pts);
-        for (int e = qi; e < Q_TAB; e += 32 * nq) q_table_entry(qtab, (uint32_t)e, p.cuda_variant, pts);
-        if (qi == 0) { /* warp 0 owns chunk 0: its x_ready arrival publishes the scale */
-            *x_pts_sm = pts;
-            if (blockIdx.x == 0 && p.x_pts_out) *p.x_pts_out = pts;
+        const int al = aw * 32 + lane; /* this lane among the activation warps */
+        for (int e = al; e < Q_TAB; e += 32 * REGM_AWN) q_table_entry(qtab, (uint32_t)e, p.cuda_variant, pts);
+        if (al == 0 && blockIdx.x == 0 && p.x_pts_out) *p.x_pts_out = pts;
+        ptx_bar_sync(1, 32 * REGM_AWN); /* the table, before any lane uses it */
+        /* the debug copies' padding rows (m .. 15): the code words and scale
+         * byte of a block of zeros, as nvfp4_quantize pads */
+        uint32_t zs8 = 0;
+        uint2 zcw = make_uint2(0, 0);
+        const int copies = blockIdx.x == 0 && (p.x_codes || p.x_scales);
+        if (copies) {
+            const uint32_t zw[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            zcw = q_block_codes(zw, qtab, pts, rcp_pts, p.cuda_variant, &zs8);
         }
-        /* each warp zeroes the stages of its own chunks (z = qw mod nq), so its
-         * own x_ready arrivals publish them */
-        for (int z = qw; z < p.stages; z += nq) {
-            uint32_t *zc = (uint32_t *)(ring + (size_t)z * stage_bytes + act_codes_off);
-            uint32_t *zs = (uint32_t *)(ring + (size_t)z * stage_bytes + asc_off);
-            for (int i = lane; i < REGM_MT * 32; i += 32) zc[i] = 0;
-            for (int i = lane; i < SPLIT_AH(REGM_MT) * 256; i += 32) zs[i] = 0;
-        }
-        ptx_bar_sync(1, 32 * nq); /* the table, before any warp reads it */
-        for (int c = qw; c < nch; c += nq) {
-            const int s = c % p.stages;
-            const uint32_t ph = (uint32_t)(c / p.stages) & 1u;
-            ptx_mbar_wait(&full[s], ph);
-            uint8_t *st = ring + (size_t)s * stage_bytes;
-            /* lane l: blocks b = l, l + 32, ... of the chunk (row b / 16, block b % 16) */
-#pragma unroll
-            for (int i = 0; i < REGM_QB; i++) {
-                const int bq = lane + 32 * i, r = bq >> 4, j = bq & 15;
-                if (r < p.m && 16 * c + j < nblocks) {
-                    const uint4 *src = (const uint4 *)(st + xbox_off + r * 512 + j * 32);
-                    const uint4 v0 = src[0], v1 = src[1];
-                    const uint32_t wv[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
-                    uint32_t s8;
-                    const uint2 cw = q_block_codes(wv, qtab, pts, rcp_pts, p.cuda_variant, &s8);
-                    *(uint2 *)(st + act_codes_off + r * 128 + ((((j >> 1) ^ (r & 7)) << 4) | ((j & 1) << 3))) = cw;
-                    st[asc_off + (j >> 2) * 256 * SPLIT_AH(REGM_MT) + r * 16 + (j & 3)] = (uint8_t)s8;
-                }
-            }
-            if ((p.x_codes || p.x_scales) && blockIdx.x == 0) {
-                /* the NVFP4 activations to memory on request: CTA 0 codes the
-                 * chunk's blocks of all 16 padded rows again (rows >= m are
-                 * zeros, as nvfp4_quantize pads) */
-                for (int bq = lane; bq < 16 * 16; bq += 32) {
-                    const int r = bq >> 4, cb = 16 * c + (bq & 15);
-                    if (cb >= nblocks) continue;
-                    uint32_t wv[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s8;
-                    if (r < REGM_MT) {
-                        const uint4 *src = (const uint4 *)(st + xbox_off + r * 512 + (bq & 15) * 32);
-                        const uint4 v0 = src[0], v1 = src[1];
-                        wv[0] = v0.x, wv[1] = v0.y, wv[2] = v0.z, wv[3] = v0.w;
-                        wv[4] = v1.x, wv[5] = v1.y, wv[6] = v1.z, wv[7] = v1.w;
-                    }
-                    const uint2 cw = q_block_codes(wv, qtab, pts, rcp_pts, p.cuda_variant, &s8);
-                    if (p.x_codes) *(uint2 *)(p.x_codes + (size_t)r * (size_t)(nblocks * 8) + (size_t)cb * 8) = cw;
-                    if (p.x_scales) p.x_scales[nvfp4_tiled_offset(r, cb, p.ncb)] = (uint8_t)s8;
-                }
-            }
-            ptx_mbar_arrive(&x_ready[s]); /* releases this lane's codes (and, before, pts and zeros) */
-            ptx_mbar_arrive(&empty[s]);   /* ... and its reads of the stage */
-        }
-        return;
-    }
-#endif
-
-    if (warp < p.loaders + REGM_QWN + REGM_AWN) {
-        /* ---------------- activation dequantizers ---------------- */
+#else
         /* warp aw: n8 tile u = aw % NT, block pairs aw / NT, + REGM_APS, ... */
-        const int aw = warp - p.loaders - REGM_QWN, u = aw % REGM_NT, bp0 = aw / REGM_NT, r = 8 * u + g;
+        const int u = aw % REGM_NT, bp0 = aw / REGM_NT, r = 8 * u + g;
         /* the row's code words (block pair 0, before the swizzle) and scale
          * words (chunk 0) in a stage; its fragments' slot in block 0 */
         const int act_row = act_codes_off + r * 128 + (t >> 1) * 4;
@@ -619,12 +590,68 @@ extern "C" __global__ void REGM_BOUNDS
                 q[1] = 0;
                 q[3] = 0;
             }
+#endif
         const int wsc_items = REGM_WSCALE_PER_CHAIN * chains; /* REGM_WSCALE_ITEM's */
+#if REGM_BF16
+        /* Warp aw takes chunks aw, aw + act_rot, ...: a chunk's blocks are
+         * one latency-bound chain of work per lane (one block each at M = 1),
+         * so act_rot warps keep that many chunks in flight.  act_rot divides
+         * the ring's depth: chunk c - stages, the stage's previous use, is
+         * then this warp's own, so its wait on full[] is never more than one
+         * phase ahead (mbarrier parity), and chunk c + stages cannot land
+         * before it released chunk c. */
+        if (aw >= p.act_rot) return;
+        /* the fragments of token rows m .. XROWS - 1, never written by the
+         * chunks, zeroed once in this warp's stages (its act_full arrivals
+         * publish them) */
+        for (int z = aw; z < p.stages; z += p.act_rot)
+            for (int e = lane; e < (REGM_XROWS - p.m) * 64; e += 32) {
+                uint32_t *dst = (uint32_t *)(ring + (size_t)z * stage_bytes + frag_off + ((e >> 2) & 15) * REGM_FB +
+                                             REGM_XFRAG_OFF(p.m + (e >> 6), e & 3));
+                dst[0] = 0;
+                dst[REGM_AH] = 0;
+            }
+        for (int c = aw; c < nch; c += p.act_rot) {
+            const int s = c % p.stages;
+            ptx_mbar_wait(&full[s], (uint32_t)(c / p.stages) & 1u);
+            uint8_t *st = ring + (size_t)s * stage_bytes;
+            if (!(p.dev_mode & REGM_DEV_NO_ACT)) {
+                /* block (r, j) = I / 16, I % 16 by lane I % 32 (several blocks a
+                 * lane interleaved measured slower at M = 1: attn-out 23.3 ->
+                 * 47.4 us, docs/STREAMING_A.md) */
+                for (int I = lane; I < 16 * p.m; I += 32) {
+                    const int xr = I >> 4, j = I & 15, cb = 16 * c + j;
+                    uint32_t s8 = 0;
+                    uint2 cw = make_uint2(0, 0); /* past K: +0 operands (REGR's tail steps add nothing) */
+                    if (cb < nblocks) {
+                        const uint4 *src = (const uint4 *)(st + xbox_off + xr * 512 + j * 32);
+                        const uint4 v0 = src[0], v1 = src[1];
+                        const uint32_t wv[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+                        cw = q_block_codes(wv, qtab, pts, rcp_pts, p.cuda_variant, &s8);
+                        if (copies) {
+                            if (p.x_codes) *(uint2 *)(p.x_codes + (size_t)xr * (size_t)(nblocks * 8) + (size_t)cb * 8) = cw;
+                            if (p.x_scales) p.x_scales[nvfp4_tiled_offset(xr, cb, p.ncb)] = (uint8_t)s8;
+                        }
+                    }
+                    REGM_XFRAG(xr, j, cw, s8);
+                }
+                if (copies) /* rows m .. 15 of the 16 padded rows */
+                    for (int I = 16 * p.m + lane; I < 256; I += 32) {
+                        const int xr = I >> 4, cb = 16 * c + (I & 15);
+                        if (cb >= nblocks) continue;
+                        if (p.x_codes) *(uint2 *)(p.x_codes + (size_t)xr * (size_t)(nblocks * 8) + (size_t)cb * 8) = zcw;
+                        if (p.x_scales) p.x_scales[nvfp4_tiled_offset(xr, cb, p.ncb)] = (uint8_t)zs8;
+                    }
+                for (int i = lane; i < wsc_items; i += 32) REGM_WSCALE_ITEM(i);
+            }
+            ptx_mbar_arrive(&act_full[s]); /* releases this lane's fragment and scale stores */
+            ptx_mbar_arrive(&empty[s]);    /* ... and its reads of the stage */
+        }
+#else
         int s = 0;
         uint32_t ph = 0;
         for (int c = 0; c < nch; c++) {
             ptx_mbar_wait(&full[s], ph);
-            if (REGM_BF16) ptx_mbar_wait(&x_ready[s], ph); /* the quantizer warp coded the chunk */
             uint8_t *st = ring + (size_t)s * stage_bytes;
             const int nbp = (nblocks - 16 * c < 16 ? nblocks - 16 * c : 16) / 2; /* block pairs */
             if (p.dev_mode & REGM_DEV_NO_ACT) {
@@ -658,6 +685,7 @@ extern "C" __global__ void REGM_BOUNDS
                 ph ^= 1u;
             }
         }
+#endif
         return;
     }
 
@@ -682,7 +710,12 @@ extern "C" __global__ void REGM_BOUNDS
     const int crow0 = (16 * jr + g) * 128 + (t >> 1) * 4, sfo0 = wsf_off + (64 * jr + g) * 8;
     const int act_ld = frag_off + lane * 8;
     float4 *slot = (float4 *)(ring + (size_t)p.stages * stage_bytes) + jr * REGM_NT * 32 + lane;
-    const float alpha = __fmul_rn(REGM_BF16 ? *x_pts_sm : *p.a_scale2, *p.b_scale2);
+#if REGM_BF16
+    /* the activation scale as the activation warps take it (the dynamic one after the chunks) */
+    const float b_scale = *p.b_scale2, x_static = p.x_pts ? *p.x_pts : 0.0f;
+#else
+    const float alpha = __fmul_rn(*p.a_scale2, *p.b_scale2);
+#endif
     for (int c = rr; c < nch; c += REGM_ROT) {
         const int s = c % p.stages;
         const uint32_t ph = (uint32_t)(c / p.stages) & 1u;
@@ -702,11 +735,15 @@ extern "C" __global__ void REGM_BOUNDS
             ptx_mbar_arrive(&acc_ready[jr * REGM_ROT + (c + 1) % REGM_ROT]); /* releases the slot's stores */
             continue;
         }
-        REGW_EPILOGUE(jr, acc); /* the warp of the last chunk */
+        /* the warp of the last chunk */
+#if REGM_BF16
+        const float alpha = __fmul_rn(regm_x_pts(&p, x_static), b_scale);
+#endif
+        REGW_EPILOGUE(jr, acc);
     }
 #else
     /* ---------------- MMA warps ---------------- */
-    const int mw = warp - p.loaders - REGM_QWN - REGM_AWN;
+    const int mw = warp - p.loaders - REGM_AWN;
     if (mw >= mma_live) return;
     float acc[REGM_TW][REGM_NQ][4], tot[REGM_TW][REGM_NQ][4];
 #pragma unroll
@@ -757,10 +794,13 @@ extern "C" __global__ void REGM_BOUNDS
         }
     }
 
-    /* (REGM_BF16: the quantizer warp stored the scale before its first
-     * x_ready arrival, which the activation warps waited for before their
-     * act_full arrivals, which every MMA warp has waited for) */
-    const float alpha = __fmul_rn(REGM_BF16 ? *x_pts_sm : *p.a_scale2, *p.b_scale2);
+    /* (REGM_BF16: activation warp 0 stored the scale before its first
+     * act_full arrival, which every MMA warp has waited for) */
+#if REGM_BF16
+    const float alpha = __fmul_rn(regm_x_pts(&p, p.x_pts ? *p.x_pts : 0.0f), *p.b_scale2);
+#else
+    const float alpha = __fmul_rn(*p.a_scale2, *p.b_scale2);
+#endif
 #if REGM_WA
 #pragma unroll
     for (int j = 0; j < REGM_TW; j++) {
@@ -844,7 +884,6 @@ extern "C" __global__ void REGM_BOUNDS
 #undef REGM_BF16
 #undef REGM_WA
 #undef REGM_ROT
-#undef REGM_QWN
-#ifdef REGM_QB
-#undef REGM_QB
+#ifdef REGM_XFRAG
+#undef REGM_XFRAG
 #endif

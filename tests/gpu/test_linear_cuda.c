@@ -261,7 +261,8 @@ static void check_inkernel_vs_kernels(const char *label, const uint16_t *x, int6
     snprintf(what, sizeof what, "%s M=%lld N=%lld K=%lld %s %s", label, (long long)m, (long long)n,
              (long long)kp, v == NVFP4_VARIANT_CUDA ? "cuda" : "eager", input_scale ? "static" : "dynamic");
     nvfp4_sm90_force_inkernel_a(1);
-    CHECKF(nvfp4_sm90_gemm_quantizes_bf16(m, n, kp, 0), "%s: the in-kernel producer is not planned", what);
+    CHECKF(nvfp4_sm90_gemm_quantizes_bf16(m, n, kp, 0, input_scale != NULL), "%s: the in-kernel producer is not planned",
+           what);
     nvfp4_sm90_force_inkernel_a(-1);
     const size_t ws = nvfp4_linear_cuda_workspace(m, n, k), nr = (size_t)(m * n);
     const size_t cb = (size_t)(prows * kp / 2), sb = nvfp4_scales_bytes(prows, kp, NVFP4_SCALES_TILED);
@@ -706,12 +707,14 @@ int main(int argc, char **argv)
 
     TEST("in-kernel A producer (M <= 8): the CPU linear, and the quantizer kernel + GEMM")
     {
-        /* (N, K of the weight, k of x): one, two and four chains per MMA warp
-         * (attn-out's N, QKV's, FC1's); K tails of 2 and 12 blocks; x's k not
-         * a multiple of 16 (TMA's zeros pad the last block) */
+        /* (N, K of the weight, k of x): the planned kernels' twins -- REGR
+         * with R = 4 (n256, n272), 3 (attn-out, n5376) and 2 (n8192), REGM
+         * with two chains per MMA warp (QKV), REGW (FC1); K tails of 2 and 12
+         * blocks; x's k not a multiple of 16 (TMA's zeros pad the last block) */
         static const struct { const char *name; int64_t n, kp, k; } S[] = {
             {"n256 k504", 256, 512, 504},  {"n272 k800", 272, 800, 800},   {"attn_out", 5376, 7168, 7168},
             {"qkv", 21504, 5376, 5376},    {"fc1", 28672, 5376, 5376},     {"n5376 k448", 5376, 448, 440},
+            {"n8192 k1056", 8192, 1056, 1048},
         };
         static const int64_t ms[] = {1, 2, 5, 8};
         for (size_t si_ = 0; si_ < sizeof S / sizeof S[0]; si_++) {
