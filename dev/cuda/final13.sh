@@ -1,6 +1,7 @@
 #!/bin/sh
 # final13.sh -- the thirteenth session's final H200 run (OUT=DIR sh
-# dev/cuda/final13.sh [BUILD]): the GEMM and linear suites, inkernel_a at
+# dev/cuda/final13.sh [BUILD]): the GEMM (NO_GEMM=1: skipped), quantizer and
+# linear suites, inkernel_a at
 # M = 1 and 2 (both fused paths checked, then timed beside the prequantized
 # GEMM), racecheck and memcheck on the in-kernel twins (REGR attn-out, REGW
 # FC1, REGM QKV), nvfp4 check (GEMM and --streaming-a) at M = 1 and 128, and
@@ -16,7 +17,8 @@ step() { # name, seconds, command...
     grep -E "FAIL|MISMATCH|SUMMARY|P0 |RESULT" "$L/$name.log" | head -n 5
 }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$L/gpu.txt" 2>&1
-step gemm 200 "$B/gpu/test_gemm_cuda"
+[ -z "${NO_GEMM:-}" ] && step gemm 200 "$B/gpu/test_gemm_cuda"
+step quantize 120 "$B/gpu/test_quantize_cuda"
 step linear 200 "$B/gpu/test_linear_cuda"
 step inkernel 120 "$B/gpu/inkernel_a" qkv:1,2 attn_out:1,2 fc1:1,2 fc2:1,2
 cat "$L/inkernel.log"

@@ -11,6 +11,8 @@
  *
  *   inkernel_a [LINEAR[:M,...] ...] [--iters N]
  *     LINEAR  qkv | attn_out | fc1 | fc2 (default: all four at M = 1, 2, 4, 8, 16)
+ *   NVFP4_DEV_QUANTIZER=MODE  the two-kernel path's quantizer kernel
+ *     (nvfp4_q_force_launch: 0 the threshold-table kernel, 1 the exact one)
  *
  * Build: make gpu-tests (build/gpu/inkernel_a). */
 #include <cuda_runtime_api.h>
@@ -20,6 +22,7 @@
 #include <string.h>
 
 #include "nvfp4.h"
+#include "cuda/quantize_internal.h"
 #include "cuda/sm90_heuristics.cuh"
 
 #include "dev_check.h"
@@ -189,6 +192,8 @@ static int run_case(int li, int64_t m, int iters)
 int main(int argc, char **argv)
 {
     int iters = 200, rc = 0, any = 0;
+    const char *qmode = getenv("NVFP4_DEV_QUANTIZER");
+    if (qmode) nvfp4_q_force_launch(atoi(qmode));
     static const int64_t default_m[] = {1, 2, 4, 8, 16};
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);

@@ -40,6 +40,11 @@ nvfp4_status nvfp4_sm90_produce_operands(const uint16_t *x, int64_t m, int64_t k
                                          const float *per_tensor_scale, void *amax_scratch,
                                          nvfp4_variant variant, uint16_t *act, int64_t act_ld,
                                          float *pts_out, void *stream);
+/* Testing hook (dev/cuda/inkernel_a): which kernel nvfp4_q_blocks_launch
+ * runs -- -1 its rule (the exact kernel where one block per thread fits one
+ * CTA per SM), 0 the threshold-table kernel, 1 the exact kernel.  Every
+ * mode gives the same bytes.  Not thread-safe. */
+void nvfp4_q_force_launch(int mode);
 #ifdef __cplusplus
 }
 #endif

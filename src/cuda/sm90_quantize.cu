@@ -18,6 +18,9 @@
  * SM rather than once per 256 blocks. */
 #define Q_CTAS_PER_SM 3
 
+static int q_forced_launch = -1;
+extern "C" void nvfp4_q_force_launch(int mode) { q_forced_launch = mode == 0 || mode == 1 ? mode : -1; }
+
 static int q_misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) != 0; }
 
 /*------------------------------ amax pass ------------------------------*/
@@ -247,11 +250,18 @@ nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
         sms = 132; /* an H200's; a real failure shows at the launch */
     const int64_t want = (prows * nb + Q_THREADS - 1) / Q_THREADS, cap = (int64_t)sms * Q_CTAS_PER_SM;
-    if (want <= sms) /* one block per thread fits one CTA per SM: exact steps, no table */
+    /* one block per thread fits one CTA per SM: exact steps, no table (CTAs
+     * of 64 threads, to fit beside a register GEMM CTA, measured slower:
+     * docs/STREAMING_A.md) */
+    const int exact = q_forced_launch >= 0 ? q_forced_launch : want <= sms;
+    if (exact) {
+        if (want > INT32_MAX)
+            return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "%s: %lld blocks are too many for one grid", fn,
+                              (long long)(prows * nb));
         nvfp4_q_blocks_exact_kernel<<<(unsigned)want, Q_THREADS, 0, q->stream>>>(
             q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
             q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2);
-    else
+    } else
         nvfp4_q_blocks_kernel<<<(unsigned)(want < cap ? want : cap), Q_THREADS, 0, q->stream>>>(
             q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
             q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2);
