@@ -6,17 +6,7 @@
 # GEMM), racecheck and memcheck on the in-kernel twins (REGR attn-out, REGW
 # FC1, REGM QKV), nvfp4 check (GEMM and --streaming-a) at M = 1 and 128, and
 # the bench at M = 1, 16, 128.
-B=${1:-build}
-L=$OUT/logs
-mkdir -p "$L"
-step() { # name, seconds, command...
-    name=$1; secs=$2; shift 2
-    t0=$(date +%s)
-    timeout "$secs" "$@" >"$L/$name.log" 2>&1; rc=$?
-    echo "== $name: exit $rc ($(( $(date +%s) - t0 ))s)"
-    grep -E "FAIL|MISMATCH|SUMMARY|P0 |RESULT" "$L/$name.log" | head -n 5
-}
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$L/gpu.txt" 2>&1
+. "$(dirname "$0")/step.sh"
 [ -z "${NO_GEMM:-}" ] && step gemm 200 "$B/gpu/test_gemm_cuda"
 step quantize 120 "$B/gpu/test_quantize_cuda"
 step linear 200 "$B/gpu/test_linear_cuda"

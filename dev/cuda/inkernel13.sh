@@ -5,17 +5,7 @@
 # kernel + GEMM and the CPU linear), inkernel_a (both paths checked, then
 # timed beside the prequantized GEMM), racecheck and memcheck on the new
 # twins, and nvfp4 bench at M = 1, 16, 128 (BENCH_M=none: no bench).
-B=${1:-build}
-L=$OUT/logs
-mkdir -p "$L"
-step() { # name, seconds, command...
-    name=$1; secs=$2; shift 2
-    t0=$(date +%s)
-    timeout "$secs" "$@" >"$L/$name.log" 2>&1; rc=$?
-    echo "== $name: exit $rc ($(( $(date +%s) - t0 ))s)"
-    grep -E "FAIL|MISMATCH|SUMMARY" "$L/$name.log" | head -n 5
-}
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$L/gpu.txt" 2>&1
+. "$(dirname "$0")/step.sh"
 step linear 200 "$B/gpu/test_linear_cuda"
 tail -n 1 "$L/linear.log"
 step inkernel 240 "$B/gpu/inkernel_a"
