@@ -49,7 +49,7 @@ static_assert(!REGM_ROT || (REGM_WA && REGM_TW == 1 && REGM_ROT > 1), "the rotat
 #define REGM_BF16 0
 #endif
 static_assert(!REGM_WA || REGM_MT <= 16, "the weights-as-A kernel is built for MT = 8 and 16");
-static_assert(!REGM_BF16 || REGM_MT <= 16, "the in-kernel A producer is built for MT = 8 and 16");
+static_assert(!REGM_BF16 || REGM_MT <= 16, "the in-kernel A producer is written for MT = 8 and 16");
 static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-memory reserve");
 
 /* The weight fragments of blocks 2 BP, 2 BP + 1 of one chain from the
@@ -546,7 +546,6 @@ extern "C" __global__ void REGM_BOUNDS
     /* prmt selector: the 16-bit half t & 1 of two words -> {lo, hi} */
     const uint32_t xsel = (t & 1) ? 0x7632u : 0x5410u;
 
-
     if (warp < p.loaders + REGM_AWN) {
         /* ---------------- activation dequantizers ---------------- */
         const int aw = warp - p.loaders;
@@ -794,9 +793,8 @@ extern "C" __global__ void REGM_BOUNDS
         }
     }
 
-    /* (REGM_BF16: activation warp 0 stored the scale before its first
-     * act_full arrival, which every MMA warp has waited for) */
 #if REGM_BF16
+    /* the activation scale as the activation warps took it (regm_x_pts) */
     const float alpha = __fmul_rn(regm_x_pts(&p, p.x_pts ? *p.x_pts : 0.0f), *p.b_scale2);
 #else
     const float alpha = __fmul_rn(*p.a_scale2, *p.b_scale2);
@@ -886,4 +884,6 @@ extern "C" __global__ void REGM_BOUNDS
 #undef REGM_ROT
 #ifdef REGM_XFRAG
 #undef REGM_XFRAG
+#undef REGM_XFRAG_OFF
+#undef REGM_XROWS
 #endif
