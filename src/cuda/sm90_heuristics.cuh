@@ -225,7 +225,7 @@ void nvfp4_sm90_force_loaders(int lw);
  * blocks are one per lane of the activation warp that takes it, and the
  * producer beats the two kernels with the dynamic scale on all four
  * linears (by 1.2-2.7 us); at M = 4 and 8 a lane codes 2 and 4 blocks one
- * after another and the chunk's latency paces the GEMM (1.2-2x slower). */
+ * after another and the chunk's latency paces the GEMM (1.2-2.1x slower). */
 #define NVFP4_SM90_INKERNEL_A_MAX_M 2
 /* ... and with a static scale only where the plan is REGW or REGR and K is
  * at most this: the producer costs ~0.03-0.05 us a 256-element chunk beyond

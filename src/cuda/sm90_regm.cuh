@@ -18,7 +18,7 @@
  *    chunk's activation blocks -> exact FP16 m16n8k16 A fragments, stored in
  *    the mma's register-quad order, in the same stage;
  *  - in the REGM_BF16 kernels (the in-kernel A producer of
- *    docs/STREAMING_A.md; MT = 8 and 16, built into REGM, REGW and REGR),
+ *    docs/STREAMING_A.md; built for MT = 8 into REGM, REGW and REGR),
  *    the loader brings the chunk's BF16 activations (one box) instead of
  *    the NVFP4 ones, and the activation warps quantize them -- one lane per
  *    16-element block, the CTA's threshold table, the block kernel's very
