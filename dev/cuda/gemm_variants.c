@@ -4,14 +4,19 @@
  * are the library's variants, forced by index -- `nvfp4 bench --all-tiles`
  * lists them.)  Also the program ncu profiles (one launch after the check).
  *
- *   gemm_variants LINEAR M [VARIANT] [ITERS] [K_SLICES] [LOADERS]
+ *   gemm_variants LINEAR M [VARIANT] [ITERS] [K_SLICES] [LOADERS] [STREAM_K]
  *     LINEAR   qkv | attn_out | fc1 | fc2 (the seed's shapes)
  *     VARIANT  index into nvfp4_sm90_variants, -1 = the heuristic (default)
  *     ITERS    timed launches (default 50; 0 = check only), back to back over
  *              copies of the weights that together exceed the L2
  *     LOADERS  TMA-issuing warps of the register kernel (0 = planned)
+ *     STREAM_K the wgmma kernel's stream-K: 0 the cost model (default), -1
+ *              off, C > 0 forced on C CTAs (as NVFP4_STREAM_K below)
  *   NVFP4_VARIANTS=V,V,... (environment): after it, these variants in the same
  *     process, each checked, then timed; the list twice
+ *   NVFP4_STREAM_K=S,S,... (environment): the wgmma kernel's stream-K
+ *     (docs/KERNEL.md, design item 11): -1 off, 0 the cost model, C > 0
+ *     forced on C CTAs; each checked, then timed; the list twice
  *   NVFP4_DEV_MODE=N (environment): the register kernel with parts left out
  *     (REGM_DEV_* bits, src/cuda/sm90_regm.cuh); the check is skipped, the
  *     timing is what such a run is for.
@@ -126,7 +131,7 @@ int main(int argc, char **argv)
     static const struct { const char *name; int64_t n, k; } L[4] = {
         {"qkv", 21504, 5376}, {"attn_out", 5376, 7168}, {"fc1", 28672, 5376}, {"fc2", 5376, 14336}};
     if (argc < 3) {
-        fprintf(stderr, "usage: gemm_variants qkv|attn_out|fc1|fc2 M [VARIANT] [ITERS] [K_SLICES] [LOADERS]\n");
+        fprintf(stderr, "usage: gemm_variants qkv|attn_out|fc1|fc2 M [VARIANT] [ITERS] [K_SLICES] [LOADERS] [STREAM_K]\n");
         return 2;
     }
     int li = -1;
@@ -136,6 +141,8 @@ int main(int argc, char **argv)
     const int variant = argc > 3 ? atoi(argv[3]) : -1, iters = argc > 4 ? atoi(argv[4]) : 50;
     const int slices = argc > 5 ? atoi(argv[5]) : 1;
     nvfp4_sm90_force_loaders(argc > 6 ? atoi(argv[6]) : 0);
+    const int sk_mode = argc > 7 ? atoi(argv[7]) : 0;
+    nvfp4_sm90_force_stream_k(sk_mode);
     if (li < 0 || m < 1 || variant >= NVFP4_SM90_NUM_VARIANTS) {
         fprintf(stderr, "gemm_variants: bad arguments\n");
         return 2;
@@ -241,5 +248,20 @@ int main(int argc, char **argv)
         }
         nvfp4_sm90_force_producer(-1);
     }
+    const char *sks = getenv("NVFP4_STREAM_K");
+    if (sks && iters > 0)
+        for (int rep = 0; rep < 2; rep++) {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", sks);
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                const int mode = atoi(tok);
+                nvfp4_sm90_force_stream_k(mode);
+                if (check_rows(&g, got, want, rows, n, L[li].name, m, variant) != 0) return 1;
+                const float t = time_launches(&g, copies, ncopy, iters);
+                printf("STREAMK %s M=%lld variant %d mode %d (pass %d): exact, %.1f us\n", L[li].name, (long long)m,
+                       variant, mode, rep + 1, t);
+            }
+        }
+    nvfp4_sm90_force_stream_k(sk_mode);
     return 0;
 }

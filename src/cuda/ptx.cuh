@@ -132,6 +132,20 @@ NVFP4_DEV void ptx_griddep_launch_dependents(void) { asm volatile("griddepcontro
  * are visible (returns at once when this launch depends on nothing). */
 NVFP4_DEV void ptx_griddep_wait(void) { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
+/* ---- inter-CTA hand-off (stream-K) ---------------------------------------- */
+/* A counter other CTAs of the grid wait on: release add (after a
+ * __threadfence() by every writer), acquire load. */
+NVFP4_DEV void ptx_red_release_gpu_add(unsigned *p, unsigned v)
+{
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+NVFP4_DEV unsigned ptx_ld_acquire_gpu(const unsigned *p)
+{
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
 /* ---- warpgroup ---------------------------------------------------------- */
 NVFP4_DEV void ptx_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 NVFP4_DEV void ptx_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }

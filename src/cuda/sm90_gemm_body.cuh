@@ -62,6 +62,40 @@
         first_slice = 0;                                                                           \
     }
 
+/* Stream-K (the host's sm90_sk_capable: two consumers, a chunk per
+ * stage); the other variants are built without it. */
+#define SM90_SK (SM90_NC == 2 && SM90_KSUB == 1)
+/* Stream-K hand-off of a split tile's chain (docs/KERNEL.md, design item
+ * 11).  Slot h of p.sk_acc holds CTA h's head-piece accumulators, each
+ * consumer thread's as float4s at [c][j][thread] (coalesced); p.sk_flags[h]
+ * counts the consumer warps that have stored theirs.  The tail piece's CTA
+ * waits for all 4 NC of them, then continues the chain from the same FP32
+ * values: the same k16 steps in the same order as one CTA would run. */
+#define SM90_SK_SLOT(H) (p.sk_acc + (size_t)(H) * (SM90_NC * 64 * SM90_BN) + (size_t)c * (64 * SM90_BN))
+#define SM90_SK_STORE(H)                                                                           \
+    {                                                                                              \
+        float4 *slot_ = (float4 *)SM90_SK_SLOT(H);                                                 \
+        _Pragma("unroll") for (int j_ = 0; j_ < SM90_BN / 8; j_++)                                 \
+            __stcg(slot_ + j_ * 128 + (tid - 128 * wg),                                            \
+                   make_float4(acc[4 * j_], acc[4 * j_ + 1], acc[4 * j_ + 2], acc[4 * j_ + 3]));   \
+        __threadfence();                                                                           \
+        __syncwarp();                                                                              \
+        if (lane == 0) ptx_red_release_gpu_add(p.sk_flags + (H), 1u);                              \
+    }
+#define SM90_SK_LOAD(H)                                                                            \
+    {                                                                                              \
+        while (ptx_ld_acquire_gpu(p.sk_flags + (H)) != 4u * SM90_NC) {                             \
+        }                                                                                          \
+        const float4 *slot_ = (const float4 *)SM90_SK_SLOT(H);                                     \
+        _Pragma("unroll") for (int j_ = 0; j_ < SM90_BN / 8; j_++) {                               \
+            const float4 v_ = __ldcg(slot_ + j_ * 128 + (tid - 128 * wg));                         \
+            acc[4 * j_] = v_.x;                                                                    \
+            acc[4 * j_ + 1] = v_.y;                                                                \
+            acc[4 * j_ + 2] = v_.z;                                                                \
+            acc[4 * j_ + 3] = v_.w;                                                                \
+        }                                                                                          \
+    }
+
 /* One step of the consumer's software pipeline: issue the 4 wgmmas of chunk
  * kc from fragments CUR; load chunk kc+1's codes and scales; retire chunk
  * kc-1 (wait_group 1) and free its stage if it was the stage's last chunk;
@@ -87,9 +121,9 @@
         }                                                                                          \
         SM90_RETIRE_BOOKKEEPING();                                                                 \
         prev_slot = s;                                                                             \
-        prev_last = sub == SM90_KSUB - 1 || kc == num_kc - 1;                                      \
+        prev_last = sub == SM90_KSUB - 1 || kc == kend - 1;                                        \
         SM90_NEXT_CHUNK();                                                                         \
-        const int more_ = kc != num_full;                                                          \
+        const int more_ = kc != kstop;                                                             \
         nvfp4_sm90_chunk_raw raw_;                                                                 \
         if (more_) {                                                                               \
             if (sub == 0) ptx_mbar_wait(&full[s], phase);                                          \
@@ -128,12 +162,12 @@
 #if SM90_DEPTH == 3
 #define SM90_WAIT_GROUP() ptx_wgmma_wait2()
 #define SM90_RETIRE_BOOKKEEPING()                                                                  \
-    const int rel_slot_ = prev2_slot, rel_ = kc > 1 && prev2_last;                                 \
+    const int rel_slot_ = prev2_slot, rel_ = kc > kbeg + 1 && prev2_last;                          \
     prev2_slot = prev_slot;                                                                        \
     prev2_last = prev_last;
 #else
 #define SM90_WAIT_GROUP() ptx_wgmma_wait1()
-#define SM90_RETIRE_BOOKKEEPING() const int rel_slot_ = prev_slot, rel_ = kc > 0 && prev_last;
+#define SM90_RETIRE_BOOKKEEPING() const int rel_slot_ = prev_slot, rel_ = kc > kbeg && prev_last;
 #endif
 
 /* dev_mode (parts left out) only in dev builds (-DNVFP4_SM90_DEV,
@@ -143,10 +177,12 @@
 #define SM90_MMA_ON (!(p.dev_mode & SM90_DEV_NO_MMA))
 #define SM90_DEQUANT_ON (!(p.dev_mode & SM90_DEV_NO_DEQUANT))
 #define SM90_FEED_OFF (p.dev_mode & SM90_DEV_NO_FEED)
+#define SM90_EPILOGUE_ON (!(p.dev_mode & SM90_DEV_NO_EPILOGUE))
 #else
 #define SM90_MMA_ON 1
 #define SM90_DEQUANT_ON 1
 #define SM90_FEED_OFF 0
+#define SM90_EPILOGUE_ON 1
 #endif
 
 /* Small single-consumer variants run two CTAs per SM: twice the
@@ -171,6 +207,8 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
     /* Chunks of 64 K-elements; K % 32 == 0, so a partial last chunk holds
      * exactly 2 blocks (the host rejects other K). */
     const int num_full = p.k / 64;
+    /* this CTA's tiles and pieces of tiles, in order (both roles walk it) */
+    const nvfp4_sm90_work work = nvfp4_sm90_work_of(p, num_kc, SM90_SK);
 
     if (tid == 0) {
         for (int s = 0; s < stages; s++) {
@@ -213,12 +251,14 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
             const int do_scales = !parallel || pwarp == 2, do_act1 = !parallel ? 1 : pwarp == 3;
             int s = 0;
             uint32_t phase = 0;
-            for (int64_t tile = blockIdx.x; tile < p.num_tiles; tile += gridDim.x) {
+            for (int64_t item = 0; item < work.items; item++) {
+                int kbeg, kend;
+                const int64_t tile = nvfp4_sm90_item(work, item, num_kc, &kbeg, &kend);
                 const int wt = (int)(tile / p.num_at), at = (int)(tile % p.num_at);
                 const int n0 = wt * 64 * SM90_NC, m0 = at * SM90_BN;
                 const int sc_chunk0 = (n0 / 128) * p.ncb; /* the tile's first 512-byte scale chunk */
-                for (int kc0 = 0; kc0 < num_kc; kc0 += SM90_KSUB) {
-                    const int nsub = num_kc - kc0 < SM90_KSUB ? num_kc - kc0 : SM90_KSUB;
+                for (int kc0 = kbeg; kc0 < kend; kc0 += SM90_KSUB) {
+                    const int nsub = kend - kc0 < SM90_KSUB ? kend - kc0 : SM90_KSUB;
                     ptx_mbar_wait(&empty[s], phase ^ 1);
                     uint8_t *st = SM90_STAGE(s);
                     if (SM90_FEED_OFF) {
@@ -270,29 +310,38 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
         const int sliced = SM90_SLICES && p.chunks_per_slice < num_kc;
         int s = 0;
         uint32_t phase = 0;
-        for (int64_t tile = blockIdx.x; tile < p.num_tiles; tile += gridDim.x) {
+        for (int64_t item = 0; item < work.items; item++) {
+            /* chunks [kbeg, kend) of the tile; the full ones end at kstop */
+            int kbeg, kend;
+            const int64_t tile = nvfp4_sm90_item(work, item, num_kc, &kbeg, &kend);
+            const int kstop = kend < num_full ? kend : num_full;
             const int wt = (int)(tile / p.num_at), at = (int)(tile % p.num_at);
             const int n0 = wt * 64 * SM90_NC, m0 = at * SM90_BN;
             /* the rows' 4-byte groups in the 512-byte tile of their 128 rows */
             const int rr0 = (n0 + r0) % 128, rr1 = (n0 + r0 + 8) % 128;
             const int sc_off0 = (int)nvfp4_tiled_offset(rr0, 0, 1);
             const int sc_off1 = (int)nvfp4_tiled_offset(rr1, 0, 1);
+            if (SM90_SK && kbeg > 0) {
+                /* a tail piece: the chain so far, from the CTA that ran the
+                 * tile's first chunks (the previous one), bit for bit */
+                SM90_SK_LOAD(blockIdx.x - 1);
+            } else {
 #pragma unroll
-            for (int i = 0; i < SM90_BN / 2; i++) {
-                acc[i] = 0.0f;
-                ptx_fence_reg(acc[i]);
+                for (int i = 0; i < SM90_BN / 2; i++) acc[i] = 0.0f;
             }
+#pragma unroll
+            for (int i = 0; i < SM90_BN / 2; i++) ptx_fence_reg(acc[i]);
             int slice_end = p.chunks_per_slice, first_slice = 1;
             /* Software pipeline, two chunks deep: while the wgmmas of chunk kc
              * run, the next chunk is dequantized into the other fragment set;
              * wait_group 1 then retires chunk kc-1 and frees its stage. */
             uint32_t fa[4][4], fb[4][4];
-            int kc = 0, sub = 0, prev_slot = 0, prev_last = 0;
+            int kc = kbeg, sub = 0, prev_slot = 0, prev_last = 0;
 #if SM90_DEPTH == 3
             uint32_t fc[4][4];
             int prev2_slot = 0, prev2_last = 0;
 #endif
-            if (num_full > 0) {
+            if (kstop > kbeg) {
                 ptx_mbar_wait(&full[s], phase);
                 SM90_DEQUANT(fa);
                 for (;;) {
@@ -319,7 +368,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
 #endif
                     }
 #if SM90_DEPTH == 3
-                if (prev2_last && num_full > 1) { /* chunk num_full - 2, if it ended a stage */
+                if (prev2_last && kstop - kbeg > 1) { /* chunk kstop - 2, if it ended a stage */
                     __syncwarp();
                     if (lane == 0) ptx_mbar_arrive(&empty[prev2_slot]);
                 }
@@ -330,7 +379,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                     if (lane == 0) ptx_mbar_arrive(&empty[prev_slot]);
                 }
             }
-            if (num_kc > num_full) { /* K % 64 == 32: a last chunk of 2 blocks */
+            if (kend > num_full) { /* K % 64 == 32: a last chunk of 2 blocks */
                 if (sub == 0) ptx_mbar_wait(&full[s], phase);
                 SM90_DEQUANT(fa);
 #pragma unroll
@@ -361,6 +410,10 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                     phase ^= 1;
                 }
             }
+            if (SM90_SK && kend < num_kc) { /* a head piece: hand the chain on, no epilogue */
+                SM90_SK_STORE(blockIdx.x);
+                continue;
+            }
             if (SM90_SLICES && sliced) SM90_FOLD(); /* the last slice */
 #if SM90_SLICES
             if (sliced) {
@@ -368,12 +421,18 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                 for (int i = 0; i < SM90_BN / 2; i++) acc[i] = tot[i];
             }
 #endif
-            NVFP4_SM90_EPILOGUE(p, acc, SM90_BN, n0, m0, r0, t, alpha);
+            if (SM90_EPILOGUE_ON) {
+                NVFP4_SM90_EPILOGUE(p, acc, SM90_BN, n0, m0, r0, t, alpha);
+            }
         }
     }
 }
 
 #undef SM90_CHUNK
+#undef SM90_SK
+#undef SM90_SK_SLOT
+#undef SM90_SK_STORE
+#undef SM90_SK_LOAD
 #undef SM90_FOLD
 #undef SM90_SLICES
 #undef SM90_NEXT_CHUNK
@@ -382,6 +441,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
 #undef SM90_MMA_ON
 #undef SM90_DEQUANT_ON
 #undef SM90_FEED_OFF
+#undef SM90_EPILOGUE_ON
 #undef SM90_DEPTH
 #undef SM90_LOAD_AHEAD
 #undef SM90_WAIT_GROUP

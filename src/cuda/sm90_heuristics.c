@@ -51,21 +51,74 @@ static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
  * than 128x256). */
 #define SM90_TILE_OVERHEAD_ROWS 128
 
+/* Stream-K (docs/KERNEL.md, design item 11): the cost of one split tile
+ * (its 128 x bn FP32 accumulators stored and loaded through L2, one more
+ * pipeline drain), in the activation rows of the tile model above. */
+#define SM90_SK_SPLIT_ROWS 16
+
+/* Testing hook: stream-K by the cost model (0), never (-1), or forced on
+ * a grid of that many CTAs (> 0; planning fails where it cannot apply). */
+static int sm90_sk_mode = 0;
+void nvfp4_sm90_force_stream_k(int ctas) { sm90_sk_mode = ctas; }
+
+/* Whether a wgmma variant can run stream-K: two consumers (one CTA per
+ * SM), one chunk per stage (pieces start on any chunk), one chain. */
+static int sm90_sk_capable(const nvfp4_sm90_variant *x, int k_slices)
+{
+    return x->kind == NVFP4_SM90_WGMMA && x->nc == 2 && NVFP4_SM90_KSUB(x->bn, x->nc) == 1 &&
+           NVFP4_SM90_CTAS(x->bn, x->nc) == 1 && k_slices <= 1;
+}
+
+/* Stream-K desynchronises the CTAs' K positions (a piece starts
+ * anywhere), so the stream-K tiles' whole activation rows and weight rows
+ * are live in L2 at once, where the data-parallel waves walk K together.
+ * Measured on the H200 (fourteenth session, docs/KERNEL.md): FC2 at M =
+ * 2048 (85 MB of such operands) lost 1-2 % with stream-K (L2 hit rate 83 ->
+ * 66 %, DRAM reads 228 -> 479 MB); attn-out at M = 4096 (63 MB) gained 4 %,
+ * QKV, FC1 and attn-out at M = 2048 (30-43 MB) gained.  The bound sits
+ * between them: 1.5 x the 50 MB L2 of the sm_90 parts. */
+#define SM90_SK_MAX_OPERAND_BYTES (75LL << 20)
+
+/* Cost of the tiles of an M x N x K GEMM in 128 x bn tiles on `ctas` CTAs,
+ * times ctas: whole waves, each paid in full (data-parallel), or with *sk
+ * set, the tiles from the last whole wave on shared out evenly by K chunks
+ * plus one split per CTA.  Stream-K needs at least as many tiles as CTAs (a
+ * tile is then split at most once), pays only where the last wave is
+ * partial, and is kept to operands that stay in L2 (above). */
+static int64_t sm90_tile_cost(int64_t m, int64_t n, int64_t k, int bn, int64_t ctas, int sk_allowed, int *sk)
+{
+    const int64_t num_at = ceil_div(m, bn), tiles = ceil_div(n, 128) * num_at;
+    const int64_t per = bn + SM90_TILE_OVERHEAD_ROWS;
+    const int64_t dp = ceil_div(tiles, ctas) * per * ctas;
+    const int64_t skc = tiles * per + SM90_SK_SPLIT_ROWS * ctas;
+    *sk = sk_allowed && tiles >= ctas && tiles % ctas != 0 && skc < dp;
+    if (*sk) {
+        const int64_t t0 = (tiles / ctas - 1) * ctas; /* the first stream-K tile */
+        const int64_t w_rows = ((tiles - 1) / num_at - t0 / num_at + 1) * 128;
+        const int64_t a_rows = tiles - t0 >= num_at ? m : (tiles - t0) * bn;
+        *sk = (double)a_rows * (double)k * 2.0 + (double)w_rows * (double)k * 0.5625 <=
+              (double)SM90_SK_MAX_OPERAND_BYTES;
+    }
+    return *sk ? skc : dp;
+}
+
 /* M > 128: the activation rows per 128-row tile among the compiled
  * two-consumer variants (bn >= 128) whose waves cost least.  A tile takes
- * time ~ bn + SM90_TILE_OVERHEAD_ROWS and the last wave is paid in full
- * however few tiles it has, so 42 x 8 tiles of 128 x 256 on 132 SMs (2.55
- * waves, 3 paid) lose to 42 x 9 of 128 x 232 (2.86).  Ties go to the wider
- * tile (each weight dequantized fewer times). */
-static int sm90_wave_bn(int64_t m, int64_t n, int num_sms)
+ * time ~ bn + SM90_TILE_OVERHEAD_ROWS and, data-parallel, the last wave is
+ * paid in full however few tiles it has, so 42 x 8 tiles of 128 x 256 on
+ * 132 SMs (2.55 waves, 3 paid) lose to 42 x 9 of 128 x 232 (2.86); with
+ * stream-K, 128 x 256 costs 2.55 waves and a split per CTA.  Ties go to the
+ * wider tile (each weight dequantized fewer times). */
+static int sm90_wave_bn(int64_t m, int64_t n, int64_t k, int num_sms, int sk_allowed)
 {
     int best_bn = 256;
     int64_t best_cost = -1;
     for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
         const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
         if (x->kind != NVFP4_SM90_WGMMA || x->nc != 2 || x->bn < 128) continue;
-        const int64_t waves = ceil_div(ceil_div(n, 128) * ceil_div(m, x->bn), num_sms);
-        const int64_t cost = waves * (x->bn + SM90_TILE_OVERHEAD_ROWS);
+        int sk;
+        const int64_t cost = sm90_tile_cost(m, n, k, x->bn, num_sms,
+                                            sk_allowed && sm90_sk_capable(x, 1), &sk);
         if (best_cost < 0 || cost < best_cost || (cost == best_cost && x->bn > best_bn)) {
             best_cost = cost;
             best_bn = x->bn;
@@ -91,7 +144,7 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
      *    kernel, forced only, measured slower: docs/KERNEL.md);
      *  - M > 128: 128-row tiles, bn by the wave model (sm90_wave_bn). */
     int want_kind, want_bn, want_nc, want_r = 0;
-    (void)k; /* the rules do not depend on K (all four linears agree) */
+    /* K only bounds stream-K (its operands in L2: sm90_tile_cost) */
     if (num_sms < 1) num_sms = 1;
     if (m <= 32) { /* the register kernels, smallest MT >= M */
         const int64_t per = ceil_div(n / 8 > 0 ? n / 8 : 1, num_sms);        /* 8-row chains per CTA */
@@ -120,7 +173,7 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
         want_nc = ceil_div(n, 128) >= num_sms ? 2 : 1;
     } else {
         want_kind = NVFP4_SM90_WGMMA;
-        want_bn = sm90_wave_bn(m, n, num_sms);
+        want_bn = sm90_wave_bn(m, n, k, num_sms, sm90_sk_mode == 0 && num_sms <= NVFP4_SM90_SK_MAX_CTAS);
         want_nc = 2;
     }
     if (k_slices > 1 && want_kind == NVFP4_SM90_WGMMA && want_bn > 64) {
@@ -139,6 +192,7 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
     const nvfp4_sm90_variant *var = &nvfp4_sm90_variants[best_v];
     int bn = var->bn, nc = var->nc;
     if (k_slices > 1 && !NVFP4_SM90_TAKES_SLICES(var)) return -1;
+    if (sm90_sk_mode > 0 && !sm90_sk_capable(var, k_slices)) return -1; /* stream-K forced where it cannot run */
     if (NVFP4_SM90_IS_SMALL(var) && m > bn) return -1;
     if (var->kind == NVFP4_SM90_SPLIT || var->kind == NVFP4_SM90_REGM || var->kind == NVFP4_SM90_REGW ||
         var->kind == NVFP4_SM90_REGR) {
@@ -227,6 +281,7 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
         out->tiles = tiles;
         out->grid = (int)(tiles < num_sms ? tiles : num_sms);
         out->smem = SS_SMEM((size_t)bn, (size_t)nc, nst);
+        out->sk_tile0 = tiles; /* data-parallel only */
         return 0;
     }
     int ctas = nvfp4_sm90_ctas_per_sm(bn, nc);
@@ -244,5 +299,23 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
     out->tiles = tiles;
     out->grid = (int)(tiles < slots ? tiles : slots);
     out->smem = fixed + (size_t)stages * stage;
+    out->sk_tile0 = tiles;
+    /* stream-K: by the cost model on one CTA per SM, or forced on a grid */
+    const int capable = sm90_sk_capable(var, k_slices) && m > NVFP4_SM90_SK_MIN_M;
+    int sk = 0;
+    int64_t sk_ctas = num_sms;
+    if (sm90_sk_mode > 0) {
+        sk_ctas = sm90_sk_mode;
+        if (!capable || sk_ctas > NVFP4_SM90_SK_MAX_CTAS || sk_ctas > slots || tiles < sk_ctas) return -1;
+        sk = 1;
+    } else if (sm90_sk_mode == 0 && capable && num_sms <= NVFP4_SM90_SK_MAX_CTAS) {
+        (void)sm90_tile_cost(m, n, k, bn, num_sms, 1, &sk);
+    }
+    if (sk) {
+        out->grid = (int)sk_ctas;
+        /* whole waves but the last, data-parallel; the rest (between one
+         * and two grids of tiles) shared out */
+        out->sk_tile0 = (tiles / sk_ctas - 1) * sk_ctas;
+    }
     return 0;
 }

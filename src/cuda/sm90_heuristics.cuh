@@ -195,7 +195,21 @@ typedef struct nvfp4_sm90_plan {
     int tiles_per_cta; /* split kernel: 16-row weight tiles per CTA at most; register kernels: 8-row units */
     int mma_warps;     /* register kernel: MMA warps per CTA */
     int loaders;       /* register kernel: TMA-issuing warps per CTA */
+    int64_t sk_tile0;  /* wgmma kernel: the first stream-K tile (= tiles: none; design item 11) */
 } nvfp4_sm90_plan;
+
+/* Stream-K grids at most: the workspace holds one tile's FP32 accumulators
+ * (at most 128 x 256) and a counter per CTA (nvfp4_cuda_gemm_workspace).
+ * Devices with more SMs run data-parallel. */
+#define NVFP4_SM90_SK_MAX_CTAS 160
+/* ... and only for M above this (its tiles are 128 x >= 128: smaller M
+ * takes the bn <= 64 tiles, and its workspace has no stream-K area) */
+#define NVFP4_SM90_SK_MIN_M 64
+#define NVFP4_SM90_SK_SLOT_FLOATS (128 * 256)
+/* Testing hook (sm90_heuristics.c): stream-K where the cost model picks it
+ * (0), never (-1), or forced on a grid of `ctas` CTAs (planning then fails
+ * where it cannot apply).  Every mode gives the same bits.  Not thread-safe. */
+void nvfp4_sm90_force_stream_k(int ctas);
 
 /* Pick a variant, depth and grid for M x N x K (k_slices K slices, <= 1:
  * one chain; wgmma tiles with bn > 64 carry no second accumulator set, so

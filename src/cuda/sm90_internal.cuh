@@ -28,9 +28,84 @@ typedef struct nvfp4_sm90_params {
     int stages;
     int chunks_per_slice; /* K slices: 64-element chunks per slice (>= num chunks: one chain) */
     int64_t num_tiles;
+    /* Stream-K (docs/KERNEL.md, design item 11): tiles [sk_tile0, num_tiles)
+     * are shared out by K chunks, evenly over the grid (= num_tiles: none).
+     * A tile split between two CTAs is one chain: the CTA with its first
+     * chunks stores the FP32 accumulators in its slot of sk_acc and counts
+     * its consumer warps into sk_flags (zeroed before the launch); the
+     * other continues the chain from them. */
+    int64_t sk_tile0;
+    float *sk_acc;
+    unsigned *sk_flags;
     int producer;  /* SM90_PROD_* bits: how the producer issues a stage */
     int dev_mode;  /* 0; dev/cuda experiments only (SM90_DEV_* bits: parts left out, results wrong) */
 } nvfp4_sm90_params;
+
+/* One CTA's work list in the persistent wgmma kernel, in order: its
+ * data-parallel tiles (blockIdx.x + j * gridDim.x below sk_tile0), then of
+ * its even share [u0, u1) of the stream-K region's (tile, chunk) units: the
+ * first chunks of the tile its share ends in (the head piece: first, so
+ * that it is ready early), its whole tiles, and last the remaining chunks
+ * of the tile its share starts in (the tail piece, continuing the previous
+ * CTA's head piece).  With at least as many stream-K tiles as CTAs every
+ * share holds a whole tile's chunks, so a tile is split at most once and
+ * the tail never starts before the head it continues has had its time. */
+typedef struct nvfp4_sm90_work {
+    int64_t dp;                   /* data-parallel tiles */
+    int64_t head, whole0, whole1, tail; /* tiles (head, tail: -1 if none) */
+    int head_end, tail_begin;     /* the head piece is chunks [0, head_end), the tail [tail_begin, KC) */
+    int64_t items;
+} nvfp4_sm90_work;
+
+static __device__ __forceinline__ nvfp4_sm90_work nvfp4_sm90_work_of(const nvfp4_sm90_params &p, int num_kc,
+                                                                     int sk_capable)
+{
+    nvfp4_sm90_work w;
+    /* (a compile-time 0 folds the list to the data-parallel tiles) */
+    const int64_t g = blockIdx.x, G = gridDim.x, t0 = sk_capable ? p.sk_tile0 : p.num_tiles;
+    w.dp = t0 > g ? (t0 - g + G - 1) / G : 0;
+    w.head = w.tail = -1;
+    w.whole0 = w.whole1 = 0;
+    w.head_end = w.tail_begin = 0;
+    if (t0 < p.num_tiles) {
+        const int64_t units = (p.num_tiles - t0) * num_kc; /* the host bounds units * G */
+        const int64_t u0 = units * g / G, u1 = units * (g + 1) / G;
+        const int64_t a = u0 / num_kc, b = u1 / num_kc;
+        const int oa = (int)(u0 % num_kc), ob = (int)(u1 % num_kc);
+        if (oa > 0) {
+            w.tail = t0 + a;
+            w.tail_begin = oa;
+        }
+        w.whole0 = t0 + a + (oa > 0);
+        w.whole1 = t0 + b;
+        if (ob > 0) {
+            w.head = t0 + b;
+            w.head_end = ob;
+        }
+    }
+    w.items = w.dp + (w.head >= 0) + (w.whole1 - w.whole0) + (w.tail >= 0);
+    return w;
+}
+
+/* Item i of the list: its tile and K chunks [*kb, *ke). */
+static __device__ __forceinline__ int64_t nvfp4_sm90_item(const nvfp4_sm90_work &w, int64_t i, int num_kc,
+                                                          int *kb, int *ke)
+{
+    *kb = 0;
+    *ke = num_kc;
+    if (i < w.dp) return blockIdx.x + i * (int64_t)gridDim.x;
+    i -= w.dp;
+    if (w.head >= 0) {
+        if (i == 0) {
+            *ke = w.head_end;
+            return w.head;
+        }
+        i--;
+    }
+    if (i < w.whole1 - w.whole0) return w.whole0 + i;
+    *kb = w.tail_begin;
+    return w.tail;
+}
 
 /* The register kernel's producer: one request per issuing warp in parallel,
  * and the activation chunks of a stage as one 3-D box. */
@@ -42,10 +117,12 @@ typedef struct nvfp4_sm90_params {
 
 /* dev_mode bits of the wgmma kernel (dev/cuda/gemm_variants NVFP4_DEV_SWEEP):
  * time it with the consumers' dequantization (and their code loads), their
- * wgmmas, or the producer's copies (it only arrives) left out. */
+ * wgmmas, the producer's copies (it only arrives), or the epilogue's
+ * stores left out. */
 #define SM90_DEV_NO_DEQUANT 1
 #define SM90_DEV_NO_MMA 2
 #define SM90_DEV_NO_FEED 4
+#define SM90_DEV_NO_EPILOGUE 8
 
 /* BF16 round to nearest even, NaN kept quiet with its sign (the same bits as
  * nvfp4_bf16_from_f32). */
@@ -124,27 +201,31 @@ static __device__ __forceinline__ void nvfp4_sm90_convert_chunk(const nvfp4_sm90
     }
 }
 
-/* One NVFP4 block (8 code bytes, its E4M3 scale byte) as 16 FP16 values in
- * k order, o[j] = elements {2j, 2j+1}: (e2m1 * 2^-6) * (|scale| * 64),
- * exact (at most 6 * 448).  The activation pre-pass and the shared-memory
- * weight dequantization of the SS kernel both use it. */
-static __device__ __forceinline__ void nvfp4_sm90_dequant_block(uint2 w, uint32_t scale_byte, uint32_t o[8])
+/* Half an NVFP4 block (4 code bytes, the block's E4M3 scale byte) as 8
+ * FP16 values in k order, o[j] = elements {2j, 2j+1}: (e2m1 * 2^-6) *
+ * (|scale| * 64), exact (at most 6 * 448). */
+static __device__ __forceinline__ void nvfp4_sm90_dequant_half(uint32_t word, uint32_t scale_byte, uint32_t o[4])
 {
     const uint32_t sb = scale_byte & 0x7Fu;
     /* {scale, scale} * 64 in FP16: exact (at most 448 * 64). */
     const uint32_t sc = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(sb | (sb << 8))), 0x54005400u);
-    const uint32_t words[2] = {w.x, w.y};
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        uint32_t hi, lo;
-        nvfp4_codes_to_e4m3(words[h], &hi, &lo);
-        const uint32_t p01 = ptx_prmt(hi, lo, 0x5140u);
-        const uint32_t p23 = ptx_prmt(hi, lo, 0x7362u);
-        o[4 * h + 0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 & 0xFFFFu)), sc);
-        o[4 * h + 1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 >> 16)), sc);
-        o[4 * h + 2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 & 0xFFFFu)), sc);
-        o[4 * h + 3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 >> 16)), sc);
-    }
+    uint32_t hi, lo;
+    nvfp4_codes_to_e4m3(word, &hi, &lo);
+    const uint32_t p01 = ptx_prmt(hi, lo, 0x5140u);
+    const uint32_t p23 = ptx_prmt(hi, lo, 0x7362u);
+    o[0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 & 0xFFFFu)), sc);
+    o[1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 >> 16)), sc);
+    o[2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 & 0xFFFFu)), sc);
+    o[3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 >> 16)), sc);
+}
+
+/* One NVFP4 block (8 code bytes, its E4M3 scale byte) as 16 FP16 values in
+ * k order (two halves above).  The shared-memory weight dequantization of
+ * the SS kernel uses it. */
+static __device__ __forceinline__ void nvfp4_sm90_dequant_block(uint2 w, uint32_t scale_byte, uint32_t o[8])
+{
+    nvfp4_sm90_dequant_half(w.x, scale_byte, o);
+    nvfp4_sm90_dequant_half(w.y, scale_byte, o + 4);
 }
 
 /* The wgmma kernels' epilogue: acc[i] of a consumer thread (lane 4 g + t,

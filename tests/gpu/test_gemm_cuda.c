@@ -394,6 +394,38 @@ static void test_variants_small(int quick)
             }
         }
         nvfp4_sm90_force_producer(-1);
+        /* stream-K forced on small grids: split tiles (pieces starting and
+         * ending on any chunk, K tails in the tail piece) on every variant
+         * that can run it; the others, and M <= 64, refuse */
+        for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
+            const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
+            if (x->kind != NVFP4_SM90_WGMMA) continue;
+            const int capable = x->nc == 2 && NVFP4_SM90_KSUB(x->bn, x->nc) == 1 && m > NVFP4_SM90_SK_MIN_M;
+            const int64_t tiles = ((n + 64 * x->nc - 1) / (64 * x->nc)) * ((m + x->bn - 1) / x->bn);
+            static const int grids[] = {2, 3, 5, 7};
+            for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++) {
+                if (capable && tiles < grids[gi]) continue;
+                static char name[112];
+                snprintf(name, sizeof name, "stream-K on %d CTAs, bn=%d nc=%d, M=%lld N=%lld K=%lld", grids[gi],
+                         x->bn, x->nc, (long long)m, (long long)n, (long long)k);
+                TEST(name) {
+                    nvfp4_sm90_force_variant(v);
+                    nvfp4_sm90_force_stream_k(grids[gi]);
+                    nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
+                    if (!capable) {
+                        CHECKF(st == NVFP4_ERR_UNSUPPORTED, "stream-K forced on bn=%d nc=%d M=%lld: got %d", x->bn,
+                               x->nc, (long long)m, st);
+                        continue;
+                    }
+                    CHECKF(st == NVFP4_OK, "%s", nvfp4_last_error());
+                    if (st == NVFP4_OK) {
+                        test_equal_bits("raw", graw, rraw, 4, m, n);
+                        test_equal_bits("out", gout, rout, 2, m, n);
+                    }
+                }
+            }
+        }
+        nvfp4_sm90_force_stream_k(0);
         nvfp4_sm90_force_variant(-1);
         dev_free(&da);
         dev_free(&db);
@@ -636,6 +668,12 @@ static void test_invariance(const linear *L, const dev_tensor *dw, const float *
             if (memcmp(raw, raw2, mn * 4) || memcmp(out, out2, mn * 2)) same = 0;
         }
         CHECKF(same, "10 repeated M=2048 runs differ");
+        /* the same bits data-parallel (the plan above is stream-K on 132 SMs) */
+        nvfp4_sm90_force_stream_k(-1);
+        CHECK(gpu_gemm(&da, dw, dbias, raw2, out2) == NVFP4_OK);
+        nvfp4_sm90_force_stream_k(0);
+        test_equal_bits("M=2048 data-parallel vs stream-K (raw)", raw2, raw, 4, big, L->n);
+        test_equal_bits("M=2048 data-parallel vs stream-K (out)", out2, out, 2, big, L->n);
         /* M=128: the first 128 rows of the same activations */
         int64_t first[128];
         for (int i = 0; i < 128; i++) first[i] = i;

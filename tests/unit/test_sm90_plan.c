@@ -88,6 +88,20 @@ static void check_plan(const char *what, int64_t m, int64_t n, int slices, const
             CHECKF(p->grid <= SMS && p->stages <= SS_MAX_STAGES &&
                        p->smem == SS_SMEM((size_t)v->bn, (size_t)v->nc, (size_t)p->stages),
                    "%s: SS grid %d, %d stages, %zu bytes", what, p->grid, p->stages, p->smem);
+        CHECKF(p->sk_tile0 >= 0 && p->sk_tile0 <= p->tiles, "%s: stream-K from tile %lld of %lld", what,
+               (long long)p->sk_tile0, (long long)p->tiles);
+        if (p->sk_tile0 < p->tiles) {
+            /* stream-K: whole data-parallel waves, then between one and two
+             * grids of tiles (each split at most once), on a capable tile,
+             * within the workspace's slots */
+            const int64_t rest = p->tiles - p->sk_tile0;
+            CHECKF(v->kind == NVFP4_SM90_WGMMA && v->nc == 2 && NVFP4_SM90_KSUB(v->bn, v->nc) == 1 && slices <= 1 &&
+                       m > NVFP4_SM90_SK_MIN_M && p->grid <= NVFP4_SM90_SK_MAX_CTAS,
+                   "%s: stream-K on bn=%d nc=%d, S=%d, %d CTAs", what, v->bn, v->nc, slices, p->grid);
+            CHECKF(p->sk_tile0 % p->grid == 0 && rest >= p->grid && rest < 2 * p->grid,
+                   "%s: stream-K tiles [%lld, %lld) on %d CTAs", what, (long long)p->sk_tile0,
+                   (long long)p->tiles, p->grid);
+        }
     }
 }
 
@@ -144,8 +158,10 @@ int main(void)
             {2, 1, RW, 8, 0, 1},      {2, 16, RW, 16, 0, 1},    {3, 1, RR, 8, 0, 3},    {3, 32, RG, 32, 0, 1},
             {3, 8, RR, 8, 0, 3},      {0, 8, RG, 8, 0, 2},      {2, 8, RW, 8, 0, 1},      {3, 16, RR, 16, 0, 2},
             {0, 128, WG, 128, 2, 0},  {1, 128, WG, 128, 1, 0},  {2, 128, WG, 128, 2, 0}, {1, 64, WG, 64, 1, 0},
-            /* the last wave: 42 x 9 tiles of 128 x 232 rather than 42 x 8 of 128 x 256 */
-            {3, 2048, WG, 232, 2, 0}, {1, 2048, WG, 232, 2, 0}, {2, 2048, WG, 256, 2, 0}, {0, 2048, WG, 256, 2, 0},
+            /* the last wave: 42 x 8 tiles of 128 x 256 by stream-K (2.55 waves
+             * and a split per CTA) rather than 42 x 9 of 128 x 232 (3 waves),
+             * but for FC2, whose stream-K operands (85 MB) overflow L2 */
+            {3, 2048, WG, 232, 2, 0}, {1, 2048, WG, 256, 2, 0}, {2, 2048, WG, 256, 2, 0}, {0, 2048, WG, 256, 2, 0},
         };
 #undef RG
 #undef RW
@@ -164,6 +180,31 @@ int main(void)
         nvfp4_sm90_plan p;
         CHECK(nvfp4_sm90_plan_gemm(1, 28672, 5376, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.grid == SMS &&
               p.tiles_per_cta == 28 && p.mma_warps == 14 && nvfp4_sm90_variants[p.variant].kind == NVFP4_SM90_REGW);
+        /* stream-K where the last wave is partial: attn-out at M = 2048 (336
+         * tiles: 132 data-parallel, 204 shared out), QKV at M = 128 (168)
+         * and 2048 (1344: 1188 data-parallel); none where tiles are fewer
+         * than SMs (attn-out at M = 128), where its operands overflow L2
+         * (FC2 at M = 2048) or when switched off */
+        CHECK(nvfp4_sm90_plan_gemm(2048, 5376, 7168, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.grid == SMS &&
+              p.tiles == 336 && p.sk_tile0 == 132);
+        CHECK(nvfp4_sm90_plan_gemm(128, 21504, 5376, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.grid == SMS &&
+              p.tiles == 168 && p.sk_tile0 == 0);
+        CHECK(nvfp4_sm90_plan_gemm(128, 5376, 7168, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.sk_tile0 == p.tiles);
+        CHECK(nvfp4_sm90_plan_gemm(2048, 5376, 14336, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.sk_tile0 == p.tiles);
+        CHECK(nvfp4_sm90_plan_gemm(2048, 21504, 5376, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.tiles == 1344 &&
+              p.sk_tile0 == 1188);
+        nvfp4_sm90_force_stream_k(-1);
+        CHECK(nvfp4_sm90_plan_gemm(2048, 5376, 7168, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.sk_tile0 == p.tiles &&
+              nvfp4_sm90_variants[p.variant].bn == 232);
+        /* forced on a grid: taken where it can apply, refused elsewhere */
+        nvfp4_sm90_force_stream_k(5);
+        CHECK(nvfp4_sm90_plan_gemm(300, 464, 448, 1, SMS, OPTIN, PER_SM, 6, &p) == 0 && p.grid == 5 && p.tiles == 12 &&
+              p.sk_tile0 == 5);
+        CHECK(nvfp4_sm90_plan_gemm(300, 464, 448, 1, SMS, OPTIN, PER_SM, 5, &p) == -1); /* 128 x 128, one consumer */
+        CHECK(nvfp4_sm90_plan_gemm(64, 464, 448, 1, SMS, OPTIN, PER_SM, 6, &p) == -1);  /* M <= 64 */
+        CHECK(nvfp4_sm90_plan_gemm(129, 208, 96, 1, SMS, OPTIN, PER_SM, 7, &p) == -1);  /* 2 tiles < 5 CTAs */
+        CHECK(nvfp4_sm90_plan_gemm(300, 464, 448, 2, SMS, OPTIN, PER_SM, 6, &p) == -1); /* K slices */
+        nvfp4_sm90_force_stream_k(0);
         /* k_slices > 1 never plans the REGR kernel (it has no slice fold) */
         CHECK(nvfp4_sm90_plan_gemm(1, 5376, 14336, 2, SMS, OPTIN, PER_SM, -1, &p) == 0 &&
               nvfp4_sm90_variants[p.variant].kind != NVFP4_SM90_REGR);
