@@ -132,6 +132,17 @@ NVFP4_DEV void ptx_griddep_launch_dependents(void) { asm volatile("griddepcontro
  * are visible (returns at once when this launch depends on nothing). */
 NVFP4_DEV void ptx_griddep_wait(void) { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
+/* ---- epilogue ------------------------------------------------------------ */
+/* Two 8x8 b16 matrices from mma accumulator fragments (lane 4 g + t holds
+ * row g, columns 2t and 2t + 1 of each) stored transposed: lanes 0-7 give
+ * the shared addresses of matrix 0's stored rows (its columns), lanes 8-15
+ * matrix 1's, 16 bytes each. */
+NVFP4_DEV void ptx_stmatrix_x2_trans(uint32_t smem_addr, uint32_t f0, uint32_t f1)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};" ::"r"(smem_addr), "r"(f0), "r"(f1)
+                 : "memory");
+}
+
 /* ---- inter-CTA hand-off (stream-K) ---------------------------------------- */
 /* A counter other CTAs of the grid wait on: release add (after a
  * __threadfence() by every writer), acquire load. */

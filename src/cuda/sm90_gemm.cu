@@ -1022,6 +1022,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     p.bias = args->bias;
     p.raw = args->raw;
     p.out = args->out;
+    p.out_staged = args->out && !misaligned(args->out, 16);
     p.m = (int)m;
     p.n = (int)n;
     p.k = (int)k;

@@ -96,6 +96,36 @@
         }                                                                                          \
     }
 
+/* The BF16 output, staged: per block of 8 activation rows (m), each
+ * consumer warp's two 8x8 fragments (its 16 weight rows n x 8 m) go through
+ * its own 256 bytes of shared memory transposed (stmatrix), and come back as
+ * 16-byte rows of 8 n, stored whole: 16 lanes x 16 bytes, 8 full sectors
+ * per store, instead of one 2-byte store per output (4 half sectors per
+ * warp store).  The same values as NVFP4_SM90_EPILOGUE (nvfp4_sm90_out_bf16). */
+#define SM90_EPI_OUT()                                                                             \
+    {                                                                                              \
+        const int nw_ = n0 + c * 64 + warp * 16;         /* the warp's first weight row */       \
+        const float b0_ = p.bias && nw_ + g < p.n ? p.bias[nw_ + g] : 0.0f;                         \
+        const float b1_ = p.bias && nw_ + 8 + g < p.n ? p.bias[nw_ + 8 + g] : 0.0f;                 \
+        const uint32_t st_ = ptx_smem_addr(epi) + (uint32_t)lane * 16u; /* lanes 0..15: rows */    \
+        const int h_ = (lane >> 3) & 1, r_ = lane & 7; /* read back: half h_, m offset r_ */       \
+        const int n_ = nw_ + 8 * h_;                                                               \
+        _Pragma("unroll") for (int j_ = 0; j_ < SM90_BN / 8; j_++) {                               \
+            uint32_t f_[2];                                                                        \
+            _Pragma("unroll") for (int q_ = 0; q_ < 2; q_++) {                                     \
+                const float bq_ = q_ ? b1_ : b0_;                                                  \
+                f_[q_] = (uint32_t)nvfp4_sm90_out_bf16(acc[4 * j_ + 2 * q_], alpha, p.bias, bq_) |     \
+                         (uint32_t)nvfp4_sm90_out_bf16(acc[4 * j_ + 2 * q_ + 1], alpha, p.bias, bq_) << 16; \
+            }                                                                                      \
+            ptx_stmatrix_x2_trans(st_, f_[0], f_[1]);                                              \
+            __syncwarp();                                                                          \
+            const int m_ = m0 + 8 * j_ + r_;                                                       \
+            if (lane < 16 && m_ < p.m && n_ < p.n)                                                 \
+                *(uint4 *)(p.out + (size_t)m_ * (size_t)p.n + (size_t)n_) = *(const uint4 *)(epi + lane * 16); \
+            __syncwarp();                                                                          \
+        }                                                                                          \
+    }
+
 /* One step of the consumer's software pipeline: issue the 4 wgmmas of chunk
  * kc from fragments CUR; load chunk kc+1's codes and scales; retire chunk
  * kc-1 (wait_group 1) and free its stage if it was the stage's last chunk;
@@ -200,6 +230,9 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
     const int stages = p.stages;
     uint64_t *full = (uint64_t *)(smem + (size_t)stages * SM90_STAGE_BYTES);
     uint64_t *empty = full + stages;
+    /* after the 512-byte barrier block: 256 bytes per consumer warp for the
+     * staged epilogue (NVFP4_SM90_EPI_BYTES) */
+    uint8_t *const epi_base = (uint8_t *)full + 512;
 
     const int tid = threadIdx.x;
     const int wg = tid / 128;
@@ -301,6 +334,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
         const int warp = (tid / 32) % 4, lane = tid % 32;
         const int g = lane >> 2, t = lane & 3;
         const int r0 = c * 64 + warp * 16 + g; /* tile-local weight row; r0 + 8 is the other */
+        uint8_t *const epi = epi_base + (c * 4 + warp) * 256;
         /* prmt selector for bytes t and t+4 of an 8-byte block (two words). */
         const uint32_t sel_block = (uint32_t)t | ((uint32_t)(t + 4) << 4);
         const float alpha = __fmul_rn(*p.a_scale2, *p.b_scale2);
@@ -422,13 +456,19 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
             }
 #endif
             if (SM90_EPILOGUE_ON) {
-                NVFP4_SM90_EPILOGUE(p, acc, SM90_BN, n0, m0, r0, t, alpha);
+                if (p.out_staged) {
+                    SM90_EPI_OUT();
+                    if (p.raw) NVFP4_SM90_EPILOGUE_X(p, acc, SM90_BN, n0, m0, r0, t, alpha, 0);
+                } else {
+                    NVFP4_SM90_EPILOGUE(p, acc, SM90_BN, n0, m0, r0, t, alpha);
+                }
             }
         }
     }
 }
 
 #undef SM90_CHUNK
+#undef SM90_EPI_OUT
 #undef SM90_SK
 #undef SM90_SK_SLOT
 #undef SM90_SK_STORE

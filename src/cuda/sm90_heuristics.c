@@ -286,7 +286,8 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
     }
     int ctas = nvfp4_sm90_ctas_per_sm(bn, nc);
     size_t stage = nvfp4_sm90_stage_bytes(bn, nc);
-    size_t fixed = 1024 + 512; /* alignment slack, up to 32 x 2 barriers */
+    /* alignment slack, up to 32 x 2 barriers, the staged epilogue */
+    size_t fixed = 1024 + 512 + NVFP4_SM90_EPI_BYTES(nc);
     size_t budget = smem_optin;
     if (ctas > 1 && smem_per_sm / ctas < budget + 1024) budget = smem_per_sm / ctas - 1024;
     if (budget <= fixed + 2 * stage) return -1;

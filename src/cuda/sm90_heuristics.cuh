@@ -178,6 +178,10 @@ extern const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS];
 #define NVFP4_SM90_KSUB(bn, nc) ((nc) == 1 && (bn) <= 32 ? 4 : (bn) * (nc) <= 128 ? 2 : 1)
 #define NVFP4_SM90_CTAS(bn, nc) ((nc) == 1 && (bn) <= 16 ? 3 : (nc) == 1 && (bn) <= 64 ? 2 : 1)
 
+/* The wgmma kernel's staged BF16 epilogue: 256 bytes of shared memory per
+ * consumer warp (two 8x8 fragments transposed, SM90_EPI_OUT). */
+#define NVFP4_SM90_EPI_BYTES(nc) ((size_t)(nc) * 4 * 256)
+
 /* Bytes of shared memory per pipeline stage. */
 size_t nvfp4_sm90_stage_bytes(int bn, int nc);
 

@@ -37,6 +37,7 @@ typedef struct nvfp4_sm90_params {
     int64_t sk_tile0;
     float *sk_acc;
     unsigned *sk_flags;
+    int out_staged; /* out is 16-byte aligned: the wgmma kernel stores it staged (SM90_EPI_OUT) */
     int producer;  /* SM90_PROD_* bits: how the producer issues a stage */
     int dev_mode;  /* 0; dev/cuda experiments only (SM90_DEV_* bits: parts left out, results wrong) */
 } nvfp4_sm90_params;
@@ -228,12 +229,23 @@ static __device__ __forceinline__ void nvfp4_sm90_dequant_block(uint2 w, uint32_
     nvfp4_sm90_dequant_half(w.y, scale_byte, o + 4);
 }
 
+/* An output's BF16 value: alpha * acc (+ bias), each step RNE, then BF16
+ * RNE (docs/CONTRACT.md). */
+static __device__ __forceinline__ uint16_t nvfp4_sm90_out_bf16(float acc, float alpha, const float *bias, float b)
+{
+    float y = __fmul_rn(alpha, acc);
+    if (bias) y = __fadd_rn(y, b);
+    return nvfp4_dev_bf16_rne(y);
+}
+
 /* The wgmma kernels' epilogue: acc[i] of a consumer thread (lane 4 g + t,
  * tile-local weight row R0 = its warp's 16 rows + g) is output (n, m) with
  * n = N0 + R0 + 8 ((i >> 1) & 1), m = M0 + 8 (i >> 2) + 2 t + (i & 1);
  * raw gets the accumulator, out BF16(alpha * acc (+ bias)), both RNE.  A
  * macro so the accumulator array stays in registers (BN is a constant). */
-#define NVFP4_SM90_EPILOGUE(P, ACC, BN, N0, M0, R0, T, ALPHA)                                       \
+#define NVFP4_SM90_EPILOGUE(P, ACC, BN, N0, M0, R0, T, ALPHA) NVFP4_SM90_EPILOGUE_X(P, ACC, BN, N0, M0, R0, T, ALPHA, 1)
+/* ... with DO_OUT 0: raw only (the wgmma kernel stores out staged). */
+#define NVFP4_SM90_EPILOGUE_X(P, ACC, BN, N0, M0, R0, T, ALPHA, DO_OUT)                             \
     _Pragma("unroll") for (int half_ = 0; half_ < 2; half_++) {                                    \
         const int n_ = (N0) + (R0) + 8 * half_;                                                    \
         if (n_ >= (P).n) continue;                                                                 \
@@ -244,11 +256,7 @@ static __device__ __forceinline__ void nvfp4_sm90_dequant_block(uint2 w, uint32_
             if (m_ >= (P).m) continue;                                                             \
             const size_t o_ = (size_t)m_ * (size_t)(P).n + (size_t)n_;                             \
             if ((P).raw) (P).raw[o_] = (ACC)[i_];                                                  \
-            if ((P).out) {                                                                         \
-                float y_ = __fmul_rn((ALPHA), (ACC)[i_]);                                          \
-                if ((P).bias) y_ = __fadd_rn(y_, bias_);                                           \
-                (P).out[o_] = nvfp4_dev_bf16_rne(y_);                                              \
-            }                                                                                      \
+            if ((DO_OUT) && (P).out) (P).out[o_] = nvfp4_sm90_out_bf16((ACC)[i_], (ALPHA), (P).bias, bias_); \
         }                                                                                          \
     }
 

@@ -205,6 +205,9 @@ static void dev_free(dev_tensor *d)
 
 #define GUARD 4096 /* elements after each output that must stay untouched */
 static int g_k_slices = 0; /* k_slices of every gpu_gemm call */
+/* out at this many elements past a 256-byte boundary (1: not 16-byte
+ * aligned, so the wgmma kernel stores it element by element, not staged) */
+static int g_out_offset = 0;
 
 /* Run the CUDA GEMM; raw/out (host, m*n) receive the results.  Checks that
  * nothing past the outputs was written.  Returns the status. */
@@ -218,11 +221,13 @@ static nvfp4_status gpu_gemm(const dev_tensor *a, const dev_tensor *b, const flo
     void *ws = NULL;
     size_t wsb = nvfp4_cuda_gemm_workspace(m, n, a->op.cols);
     CUDA_OK(cudaMalloc((void **)&d_raw, (mn + GUARD) * sizeof(float)));
-    CUDA_OK(cudaMalloc((void **)&d_out, (mn + GUARD) * sizeof(uint16_t)));
+    CUDA_OK(cudaMalloc((void **)&d_out, (mn + GUARD + (size_t)g_out_offset) * sizeof(uint16_t)));
     CUDA_OK(cudaMalloc(&ws, wsb ? wsb : 256));
     /* poison: unwritten outputs show up as NaN patterns */
     CUDA_OK(cudaMemset(d_raw, 0xFF, (mn + GUARD) * sizeof(float)));
-    CUDA_OK(cudaMemset(d_out, 0xFF, (mn + GUARD) * sizeof(uint16_t)));
+    CUDA_OK(cudaMemset(d_out, 0xFF, (mn + GUARD + (size_t)g_out_offset) * sizeof(uint16_t)));
+    uint16_t *const d_out0 = d_out;
+    d_out += g_out_offset;
     nvfp4_cuda_gemm_args g;
     memset(&g, 0, sizeof g);
     g.a = a->op;
@@ -253,7 +258,7 @@ static nvfp4_status gpu_gemm(const dev_tensor *a, const dev_tensor *b, const flo
         if (out) CUDA_OK(cudaMemcpy(out, d_out, mn * sizeof(uint16_t), cudaMemcpyDeviceToHost));
     }
     cudaFree(d_raw);
-    cudaFree(d_out);
+    cudaFree(d_out0);
     cudaFree(ws);
     return st;
 }
@@ -426,6 +431,25 @@ static void test_variants_small(int quick)
             }
         }
         nvfp4_sm90_force_stream_k(0);
+        /* the wgmma variants with out not 16-byte aligned: stored element
+         * by element (the staged epilogue needs 16-byte rows) */
+        g_out_offset = 1;
+        for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
+            if (nvfp4_sm90_variants[v].kind != NVFP4_SM90_WGMMA) continue;
+            static char name[112];
+            snprintf(name, sizeof name, "unaligned out, bn=%d nc=%d, M=%lld N=%lld K=%lld", nvfp4_sm90_variants[v].bn,
+                     nvfp4_sm90_variants[v].nc, (long long)m, (long long)n, (long long)k);
+            TEST(name) {
+                nvfp4_sm90_force_variant(v);
+                nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
+                CHECKF(st == NVFP4_OK, "%s", nvfp4_last_error());
+                if (st == NVFP4_OK) {
+                    test_equal_bits("raw", graw, rraw, 4, m, n);
+                    test_equal_bits("out", gout, rout, 2, m, n);
+                }
+            }
+        }
+        g_out_offset = 0;
         nvfp4_sm90_force_variant(-1);
         dev_free(&da);
         dev_free(&db);
