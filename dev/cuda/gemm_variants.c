@@ -17,6 +17,9 @@
  *   NVFP4_STREAM_K=S,S,... (environment): the wgmma kernel's stream-K
  *     (docs/KERNEL.md, design item 11): -1 off, 0 the cost model, C > 0
  *     forced on C CTAs; each checked, then timed; the list twice
+ *   NVFP4_EPILOGUES=E,E,... (environment): the wgmma kernel's BF16 epilogue
+ *     staged (1) or element by element (0); each checked, then timed with
+ *     out only (raw not written, as in the bench); the list twice
  *   NVFP4_DEV_MODE=N (environment): the register kernel with parts left out
  *     (REGM_DEV_* bits, src/cuda/sm90_regm.cuh); the check is skipped, the
  *     timing is what such a run is for.
@@ -262,6 +265,24 @@ int main(int argc, char **argv)
                        variant, mode, rep + 1, t);
             }
         }
+    const char *epis = getenv("NVFP4_EPILOGUES");
+    if (epis && iters > 0)
+        for (int rep = 0; rep < 2; rep++) {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", epis);
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                const int mode = atoi(tok);
+                nvfp4_sm90_force_epilogue(mode);
+                if (check_rows(&g, got, want, rows, n, L[li].name, m, variant) != 0) return 1;
+                float *const raw = g.raw;
+                g.raw = NULL;
+                const float t = time_launches(&g, copies, ncopy, iters);
+                g.raw = raw;
+                printf("EPILOGUE %s M=%lld variant %d staged %d (pass %d): exact, out only %.1f us\n", L[li].name,
+                       (long long)m, variant, mode, rep + 1, t);
+            }
+        }
+    nvfp4_sm90_force_epilogue(-1);
     nvfp4_sm90_force_stream_k(sk_mode);
     return 0;
 }

@@ -499,6 +499,11 @@ extern "C" void nvfp4_sm90_force_variant(int v)
 }
 
 /* The wgmma kernel's producer mode (SM90_PROD_* bits); -1: the default. */
+/* Testing hook: the wgmma kernel's BF16 epilogue staged where out is
+ * 16-byte aligned (-1), or element by element (0). */
+static int sm90_epilogue = -1;
+extern "C" void nvfp4_sm90_force_epilogue(int staged) { sm90_epilogue = staged == 0 ? 0 : -1; }
+
 static int sm90_producer = -1;
 extern "C" void nvfp4_sm90_force_producer(int mode) { sm90_producer = mode < 0 ? -1 : mode & 3; }
 
@@ -730,8 +735,10 @@ static cudaError_t launch_small(const void *kern, int grid, int threads, size_t 
 /* act_ready: the caller (the fused linear's A producer) has already written
  * the exact FP16 activations into args->workspace; skip the pre-pass.
  * after_producer: the previous kernel on the stream is the fused linear's
- * quantizer, which wrote A; the split kernel is then launched as its
- * programmatic dependent (weights stream in while it finishes). */
+ * quantizer, which wrote A; the GEMM is then launched as its programmatic
+ * dependent (its launch and prologue, and the small-M kernels' first weight
+ * boxes, overlap the quantizer's tail; with stream-K the counters' memset
+ * comes between, and the launch waits for it as for any stream operation). */
 static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, int after_producer,
                               const nvfp4_sm90_bf16_act *src)
 {
@@ -1022,7 +1029,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     p.bias = args->bias;
     p.raw = args->raw;
     p.out = args->out;
-    p.out_staged = args->out && !misaligned(args->out, 16);
+    p.out_staged = sm90_epilogue != 0 && args->out && !misaligned(args->out, 16);
     p.m = (int)m;
     p.n = (int)n;
     p.k = (int)k;
@@ -1108,7 +1115,9 @@ extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)
 
 extern "C" nvfp4_status nvfp4_sm90_gemm_from_f16(const nvfp4_cuda_gemm_args *args)
 {
-    return gemm_impl(args, 1, 0, NULL);
+    /* the linear's quantizer wrote the FP16 operands just before: its
+     * programmatic dependent, as after the pre-pass */
+    return gemm_impl(args, 1, 1, NULL);
 }
 
 extern "C" nvfp4_status nvfp4_sm90_gemm_after_quantizer(const nvfp4_cuda_gemm_args *args)

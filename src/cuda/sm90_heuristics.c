@@ -70,13 +70,16 @@ static int sm90_sk_capable(const nvfp4_sm90_variant *x, int k_slices)
 }
 
 /* Stream-K desynchronises the CTAs' K positions (a piece starts
- * anywhere), so the stream-K tiles' whole activation rows and weight rows
- * are live in L2 at once, where the data-parallel waves walk K together.
- * Measured on the H200 (fourteenth session, docs/KERNEL.md): FC2 at M =
- * 2048 (85 MB of such operands) lost 1-2 % with stream-K (L2 hit rate 83 ->
- * 66 %, DRAM reads 228 -> 479 MB); attn-out at M = 4096 (63 MB) gained 4 %,
- * QKV, FC1 and attn-out at M = 2048 (30-43 MB) gained.  The bound sits
- * between them: 1.5 x the 50 MB L2 of the sm_90 parts. */
+ * anywhere), so the stream-K tiles' operands that are read more than once
+ * (activation rows by several weight tiles, weight rows by several
+ * activation tiles) are live in L2 at once, where the data-parallel waves
+ * walk K together.  Measured on the H200 (fourteenth session,
+ * docs/KERNEL.md): FC2 at M = 2048 (85 MB of such operands) lost 1-2 % with
+ * stream-K (L2 hit rate 83 -> 66 %, DRAM reads 228 -> 479 MB); attn-out at
+ * M = 4096 (63 MB) gained 4 %, QKV, FC1 and attn-out at M = 2048 (30-43 MB)
+ * and QKV and FC1 at M = 128 (1.4 MB: one activation tile, each weight
+ * read once) gained.  The bound sits between them: 1.5 x the 50 MB L2 of
+ * the sm_90 parts. */
 #define SM90_SK_MAX_OPERAND_BYTES (75LL << 20)
 
 /* Cost of the tiles of an M x N x K GEMM in 128 x bn tiles on `ctas` CTAs,
@@ -94,8 +97,9 @@ static int64_t sm90_tile_cost(int64_t m, int64_t n, int64_t k, int bn, int64_t c
     *sk = sk_allowed && tiles >= ctas && tiles % ctas != 0 && skc < dp;
     if (*sk) {
         const int64_t t0 = (tiles / ctas - 1) * ctas; /* the first stream-K tile */
-        const int64_t w_rows = ((tiles - 1) / num_at - t0 / num_at + 1) * 128;
-        const int64_t a_rows = tiles - t0 >= num_at ? m : (tiles - t0) * bn;
+        const int64_t w_tiles = (tiles - 1) / num_at - t0 / num_at + 1;
+        const int64_t w_rows = num_at > 1 ? w_tiles * 128 : 0; /* re-read by several activation tiles */
+        const int64_t a_rows = w_tiles < 2 ? 0 : tiles - t0 >= num_at ? m : (tiles - t0) * bn;
         *sk = (double)a_rows * (double)k * 2.0 + (double)w_rows * (double)k * 0.5625 <=
               (double)SM90_SK_MAX_OPERAND_BYTES;
     }

@@ -269,6 +269,12 @@ int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, int k_slices
  * mode gives the same bits.  Not thread-safe. */
 void nvfp4_sm90_force_producer(int mode);
 
+/* Testing hook (sm90_gemm.cu): the wgmma kernel's BF16 output stored
+ * staged through shared memory where out is 16-byte aligned (staged != 0,
+ * the default), or one element at a time (0).  Every mode gives the same
+ * bits.  Not thread-safe. */
+void nvfp4_sm90_force_epilogue(int staged);
+
 /* Testing hook (sm90_gemm.cu): the register kernel's dev_mode, the parts
  * of the kernel left out for dev/cuda timing experiments (REGM_DEV_* in
  * sm90_regm.cuh; 0 = the kernel as it is).  Results are wrong when set. */

@@ -22,8 +22,10 @@
 #include "cuda/quantize_internal.h"
 #include "cuda/sm90_heuristics.cuh"
 
-/* sm90_gemm.cu: the GEMM from FP16 activations already in its workspace,
- * and whether the planned kernel reads NVFP4 activations itself (small M). */
+/* sm90_gemm.cu: the GEMM from the FP16 activations the quantizer just
+ * wrote into its workspace, launched as the quantizer's programmatic
+ * dependent, and whether the planned kernel reads NVFP4 activations itself
+ * (small M). */
 extern "C" nvfp4_status nvfp4_sm90_gemm_from_f16(const nvfp4_cuda_gemm_args *args);
 /* ... and from the NVFP4 activations the quantizer just wrote, launched as its
  * programmatic dependent (the split kernel prefetches weights meanwhile). */

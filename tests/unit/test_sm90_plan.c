@@ -189,6 +189,8 @@ int main(void)
               p.tiles == 336 && p.sk_tile0 == 132);
         CHECK(nvfp4_sm90_plan_gemm(128, 21504, 5376, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.grid == SMS &&
               p.tiles == 168 && p.sk_tile0 == 0);
+        CHECK(nvfp4_sm90_plan_gemm(128, 28672, 5376, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.grid == SMS &&
+              p.tiles == 224 && p.sk_tile0 == 0); /* FC1: each weight read once, not bounded by L2 */
         CHECK(nvfp4_sm90_plan_gemm(128, 5376, 7168, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.sk_tile0 == p.tiles);
         CHECK(nvfp4_sm90_plan_gemm(2048, 5376, 14336, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.sk_tile0 == p.tiles);
         CHECK(nvfp4_sm90_plan_gemm(2048, 21504, 5376, 1, SMS, OPTIN, PER_SM, -1, &p) == 0 && p.tiles == 1344 &&
