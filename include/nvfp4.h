@@ -562,7 +562,9 @@ typedef struct nvfp4_cuda_gemm_args {
 } nvfp4_cuda_gemm_args;
 
 /*! nvfp4_cuda_gemm_workspace() : @return device scratch bytes a GEMM of this
- *  shape needs (the dequantized 16-bit activations, for instance). */
+ *  shape needs: the dequantized 16-bit activations and, for M > 64, the
+ *  stream-K hand-off (a tile's FP32 accumulators and a counter per CTA).
+ *  One GEMM at a time per workspace (stream-ordered reuse is fine). */
 NVFP4_API size_t nvfp4_cuda_gemm_workspace(int64_t m, int64_t n, int64_t k);
 
 /*! nvfp4_gemm_cuda() : the H200 kernel.  Same results as nvfp4_gemm_ref()
