@@ -129,6 +129,46 @@ static int check_rows(nvfp4_cuda_gemm_args *g, float *got, const float *want, in
     return 0;
 }
 
+/* What a mode sweep checks and times. */
+typedef struct sweep_run {
+    nvfp4_cuda_gemm_args *g;
+    float *got;
+    const float *want;
+    int64_t rows, n;
+    const char *name;
+    int64_t m;
+    int variant;
+    const nvfp4_cuda_operand *copies;
+    int ncopy, iters;
+} sweep_run;
+
+/* The modes listed in environment variable `env` ("A,B,..."), `passes`
+ * times over: each set by `set`, checked against the oracle, then timed
+ * (out_only: with raw not written, as in the bench) and printed under
+ * `label`.  0, or 1 on a mismatch. */
+static int sweep_modes(const sweep_run *r, const char *env, const char *label, void (*set)(int), int passes,
+                       int out_only)
+{
+    const char *list = getenv(env);
+    if (!list || r->iters <= 0) return 0;
+    for (int rep = 0; rep < passes; rep++) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", list);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            const int mode = atoi(tok);
+            set(mode);
+            if (check_rows(r->g, r->got, r->want, r->rows, r->n, r->name, r->m, r->variant) != 0) return 1;
+            float *const raw = r->g->raw;
+            if (out_only) r->g->raw = NULL;
+            const float t = time_launches(r->g, r->copies, r->ncopy, r->iters);
+            r->g->raw = raw;
+            printf("%s %s M=%lld variant %d mode %d (pass %d): exact, %s%.1f us\n", label, r->name, (long long)r->m,
+                   r->variant, mode, rep + 1, out_only ? "out only " : "", t);
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct { const char *name; int64_t n, k; } L[4] = {
@@ -236,52 +276,12 @@ int main(int argc, char **argv)
             nvfp4_sm90_force_variant(variant);
         }
     /* NVFP4_PRODUCERS="0,1,2,3": the wgmma kernel's producer modes
-     * (SM90_PROD_* bits), each checked bit for bit, then timed */
-    const char *prods = getenv("NVFP4_PRODUCERS");
-    if (prods && iters > 0) {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", prods);
-        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-            const int mode = atoi(tok);
-            nvfp4_sm90_force_producer(mode);
-            if (check_rows(&g, got, want, rows, n, L[li].name, m, variant) != 0) return 1;
-            const float t = time_launches(&g, copies, ncopy, iters);
-            printf("PRODUCER %s M=%lld variant %d mode %d: exact, %.1f us\n", L[li].name, (long long)m, variant,
-                   mode, t);
-        }
-        nvfp4_sm90_force_producer(-1);
-    }
-    const char *sks = getenv("NVFP4_STREAM_K");
-    if (sks && iters > 0)
-        for (int rep = 0; rep < 2; rep++) {
-            char buf[256];
-            snprintf(buf, sizeof buf, "%s", sks);
-            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-                const int mode = atoi(tok);
-                nvfp4_sm90_force_stream_k(mode);
-                if (check_rows(&g, got, want, rows, n, L[li].name, m, variant) != 0) return 1;
-                const float t = time_launches(&g, copies, ncopy, iters);
-                printf("STREAMK %s M=%lld variant %d mode %d (pass %d): exact, %.1f us\n", L[li].name, (long long)m,
-                       variant, mode, rep + 1, t);
-            }
-        }
-    const char *epis = getenv("NVFP4_EPILOGUES");
-    if (epis && iters > 0)
-        for (int rep = 0; rep < 2; rep++) {
-            char buf[256];
-            snprintf(buf, sizeof buf, "%s", epis);
-            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-                const int mode = atoi(tok);
-                nvfp4_sm90_force_epilogue(mode);
-                if (check_rows(&g, got, want, rows, n, L[li].name, m, variant) != 0) return 1;
-                float *const raw = g.raw;
-                g.raw = NULL;
-                const float t = time_launches(&g, copies, ncopy, iters);
-                g.raw = raw;
-                printf("EPILOGUE %s M=%lld variant %d staged %d (pass %d): exact, out only %.1f us\n", L[li].name,
-                       (long long)m, variant, mode, rep + 1, t);
-            }
-        }
+     * (SM90_PROD_* bits); NVFP4_STREAM_K, NVFP4_EPILOGUES: above */
+    const sweep_run run = {&g, got, want, rows, n, L[li].name, m, variant, copies, ncopy, iters};
+    if (sweep_modes(&run, "NVFP4_PRODUCERS", "PRODUCER", nvfp4_sm90_force_producer, 1, 0) != 0) return 1;
+    nvfp4_sm90_force_producer(-1);
+    if (sweep_modes(&run, "NVFP4_STREAM_K", "STREAMK", nvfp4_sm90_force_stream_k, 2, 0) != 0) return 1;
+    if (sweep_modes(&run, "NVFP4_EPILOGUES", "EPILOGUE", nvfp4_sm90_force_epilogue, 2, 1) != 0) return 1;
     nvfp4_sm90_force_epilogue(-1);
     nvfp4_sm90_force_stream_k(sk_mode);
     return 0;

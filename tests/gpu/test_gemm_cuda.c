@@ -321,6 +321,16 @@ static void compare_rows(const char *what, const float *graw, const uint16_t *go
     free(so);
 }
 
+/* A GEMM's status and its outputs against the reference, every bit. */
+static void expect_exact(nvfp4_status st, const float *graw, const uint16_t *gout, const float *rraw,
+                         const uint16_t *rout, int64_t m, int64_t n)
+{
+    CHECKF(st == NVFP4_OK, "%s", nvfp4_last_error());
+    if (st != NVFP4_OK) return;
+    test_equal_bits("raw", graw, rraw, 4, m, n);
+    test_equal_bits("out", gout, rout, 2, m, n);
+}
+
 /* ---- tests ------------------------------------------------------------------ */
 
 typedef struct linear {
@@ -390,11 +400,7 @@ static void test_variants_small(int quick)
                         CHECKF(st == NVFP4_ERR_UNSUPPORTED, "small-M kernel at M=%lld: got %d", (long long)m, st);
                         continue;
                     }
-                    CHECKF(st == NVFP4_OK, "%s", nvfp4_last_error());
-                    if (st == NVFP4_OK) {
-                        test_equal_bits("raw", graw, rraw, 4, m, n);
-                        test_equal_bits("out", gout, rout, 2, m, n);
-                    }
+                    expect_exact(st, graw, gout, rraw, rout, m, n);
                 }
             }
         }
@@ -422,11 +428,7 @@ static void test_variants_small(int quick)
                                x->nc, (long long)m, st);
                         continue;
                     }
-                    CHECKF(st == NVFP4_OK, "%s", nvfp4_last_error());
-                    if (st == NVFP4_OK) {
-                        test_equal_bits("raw", graw, rraw, 4, m, n);
-                        test_equal_bits("out", gout, rout, 2, m, n);
-                    }
+                    expect_exact(st, graw, gout, rraw, rout, m, n);
                 }
             }
         }
@@ -442,11 +444,7 @@ static void test_variants_small(int quick)
             TEST(name) {
                 nvfp4_sm90_force_variant(v);
                 nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
-                CHECKF(st == NVFP4_OK, "%s", nvfp4_last_error());
-                if (st == NVFP4_OK) {
-                    test_equal_bits("raw", graw, rraw, 4, m, n);
-                    test_equal_bits("out", gout, rout, 2, m, n);
-                }
+                expect_exact(st, graw, gout, rraw, rout, m, n);
             }
         }
         g_out_offset = 0;
@@ -531,11 +529,7 @@ static void test_k_slices(void)
                 TEST(name) {
                     nvfp4_sm90_force_variant(v);
                     nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
-                    CHECKF(st == NVFP4_OK, "%s", nvfp4_last_error());
-                    if (st == NVFP4_OK) {
-                        test_equal_bits("raw", graw, rraw, 4, m, n);
-                        test_equal_bits("out", gout, rout, 2, m, n);
-                    }
+                    expect_exact(st, graw, gout, rraw, rout, m, n);
                 }
             }
             nvfp4_sm90_force_variant(-1);
