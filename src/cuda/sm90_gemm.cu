@@ -498,12 +498,12 @@ extern "C" void nvfp4_sm90_force_variant(int v)
     sm90_forced_variant = (v >= 0 && v < NVFP4_SM90_NUM_VARIANTS) ? v : -1;
 }
 
-/* The wgmma kernel's producer mode (SM90_PROD_* bits); -1: the default. */
 /* Testing hook: the wgmma kernel's BF16 epilogue staged where out is
  * 16-byte aligned (-1), or element by element (0). */
 static int sm90_epilogue = -1;
 extern "C" void nvfp4_sm90_force_epilogue(int staged) { sm90_epilogue = staged == 0 ? 0 : -1; }
 
+/* The wgmma kernel's producer mode (SM90_PROD_* bits); -1: the default. */
 static int sm90_producer = -1;
 extern "C" void nvfp4_sm90_force_producer(int mode) { sm90_producer = mode < 0 ? -1 : mode & 3; }
 

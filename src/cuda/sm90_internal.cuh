@@ -69,7 +69,8 @@ static __device__ __forceinline__ nvfp4_sm90_work nvfp4_sm90_work_of(const nvfp4
     w.whole0 = w.whole1 = 0;
     w.head_end = w.tail_begin = 0;
     if (t0 < p.num_tiles) {
-        const int64_t units = (p.num_tiles - t0) * num_kc; /* the host bounds units * G */
+        /* fewer than 2 G tiles of K / 64 chunks each: units * G fits easily */
+        const int64_t units = (p.num_tiles - t0) * num_kc;
         const int64_t u0 = units * g / G, u1 = units * (g + 1) / G;
         const int64_t a = u0 / num_kc, b = u1 / num_kc;
         const int oa = (int)(u0 % num_kc), ob = (int)(u1 % num_kc);
