@@ -62,9 +62,8 @@
         first_slice = 0;                                                                           \
     }
 
-/* Stream-K (the host's sm90_sk_capable: two consumers, a chunk per
- * stage); the other variants are built without it. */
-#define SM90_SK (SM90_NC == 2 && SM90_KSUB == 1)
+/* Stream-K: only the tiles NVFP4_SM90_SK_TILE names are built with it. */
+#define SM90_SK NVFP4_SM90_SK_TILE(SM90_BN, SM90_NC)
 /* Stream-K hand-off of a split tile's chain (docs/KERNEL.md, design item
  * 11).  Slot h of p.sk_acc holds CTA h's head-piece accumulators, each
  * consumer thread's as float4s at [c][j][thread] (coalesced); p.sk_flags[h]

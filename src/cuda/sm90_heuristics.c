@@ -61,12 +61,10 @@ static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int sm90_sk_mode = 0;
 void nvfp4_sm90_force_stream_k(int ctas) { sm90_sk_mode = ctas; }
 
-/* Whether a wgmma variant can run stream-K: two consumers (one CTA per
- * SM), one chunk per stage (pieces start on any chunk), one chain. */
+/* Whether a variant can run stream-K: a wgmma tile built with it, one chain. */
 static int sm90_sk_capable(const nvfp4_sm90_variant *x, int k_slices)
 {
-    return x->kind == NVFP4_SM90_WGMMA && x->nc == 2 && NVFP4_SM90_KSUB(x->bn, x->nc) == 1 &&
-           NVFP4_SM90_CTAS(x->bn, x->nc) == 1 && k_slices <= 1;
+    return x->kind == NVFP4_SM90_WGMMA && NVFP4_SM90_SK_TILE(x->bn, x->nc) && k_slices <= 1;
 }
 
 /* Stream-K desynchronises the CTAs' K positions (a piece starts

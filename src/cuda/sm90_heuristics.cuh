@@ -177,6 +177,10 @@ extern const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS];
  * take longer code rows per TMA request and run two CTAs per SM. */
 #define NVFP4_SM90_KSUB(bn, nc) ((nc) == 1 && (bn) <= 32 ? 4 : (bn) * (nc) <= 128 ? 2 : 1)
 #define NVFP4_SM90_CTAS(bn, nc) ((nc) == 1 && (bn) <= 16 ? 3 : (nc) == 1 && (bn) <= 64 ? 2 : 1)
+/* Whether a wgmma tile is built with stream-K (docs/KERNEL.md design item
+ * 11): two consumers (one CTA per SM) and one chunk per stage (a piece may
+ * start on any chunk). */
+#define NVFP4_SM90_SK_TILE(bn, nc) ((nc) == 2 && NVFP4_SM90_KSUB(bn, nc) == 1)
 
 /* The wgmma kernel's staged BF16 epilogue: 256 bytes of shared memory per
  * consumer warp (two 8x8 fragments transposed, SM90_EPI_OUT). */

@@ -411,7 +411,7 @@ static void test_variants_small(int quick)
         for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
             const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
             if (x->kind != NVFP4_SM90_WGMMA) continue;
-            const int capable = x->nc == 2 && NVFP4_SM90_KSUB(x->bn, x->nc) == 1 && m > NVFP4_SM90_SK_MIN_M;
+            const int capable = NVFP4_SM90_SK_TILE(x->bn, x->nc) && m > NVFP4_SM90_SK_MIN_M;
             const int64_t tiles = ((n + 64 * x->nc - 1) / (64 * x->nc)) * ((m + x->bn - 1) / x->bn);
             static const int grids[] = {2, 3, 5, 7};
             for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++) {

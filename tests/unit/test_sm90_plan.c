@@ -95,7 +95,7 @@ static void check_plan(const char *what, int64_t m, int64_t n, int slices, const
              * grids of tiles (each split at most once), on a capable tile,
              * within the workspace's slots */
             const int64_t rest = p->tiles - p->sk_tile0;
-            CHECKF(v->kind == NVFP4_SM90_WGMMA && v->nc == 2 && NVFP4_SM90_KSUB(v->bn, v->nc) == 1 && slices <= 1 &&
+            CHECKF(v->kind == NVFP4_SM90_WGMMA && NVFP4_SM90_SK_TILE(v->bn, v->nc) && slices <= 1 &&
                        m > NVFP4_SM90_SK_MIN_M && p->grid <= NVFP4_SM90_SK_MAX_CTAS,
                    "%s: stream-K on bn=%d nc=%d, S=%d, %d CTAs", what, v->bn, v->nc, slices, p->grid);
             CHECKF(p->sk_tile0 % p->grid == 0 && rest >= p->grid && rest < 2 * p->grid,
