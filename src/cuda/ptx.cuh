@@ -253,6 +253,18 @@ NVFP4_DEV uint32_t ptx_prmt(uint32_t a, uint32_t b, uint32_t sel)
     return d;
 }
 
+/* A block's eight FP16 pairs in k order (h[i] = elements 2i, 2i+1) to the
+ * GEMM's operand order (nvfp4_sm90_operand_elem): o[i] = elements 4i, 4i+2
+ * and o[4 + i] = 4i+1, 4i+3. */
+NVFP4_DEV void nvfp4_pairs_to_operand_order(const uint32_t h[8], uint32_t o[8])
+{
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        o[i] = ptx_prmt(h[2 * i], h[2 * i + 1], 0x5410u);
+        o[4 + i] = ptx_prmt(h[2 * i], h[2 * i + 1], 0x7632u);
+    }
+}
+
 /* The high byte of the FP16 value of each E2M1 magnitude 0..7 (the low
  * byte is always zero): 0, .5, 1, 1.5, 2, 3, 4, 6. */
 #define NVFP4_E2M1_F16HI_0_3 0x3E3C3800u

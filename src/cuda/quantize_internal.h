@@ -32,7 +32,8 @@ extern "C" {
 #endif
 /* The fused A producer alone: device BF16 x (m x k) -> the GEMM's FP16
  * operands act[r * act_ld + c] (r < m, c < roundup(k,16)), the operand
- * format of the GEMM's workspace.  per_tensor_scale: device static scale,
+ * format of the GEMM's workspace: each block's 16 values in the operand
+ * order (slot c % 16 holds element nvfp4_sm90_operand_elem(c % 16)).  per_tensor_scale: device static scale,
  * or NULL for the dynamic one, computed with the 4-byte device scratch
  * `amax_scratch`; the scale used goes to *pts_out (device, optional).
  * For tests (tests/gpu/test_quantize_cuda.c, test_linear_cuda.c). */
@@ -453,6 +454,10 @@ typedef struct nvfp4_q_launch {
     int64_t act_ld;
     float *pts_out;
     float *pts_out2;
+    /* words the kernel zeroes (the fused GEMM's stream-K counters, so that
+     * no memset sits between the two launches), or NULL */
+    unsigned *zero_words;
+    int zero_count;
     cudaStream_t stream;
 } nvfp4_q_launch;
 

@@ -8,7 +8,8 @@
  *  - the first small-M kernel (sm90_small_m*.cuh, forced variants only):
  *    mma.sync on n8 weight tiles, dequantization in the MMA warps;
  *  - otherwise two launches: nvfp4_sm90_dequant_act (A (M x K NVFP4) -> FP16
- *    [M][K] in the workspace; e2m1 * |e4m3| is exact in FP16), then the
+ *    [M][K] in the workspace, each block in the operand order of
+ *    nvfp4_sm90_operand_elem; e2m1 * |e4m3| is exact in FP16), then the
  *    persistent warp-specialized kernel (sm90_gemm_body.cuh): weights are the
  *    wgmma A operand, dequantized in registers; the FP16 activations are the
  *    B operand, loaded by TMA.
@@ -433,21 +434,27 @@ static const sm90_regm_fn sm90_regr_bf16_kernels[3] = {nvfp4_sm90_regr_bf16_mt8_
  * at M = 2048 took 16.3 us, L2-bound at 76 %, for 37 MB of traffic).       */
 extern "C" __global__ void __launch_bounds__(256)
     nvfp4_sm90_dequant_act(const uint8_t *__restrict__ codes, const uint8_t *__restrict__ scales,
-                           uint16_t *__restrict__ act, int m, int k)
+                           uint16_t *__restrict__ act, int m, int k, unsigned *__restrict__ sk_counters,
+                           int sk_count)
 {
     const int nb = k / 16;
     /* the GEMM after it is its programmatic dependent: it may start its
      * prologue now and waits (griddepcontrol.wait) for these writes */
     ptx_griddep_launch_dependents();
+    /* its stream-K counters start at 0 (no memset between the two launches,
+     * which would serialise them) */
+    if (blockIdx.x == 0)
+        for (int i = threadIdx.x; i < sk_count; i += blockDim.x) sk_counters[i] = 0u;
     const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (int64_t)m * nb * 2) return;
     const int64_t blk = idx >> 1;
     const int h = (int)(idx & 1);
     const int row = (int)(blk / nb), kb = (int)(blk % nb);
     const int ncb = (nb + 3) / 4;
-    const uint32_t w = *(const uint32_t *)(codes + (size_t)row * (k / 2) + (size_t)kb * 8 + 4 * h);
+    /* slots 8h .. 8h+7 in the operand order: nibble h of all 8 code bytes */
+    const uint2 w = *(const uint2 *)(codes + (size_t)row * (k / 2) + (size_t)kb * 8);
     uint32_t o[4];
-    nvfp4_sm90_dequant_half(w, scales[nvfp4_tiled_offset(row, kb, ncb)], o);
+    nvfp4_sm90_dequant_half(w, h, scales[nvfp4_tiled_offset(row, kb, ncb)], o);
     *(uint4 *)(act + (size_t)row * k + (size_t)kb * 16 + 8 * h) = make_uint4(o[0], o[1], o[2], o[3]);
 }
 
@@ -597,7 +604,8 @@ static nvfp4_status device_info(sm90_device_info **out)
     return NVFP4_OK;
 }
 
-/* Workspace layout (256-byte aligned parts): the FP16 activations [M][K];
+/* Workspace layout (256-byte aligned parts): the FP16 activations [M][K]
+ * (each block in the operand order, nvfp4_sm90_operand_elem);
  * then, for M > NVFP4_SM90_SK_MIN_M, the wgmma kernel's stream-K area: a
  * counter per CTA, then one tile's FP32 accumulators per CTA (as many CTAs
  * as there can be tiles, at most NVFP4_SM90_SK_MAX_CTAS). */
@@ -616,6 +624,15 @@ extern "C" size_t nvfp4_cuda_gemm_workspace(int64_t m, int64_t n, int64_t k)
 {
     if (m <= 0 || k <= 0) return 0;
     return ws_act_bytes(m, k) + (n > 0 && m <= INT32_MAX && n <= INT32_MAX ? ws_sk_bytes(m, n) : 0);
+}
+
+extern "C" int nvfp4_sm90_gemm_sk_counters(void *workspace, int64_t m, int64_t n, int64_t k, unsigned **counters)
+{
+    *counters = NULL;
+    if (!workspace || m <= 0 || n <= 0 || k <= 0 || m > INT32_MAX || n > INT32_MAX || ws_sk_bytes(m, n) == 0)
+        return 0;
+    *counters = (unsigned *)((uint8_t *)workspace + ws_act_bytes(m, k));
+    return NVFP4_SM90_SK_MAX_CTAS;
 }
 
 static int misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) != 0; }
@@ -639,11 +656,11 @@ static nvfp4_status raise_smem(sm90_device_info *dev, const nvfp4_sm90_plan *pla
 }
 
 static cudaError_t launch_dequant_act(const nvfp4_cuda_operand *a, void *workspace, int64_t m,
-                                      int64_t k, cudaStream_t stream)
+                                      int64_t k, unsigned *sk_counters, int sk_count, cudaStream_t stream)
 {
     const int64_t halves = m * (k / 16) * 2; /* one thread each */
     nvfp4_sm90_dequant_act<<<(unsigned)((halves + 255) / 256), 256, 0, stream>>>(
-        a->codes, a->scales, (uint16_t *)workspace, (int)m, (int)k);
+        a->codes, a->scales, (uint16_t *)workspace, (int)m, (int)k, sk_counters, sk_count);
     return cudaGetLastError();
 }
 
@@ -736,11 +753,12 @@ static cudaError_t launch_small(const void *kern, int grid, int threads, size_t 
  * the exact FP16 activations into args->workspace; skip the pre-pass.
  * after_producer: the previous kernel on the stream is the fused linear's
  * quantizer, which wrote A; the GEMM is then launched as its programmatic
- * dependent (its launch and prologue, and the small-M kernels' first weight
- * boxes, overlap the quantizer's tail; with stream-K the counters' memset
- * comes between, and the launch waits for it as for any stream operation). */
+ * dependent (its launch and prologue, and the first weight boxes, overlap
+ * the quantizer's tail).  sk_zeroed: that kernel also zeroed the stream-K
+ * counters (nvfp4_sm90_gemm_sk_counters); without a pre-pass to do it, a
+ * memset would (and the launch would wait for it). */
 static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, int after_producer,
-                              const nvfp4_sm90_bf16_act *src)
+                              int sk_zeroed, const nvfp4_sm90_bf16_act *src)
 {
     if (!args) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "gemm (cuda): args is NULL");
     const nvfp4_cuda_operand *a = &args->a, *b = &args->b;
@@ -1048,13 +1066,18 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
                               plan.grid);
         p.sk_flags = (unsigned *)sk;
         p.sk_acc = (float *)(sk + SK_FLAG_BYTES);
-        cudaError_t me = cudaMemsetAsync(p.sk_flags, 0, (size_t)plan.grid * sizeof(unsigned), stream);
-        if (me != cudaSuccess)
-            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): clearing the stream-K counters: %s",
-                              cudaGetErrorString(me));
+        if (act_ready && !sk_zeroed) {
+            cudaError_t me = cudaMemsetAsync(p.sk_flags, 0, (size_t)plan.grid * sizeof(unsigned), stream);
+            if (me != cudaSuccess)
+                return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): clearing the stream-K counters: %s",
+                                  cudaGetErrorString(me));
+        }
     }
 
-    cudaError_t e = act_ready ? cudaSuccess : launch_dequant_act(a, args->workspace, m, k, stream);
+    /* the pre-pass zeroes the stream-K counters the GEMM after it uses */
+    cudaError_t e = act_ready ? cudaSuccess
+                              : launch_dequant_act(a, args->workspace, m, k, p.sk_flags,
+                                                   p.sk_flags ? (int)plan.grid : 0, stream);
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): activation pre-pass launch: %s",
                           cudaGetErrorString(e));
@@ -1110,23 +1133,24 @@ extern "C" int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, i
 
 extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)
 {
-    return gemm_impl(args, 0, 0, NULL);
+    return gemm_impl(args, 0, 0, 0, NULL);
 }
 
 extern "C" nvfp4_status nvfp4_sm90_gemm_from_f16(const nvfp4_cuda_gemm_args *args)
 {
-    /* the linear's quantizer wrote the FP16 operands just before: its
-     * programmatic dependent, as after the pre-pass */
-    return gemm_impl(args, 1, 1, NULL);
+    /* the linear's quantizer wrote the FP16 operands just before, and
+     * zeroed the stream-K counters: its programmatic dependent, as after the
+     * pre-pass */
+    return gemm_impl(args, 1, 1, 1, NULL);
 }
 
 extern "C" nvfp4_status nvfp4_sm90_gemm_after_quantizer(const nvfp4_cuda_gemm_args *args)
 {
-    return gemm_impl(args, 0, 1, NULL);
+    return gemm_impl(args, 0, 1, 0, NULL);
 }
 
 extern "C" nvfp4_status nvfp4_sm90_gemm_quantizing(const nvfp4_cuda_gemm_args *args, const nvfp4_sm90_bf16_act *src)
 {
     if (!src) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "gemm (cuda): no BF16 activation source");
-    return gemm_impl(args, 1, 0, src);
+    return gemm_impl(args, 1, 0, 0, src);
 }

@@ -32,10 +32,10 @@
  * sub-chunk `sub` of its stage. */
 #define SM90_STAGE(S) (smem + (size_t)(S) * SM90_STAGE_BYTES)
 #define SM90_LOAD()                                                                                \
-    nvfp4_sm90_load_chunk(SM90_STAGE(s) + SM90_ACT_BYTES + sub * 32, SM90_CODE_ROW,                \
+    nvfp4_sm90_load_chunk(SM90_STAGE(s) + SM90_ACT_BYTES + sub * 32, SM90_CODE_ROW, word_off,      \
                           SM90_STAGE(s) + SM90_ACT_BYTES + SM90_CODE_BYTES + sub * 512, r0, sc_off0, \
                           sc_off1)
-#define SM90_DEQUANT(DST) nvfp4_sm90_convert_chunk(SM90_LOAD(), sel_block, DST)
+#define SM90_DEQUANT(DST) nvfp4_sm90_convert_chunk(SM90_LOAD(), xsel, DST)
 #define SM90_NEXT_CHUNK()                                                                          \
     {                                                                                              \
         kc++;                                                                                      \
@@ -168,7 +168,7 @@
         }                                                                                          \
         if (!more_) break;                                                                         \
         if (!SM90_LOAD_AHEAD && SM90_DEQUANT_ON) raw_ = SM90_LOAD();                               \
-        if (SM90_DEQUANT_ON) nvfp4_sm90_convert_chunk(raw_, sel_block, NXT);                       \
+        if (SM90_DEQUANT_ON) nvfp4_sm90_convert_chunk(raw_, xsel, NXT);                       \
     }
 
 /* Pipeline depth: fragment sets in rotation.  Two (wait_group 1: while the
@@ -251,8 +251,10 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
     }
     __syncthreads();
     /* launched as the programmatic dependent of the kernel that wrote the
-     * activations (and maybe the per-tensor scale): nothing global is read
-     * or written before it has completed (a no-op otherwise) */
+     * activations (and maybe the per-tensor scale) and zeroed the stream-K
+     * counters: nothing global is read or written before it has completed
+     * (a no-op otherwise).  (Asking for the first stages' weights before
+     * this wait measured no faster: fifteenth session.) */
     ptx_griddep_wait();
 
     if (wg == 0) {
@@ -334,8 +336,10 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
         const int g = lane >> 2, t = lane & 3;
         const int r0 = c * 64 + warp * 16 + g; /* tile-local weight row; r0 + 8 is the other */
         uint8_t *const epi = epi_base + (c * 4 + warp) * 256;
-        /* prmt selector for bytes t and t+4 of an 8-byte block (two words). */
-        const uint32_t sel_block = (uint32_t)t | ((uint32_t)(t + 4) << 4);
+        /* the lane's code bytes 2t, 2t+1 of a block (the operand order):
+         * word t / 2 of the block, half t % 2 (the prmt selector) */
+        const int word_off = 4 * (t >> 1);
+        const uint32_t xsel = (t & 1) ? 0x7632u : 0x5410u;
         const float alpha = __fmul_rn(*p.a_scale2, *p.b_scale2);
         float acc[SM90_BN / 2];
         /* K slices: running sums (only where SM90_SLICES; else unused) */

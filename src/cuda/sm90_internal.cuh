@@ -10,7 +10,7 @@
 /* Kernel parameters (passed by value; the tensor maps must live in
  * parameter space, hence __grid_constant__). */
 typedef struct nvfp4_sm90_params {
-    CUtensorMap tmap_act;   /* FP16 activations [M][K], box {64, bn}, 128B swizzle */
+    CUtensorMap tmap_act;   /* FP16 activations [M][K] (operand order), box {64, bn}, 128B swizzle */
     CUtensorMap tmap_codes; /* weight codes [N][K/2] bytes, box {32, 64*nc} */
     CUtensorMap tmap_scales; /* weight scales as rows of 256 bytes, box {256, 2 ksub}: the
                                 512-byte chunks of a stage */
@@ -137,43 +137,46 @@ static __device__ __forceinline__ uint16_t nvfp4_dev_bf16_rne(float v)
 }
 
 /* One 64-element chunk (4 NVFP4 blocks) of weight rows r0 and r0 + 8 as
- * loaded from a pipeline stage, before dequantization: the rows' 32 code
- * bytes and their four scale bytes.  Loaded one chunk ahead of its
- * conversion, so the shared-memory latency hides behind the wgmma wait. */
+ * loaded from a pipeline stage, before dequantization: per row and block
+ * the code word that holds the lane's two bytes 2t, 2t+1 (the operand
+ * order: its fragment's elements 4t..4t+3), and the rows' four scale
+ * bytes.  Loaded one chunk ahead of its conversion, so the shared-memory
+ * latency hides behind the wgmma wait. */
 typedef struct nvfp4_sm90_chunk_raw {
-    uint4 c0a, c0b, c1a, c1b; /* row r0 bytes 0-15, 16-31; row r0 + 8 the same */
-    uint32_t s0, s1;          /* the rows' scale bytes of blocks 0..3 */
+    uint32_t w0[4], w1[4]; /* rows r0 and r0 + 8: block kb's word 2 kb + t / 2 */
+    uint32_t s0, s1;       /* the rows' scale bytes of blocks 0..3 */
 } nvfp4_sm90_chunk_raw;
 
 /* codes: the chunk's first code byte of tile row 0 (rows row_bytes apart);
- * scales: the chunk's 512-byte scale tile; sc_off0/1: the rows' offsets in it. */
+ * word_off: the lane's word in a block, 4 * (t / 2); scales: the chunk's
+ * 512-byte scale tile; sc_off0/1: the rows' offsets in it. */
 static __device__ __forceinline__ nvfp4_sm90_chunk_raw nvfp4_sm90_load_chunk(const uint8_t *codes, int row_bytes,
-                                                                              const uint8_t *scales, int r0,
-                                                                              int sc_off0, int sc_off1)
+                                                                              int word_off, const uint8_t *scales,
+                                                                              int r0, int sc_off0, int sc_off1)
 {
     nvfp4_sm90_chunk_raw r;
-    r.c0a = *(const uint4 *)(codes + r0 * row_bytes);
-    r.c0b = *(const uint4 *)(codes + r0 * row_bytes + 16);
-    r.c1a = *(const uint4 *)(codes + (r0 + 8) * row_bytes);
-    r.c1b = *(const uint4 *)(codes + (r0 + 8) * row_bytes + 16);
+    const uint8_t *c0 = codes + r0 * row_bytes + word_off, *c1 = c0 + 8 * row_bytes;
+#pragma unroll
+    for (int kb = 0; kb < 4; kb++) {
+        r.w0[kb] = *(const uint32_t *)(c0 + 8 * kb);
+        r.w1[kb] = *(const uint32_t *)(c1 + 8 * kb);
+    }
     r.s0 = *(const uint32_t *)(scales + sc_off0);
     r.s1 = *(const uint32_t *)(scales + sc_off1);
     return r;
 }
 
-/* Dequantize a loaded chunk into m64k16 A fragments: afrag[kb] are the
- * four f16x2 registers of block kb (rows r0/r0+8, columns 2t,2t+1 and
- * 2t+8,2t+9, t = lane % 4).  Exact: e2m1 code as E4M3 (= e2m1 * 2^-6)
- * times the block scale * 64, both exact in FP16, product exact.  The
- * upper halves go to cvt in place (F2FP ... R.H1: no shift). */
-static __device__ __forceinline__ void nvfp4_sm90_convert_chunk(const nvfp4_sm90_chunk_raw &r, uint32_t sel_block,
+/* Dequantize a loaded chunk into m64k16 A fragments in the operand order
+ * (nvfp4_sm90_operand_elem): afrag[kb] are the four f16x2 registers of
+ * block kb -- rows r0 / r0+8 x slots {2t, 2t+1} = elements {4t, 4t+2} (the
+ * high nibbles of bytes 2t, 2t+1), then slots {2t+8, 2t+9} = {4t+1, 4t+3}
+ * (their low nibbles).  xsel picks the lane's half of each word (t odd:
+ * bytes 2, 3).  Exact: e2m1 code as E4M3 (= e2m1 * 2^-6) times the block
+ * scale * 64, both exact in FP16, product exact.  The upper halves go to
+ * cvt in place (F2FP ... R.H1: no shift). */
+static __device__ __forceinline__ void nvfp4_sm90_convert_chunk(const nvfp4_sm90_chunk_raw &r, uint32_t xsel,
                                                                 uint32_t (*afrag)[4])
 {
-    /* words of block kb: row0 {lo, hi}, row1 {lo, hi} */
-    const uint32_t w0lo[4] = {r.c0a.x, r.c0a.z, r.c0b.x, r.c0b.z};
-    const uint32_t w0hi[4] = {r.c0a.y, r.c0a.w, r.c0b.y, r.c0b.w};
-    const uint32_t w1lo[4] = {r.c1a.x, r.c1a.z, r.c1b.x, r.c1b.z};
-    const uint32_t w1hi[4] = {r.c1a.y, r.c1a.w, r.c1b.y, r.c1b.w};
     /* FP16 pairs {scale0, scale1} * 64 for blocks 0..3 (sign bits cleared) */
     const uint32_t sixty_four = 0x54005400u; /* FP16 {64, 64} */
     const uint32_t s01_lo = ptx_prmt(r.s0, r.s1, 0x5140u) & 0x7F7F7F7Fu; /* s0b0 s1b0 s0b1 s1b1 */
@@ -185,49 +188,46 @@ static __device__ __forceinline__ void nvfp4_sm90_convert_chunk(const nvfp4_sm90
     sf[3] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(s01_hi), sixty_four);
 #pragma unroll
     for (int kb = 0; kb < 4; kb++) {
-        /* x = {row0 byte t, row0 byte t+4, row1 byte t, row1 byte t+4} */
-        const uint32_t x0 = ptx_prmt(w0lo[kb], w0hi[kb], sel_block);
-        const uint32_t x1 = ptx_prmt(w1lo[kb], w1hi[kb], sel_block);
-        const uint32_t x = ptx_prmt(x0, x1, 0x5410u);
+        /* x = {row0 byte 2t, row0 byte 2t+1, row1 byte 2t, row1 byte 2t+1} */
+        const uint32_t x = ptx_prmt(r.w0[kb], r.w1[kb], xsel);
         /* Each nibble s.e1e0.m as an E4M3 byte s.0e1e0.m00 = e2m1 * 2^-6:
-         * high nibbles (elements 2i) and low nibbles (2i+1). */
+         * high nibbles (elements 4t, 4t+2) and low nibbles (4t+1, 4t+3). */
         uint32_t hi, lo;
         nvfp4_codes_to_e4m3(x, &hi, &lo);
-        const uint32_t p01 = ptx_prmt(hi, lo, 0x5140u); /* row0: {2t,2t+1}, {2t+8,2t+9} */
-        const uint32_t p23 = ptx_prmt(hi, lo, 0x7362u); /* row1: the same */
         /* row 0 times {s0, s0}, row 1 times {s1, s1} */
-        afrag[kb][0] = ptx_hmul2_by_lo(ptx_e4m3x2_lo_to_f16x2(p01), sf[kb]);
-        afrag[kb][1] = ptx_hmul2_by_hi(ptx_e4m3x2_lo_to_f16x2(p23), sf[kb]);
-        afrag[kb][2] = ptx_hmul2_by_lo(ptx_e4m3x2_hi_to_f16x2(p01), sf[kb]);
-        afrag[kb][3] = ptx_hmul2_by_hi(ptx_e4m3x2_hi_to_f16x2(p23), sf[kb]);
+        afrag[kb][0] = ptx_hmul2_by_lo(ptx_e4m3x2_lo_to_f16x2(hi), sf[kb]);
+        afrag[kb][1] = ptx_hmul2_by_hi(ptx_e4m3x2_hi_to_f16x2(hi), sf[kb]);
+        afrag[kb][2] = ptx_hmul2_by_lo(ptx_e4m3x2_lo_to_f16x2(lo), sf[kb]);
+        afrag[kb][3] = ptx_hmul2_by_hi(ptx_e4m3x2_hi_to_f16x2(lo), sf[kb]);
     }
 }
 
-/* Half an NVFP4 block (4 code bytes, the block's E4M3 scale byte) as 8
- * FP16 values in k order, o[j] = elements {2j, 2j+1}: (e2m1 * 2^-6) *
- * (|scale| * 64), exact (at most 6 * 448). */
-static __device__ __forceinline__ void nvfp4_sm90_dequant_half(uint32_t word, uint32_t scale_byte, uint32_t o[4])
+/* Half h of an NVFP4 block's operand slots (8h .. 8h+7; its 8 code bytes,
+ * its E4M3 scale byte) as 8 FP16 values, o[j] = slots {8h+2j, 8h+2j+1} =
+ * elements {4j+h, 4j+2+h}: nibble h of code bytes 2j, 2j+1 (h = 0 the high
+ * nibbles).  (e2m1 * 2^-6) * (|scale| * 64), exact (at most 6 * 448). */
+static __device__ __forceinline__ void nvfp4_sm90_dequant_half(uint2 w, int h, uint32_t scale_byte, uint32_t o[4])
 {
     const uint32_t sb = scale_byte & 0x7Fu;
     /* {scale, scale} * 64 in FP16: exact (at most 448 * 64). */
     const uint32_t sc = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(sb | (sb << 8))), 0x54005400u);
-    uint32_t hi, lo;
-    nvfp4_codes_to_e4m3(word, &hi, &lo);
-    const uint32_t p01 = ptx_prmt(hi, lo, 0x5140u);
-    const uint32_t p23 = ptx_prmt(hi, lo, 0x7362u);
-    o[0] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 & 0xFFFFu)), sc);
-    o[1] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p01 >> 16)), sc);
-    o[2] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 & 0xFFFFu)), sc);
-    o[3] = ptx_hmul2(ptx_e4m3x2_to_f16x2((uint16_t)(p23 >> 16)), sc);
+    uint32_t e0, e1, unused;
+    /* the low nibbles moved up are the high nibbles' E4M3 form */
+    nvfp4_codes_to_e4m3(h ? w.x << 4 : w.x, &e0, &unused);
+    nvfp4_codes_to_e4m3(h ? w.y << 4 : w.y, &e1, &unused);
+    o[0] = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(e0), sc);
+    o[1] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(e0), sc);
+    o[2] = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(e1), sc);
+    o[3] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(e1), sc);
 }
 
-/* One NVFP4 block (8 code bytes, its E4M3 scale byte) as 16 FP16 values in
- * k order (two halves above).  The shared-memory weight dequantization of
- * the SS kernel uses it. */
+/* One NVFP4 block (8 code bytes, its E4M3 scale byte) as its 16 FP16
+ * operand slots (two halves above).  The shared-memory weight
+ * dequantization of the SS kernel uses it. */
 static __device__ __forceinline__ void nvfp4_sm90_dequant_block(uint2 w, uint32_t scale_byte, uint32_t o[8])
 {
-    nvfp4_sm90_dequant_half(w.x, scale_byte, o);
-    nvfp4_sm90_dequant_half(w.y, scale_byte, o + 4);
+    nvfp4_sm90_dequant_half(w, 0, scale_byte, o);
+    nvfp4_sm90_dequant_half(w, 1, scale_byte, o + 4);
 }
 
 /* An output's BF16 value: alpha * acc (+ bias), each step RNE, then BF16

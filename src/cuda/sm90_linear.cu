@@ -31,6 +31,9 @@ extern "C" nvfp4_status nvfp4_sm90_gemm_from_f16(const nvfp4_cuda_gemm_args *arg
  * programmatic dependent (the split kernel prefetches weights meanwhile). */
 extern "C" nvfp4_status nvfp4_sm90_gemm_after_quantizer(const nvfp4_cuda_gemm_args *args);
 extern "C" int nvfp4_sm90_gemm_takes_nvfp4_act(int64_t m, int64_t n, int64_t k, int k_slices);
+/* ... and where its workspace keeps the wgmma kernel's stream-K counters
+ * (their number; 0 where it has none): the quantizer zeroes them. */
+extern "C" int nvfp4_sm90_gemm_sk_counters(void *workspace, int64_t m, int64_t n, int64_t k, unsigned **counters);
 
 /* Workspace layout (every part 256-byte aligned):
  *   [0, 256)          uint32 amax bits at 0, the per-tensor scale (float) at 4
@@ -181,6 +184,7 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
     q.act_ld = kp;
     q.pts_out = pts_slot;
     q.pts_out2 = args->x_scale;
+    if (!nvfp4_act) q.zero_count = nvfp4_sm90_gemm_sk_counters(ws + lay.act, m, n, kp, &q.zero_words);
     q.stream = stream;
     st = nvfp4_q_blocks_launch(&q, fn);
     if (st != NVFP4_OK) return st;

@@ -92,6 +92,12 @@ extern "C" __global__ void nvfp4_q_finalize_kernel(float *slot)
 
 /*----------------------------- block kernel -----------------------------*/
 
+/* words[0 .. count) = 0, by the threads of one CTA */
+static __device__ __forceinline__ void q_zero_words(unsigned *words, int count)
+{
+    for (int i = threadIdx.x; i < count; i += blockDim.x) words[i] = 0u;
+}
+
 
 
 /* Block (r, cb) by the exact steps (q_block, q_f16_operand), for blocks the
@@ -109,13 +115,14 @@ static __device__ __noinline__ void q_exact_block(uint4 wa, uint4 wb, uint32_t a
     if (codes) *(uint2 *)(codes + (size_t)r * (size_t)(nb * 8) + (size_t)cb * 8) = q_pack_codes(code);
     if (scales) scales[nvfp4_tiled_offset(r, cb, (nb + 3) / 4)] = (uint8_t)s8;
     if (act && r < m) {
-        uint32_t h[8];
+        uint32_t h[8], o[8];
 #pragma unroll
         for (int i = 0; i < 8; i++)
             h[i] = q_f16_operand(code[2 * i], s8) | (q_f16_operand(code[2 * i + 1], s8) << 16);
+        nvfp4_pairs_to_operand_order(h, o); /* the GEMM's operand order */
         uint4 *dst = (uint4 *)(act + (size_t)r * (size_t)act_ld + (size_t)cb * 16);
-        dst[0] = make_uint4(h[0], h[1], h[2], h[3]);
-        dst[1] = make_uint4(h[4], h[5], h[6], h[7]);
+        dst[0] = make_uint4(o[0], o[1], o[2], o[3]);
+        dst[1] = make_uint4(o[4], o[5], o[6], o[7]);
     }
 }
 
@@ -130,12 +137,13 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM)
                           const float *__restrict__ static_pts, const uint32_t *amax_bits,
                           int cuda_variant, uint8_t *__restrict__ codes,
                           uint8_t *__restrict__ scales, uint16_t *__restrict__ act, int64_t act_ld,
-                          float *pts_out, float *pts_out2)
+                          float *pts_out, float *pts_out2, unsigned *__restrict__ zero_words, int zero_count)
 {
     __shared__ uint4 tab[2 * Q_TAB];
-    /* the split GEMM that follows in the fused linear may start its weight
-     * loads now (it waits for this grid before reading activations) */
+    /* the GEMM that follows in the fused linear may start its weight loads
+     * now (it waits for this grid before reading activations) */
     ptx_griddep_launch_dependents();
+    if (blockIdx.x == 0) q_zero_words(zero_words, zero_count);
     const int64_t nblk = (int64_t)prows * nb, stride = (int64_t)gridDim.x * blockDim.x;
     int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const float pts = static_pts ? *static_pts : q_dynamic_pts(*amax_bits);
@@ -198,8 +206,9 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM)
              * q_f16_operand: one HMUL2 per pair */
             const uint32_t scale2 = ptx_prmt(info, 0u, 0x1010u);
             uint32_t h[8];
+            nvfp4_pairs_to_operand_order(f16, h); /* the GEMM's operand order */
 #pragma unroll
-            for (int i = 0; i < 8; i++) h[i] = ptx_hmul2(f16[i], scale2);
+            for (int i = 0; i < 8; i++) h[i] = ptx_hmul2(h[i], scale2);
             uint4 *dst = (uint4 *)(act + (size_t)r * (size_t)act_ld + (size_t)cb * 16);
             dst[0] = make_uint4(h[0], h[1], h[2], h[3]);
             dst[1] = make_uint4(h[4], h[5], h[6], h[7]);
@@ -216,9 +225,11 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
     nvfp4_q_blocks_exact_kernel(const uint16_t *__restrict__ x, int m, int k, int prows, int nb, int vec,
                                 const float *__restrict__ static_pts, const uint32_t *amax_bits,
                                 int cuda_variant, uint8_t *__restrict__ codes, uint8_t *__restrict__ scales,
-                                uint16_t *__restrict__ act, int64_t act_ld, float *pts_out, float *pts_out2)
+                                uint16_t *__restrict__ act, int64_t act_ld, float *pts_out, float *pts_out2,
+                                unsigned *__restrict__ zero_words, int zero_count)
 {
     ptx_griddep_launch_dependents(); /* as in nvfp4_q_blocks_kernel */
+    if (blockIdx.x == 0) q_zero_words(zero_words, zero_count);
     const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const float pts = static_pts ? *static_pts : q_dynamic_pts(*amax_bits);
     if (idx == 0) {
@@ -260,11 +271,11 @@ nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
                               (long long)(prows * nb));
         nvfp4_q_blocks_exact_kernel<<<(unsigned)want, Q_THREADS, 0, q->stream>>>(
             q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
-            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2);
+            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count);
     } else
         nvfp4_q_blocks_kernel<<<(unsigned)(want < cap ? want : cap), Q_THREADS, 0, q->stream>>>(
             q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
-            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2);
+            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "%s: quantizer kernel launch: %s", fn, cudaGetErrorString(e));

@@ -27,6 +27,16 @@ NVFP4_HOST_DEVICE float nvfp4_e2m1_value(uint32_t code)
     return (code & 8u) ? -m : m;
 }
 
+/* The H200 GEMM's FP16 operand order (docs/KERNEL.md, "Operand order"):
+ * in each 16-element block, operand slot s holds element
+ * nvfp4_sm90_operand_elem(s) -- the even elements (the code bytes' high
+ * nibbles) in slots 0..7, the odd ones (low nibbles) in 8..15 -- so that the
+ * four slots of a row in a wgmma A fragment (2t, 2t+1, 2t+8, 2t+9) are
+ * elements 4t..4t+3: two whole code bytes.  A k16 step adds its 16 products
+ * as a set (docs/ORACLE.md, sm90), so both operands in this order give the
+ * bits of k order. */
+NVFP4_HOST_DEVICE int nvfp4_sm90_operand_elem(int s) { return s < 8 ? 2 * s : 2 * (s - 8) + 1; }
+
 /* Byte offset of the scale of row r, block column cb in the 128x4 tiled
  * layout whose rows hold `tiles_per_row` tiles (= roundup(cols/16, 4) / 4).
  * A tile is 512 bytes: row r%32 picks a 16-byte line, the row's quarter

@@ -12,7 +12,8 @@
  * on codes (padded shape), tiled scales (padding included) and the
  * per-tensor scale; and the fused A producer's FP16 operands equal
  * e2m1(code) * |e4m3(scale)| of nvfp4_quantize()'s output (0x7FFF for a
- * NaN scale), which is the GEMM's workspace format.
+ * NaN scale) in the GEMM's operand order (nvfp4_sm90_operand_elem), which
+ * is the GEMM's workspace format.
  * --quick: the small shapes only (compute-sanitizer). */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -197,8 +198,9 @@ static void compare_case(const char *name, const uint16_t *x, const uint16_t *x_
     uint16_t *ops = malloc((size_t)(m * pcols) * 2);
     for (int64_t r = 0; r < m; r++)
         for (int64_t c = 0; c < pcols; c++)
-            ops[r * pcols + c] = expected_operand(nvfp4_tensor_code(&want, r, c),
-                                                  nvfp4_tensor_scale(&want, r, c / 16));
+            ops[r * pcols + c] =
+                expected_operand(nvfp4_tensor_code(&want, r, c / 16 * 16 + nvfp4_sm90_operand_elem((int)(c % 16))),
+                                 nvfp4_tensor_scale(&want, r, c / 16));
     snprintf(what, sizeof what, "%s: producer FP16 operands", name);
     test_equal_bits(what, g.act, ops, 2, m, pcols);
     free(ops);

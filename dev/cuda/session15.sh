@@ -1,0 +1,55 @@
+#!/bin/sh
+# session15.sh -- the fifteenth session's H200 runs in one script (OUT=DIR
+# [PARTS="..."] [BASE=DIR] sh dev/cuda/session15.sh [BUILD]); PARTS
+# (default: all, in this order) picks:
+#   ab      fused linear against the prequantized GEMM (inkernel_a: static and
+#           dynamic scale) at M = 1, 16, 128 on the four linears, and the
+#           prequantized GEMM alone (gemm_variants; PRE_SHAPES, default the
+#           four linears at M = 128), for
+#           BASE's build (an earlier commit's binaries, if given) and BUILD's,
+#           ROUNDS times (default 2), interleaved
+#   sass    cuobjdump -sass of the wgmma kernels (64x128, 128x128, 128x232)
+#           into sass.txt.xz
+#   suites  test_gemm_cuda, test_linear_cuda, test_quantize_cuda
+#   checks  nvfp4 check and --streaming-a at M = 1, 128, 2048
+#   bench   nvfp4 bench at M = 1, 16, 128, 2048
+. "$(dirname "$0")/step.sh"
+PARTS=${PARTS:-ab sass suites checks bench}
+has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+if has ab; then
+    for round in $(seq 1 "${ROUNDS:-2}"); do
+        for b in ${BASE:+$BASE} $B; do
+            tag=$(basename "$b")_$round
+            step "fused_$tag" 200 "$b/gpu/inkernel_a" qkv:1,16,128 attn_out:1,16,128 fc1:1,16,128 fc2:1,16,128 --iters 100
+            grep -E "M=" "$L/fused_$tag.log" | sed "s/^/$tag /"
+            for s in ${PRE_SHAPES:-attn_out:128 fc2:128 qkv:128 fc1:128}; do
+                step "pre_${tag}_${s%%:*}_${s##*:}" 120 "$b/gpu/gemm_variants" ${s%%:*} ${s##*:} -1 30
+                grep -E "^(OK|MISMATCH)" "$L/pre_${tag}_${s%%:*}_${s##*:}.log" | sed "s/^/$tag ${s} /"
+            done
+        done
+    done
+fi
+if has sass; then
+    CUOBJDUMP=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+    for f in nvfp4_sm90_gemm_bn128_nc1 nvfp4_sm90_gemm_bn128_nc2 nvfp4_sm90_gemm_bn232_nc2; do
+        echo "=== $f"
+        $CUOBJDUMP -sass -fun "$f" "$B/gpu/gemm_variants" 2>&1
+    done | xz -6 >"$OUT/sass.txt.xz"
+    ls -la "$OUT/sass.txt.xz"
+fi
+if has suites; then
+    step gemm 300 "$B/gpu/test_gemm_cuda"
+    step linear 300 "$B/gpu/test_linear_cuda"
+    step quantize 120 "$B/gpu/test_quantize_cuda"
+fi
+if has checks; then
+    for m in 1 128 2048; do
+        step check$m 240 "$B/nvfp4" check --rows $m --json "$L/check$m.json"
+        step streaming$m 240 "$B/nvfp4" check --rows $m --streaming-a --json "$L/streaming$m.json"
+    done
+fi
+if has bench; then
+    step bench 300 "$B/nvfp4" bench --m 1,16,128,2048 --json "$L/bench.json"
+    tail -n 18 "$L/bench.log"
+fi
+cd "$OUT" && tar czf logs.tgz logs && rm -rf logs
