@@ -10,11 +10,14 @@
 #           ROUNDS times (default 2), interleaved
 #   sass    cuobjdump -sass of the wgmma kernels (64x128, 128x128, 128x232)
 #           into sass.txt.xz
+#   prof    ncu per-SASS-line counters and parts left out (dev build) of the
+#           wgmma kernel at PROF_SHAPES (default QKV and attn-out at M = 128);
+#           wgmma tiles 2..6 side by side at TILE_SHAPES
 #   suites  test_gemm_cuda, test_linear_cuda, test_quantize_cuda
 #   checks  nvfp4 check and --streaming-a at M = 1, 128, 2048
 #   bench   nvfp4 bench at M = 1, 16, 128, 2048
 . "$(dirname "$0")/step.sh"
-PARTS=${PARTS:-ab sass suites checks bench}
+PARTS=${PARTS:-ab sass prof suites checks bench}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 if has ab; then
     for round in $(seq 1 "${ROUNDS:-2}"); do
@@ -36,6 +39,23 @@ if has sass; then
         $CUOBJDUMP -sass -fun "$f" "$B/gpu/gemm_variants" 2>&1
     done | xz -6 >"$OUT/sass.txt.xz"
     ls -la "$OUT/sass.txt.xz"
+fi
+if has prof; then
+    # where the wgmma kernel's time goes at M = 128: per-SASS-line counters
+    # (tests/gpu/profile_source.sh) and parts left out (dev build: dev_mode
+    # 1 no dequantization, 2 no wgmma, 4 no copies, 8 no epilogue)
+    for s in ${PROF_SHAPES:-qkv:128 attn_out:128}; do
+        step "prof_${s%%:*}_${s##*:}" 200 sh tests/gpu/profile_source.sh "$B" "$L" ${s%%:*} ${s##*:} -1
+        grep -E "Duration|Issued Warp|No Eligible|Active Warps Per|Eligible Warps" "$L/src-${s%%:*}-m${s##*:}-v-1.txt" | head -n 8
+        NVFP4_DEV_SWEEP=0:0,1:0,2:0,3:0,4:0,7:0,0:0 step "parts_${s%%:*}_${s##*:}" 200 "$B/gpu/gemm_variants_dev" ${s%%:*} ${s##*:} -1 30
+        grep -E "^SWEEP" "$L/parts_${s%%:*}_${s##*:}.log"
+    done
+    # the wgmma tiles side by side where N = 5376 leaves SMs idle (64x32,
+    # 64x64, 128x64, 64x128, 128x128)
+    for s in ${TILE_SHAPES:-attn_out:64 attn_out:128 fc2:128}; do
+        NVFP4_VARIANTS=2,3,4,5,6 step "tiles_${s%%:*}_${s##*:}" 200 "$B/gpu/gemm_variants" ${s%%:*} ${s##*:} -1 30
+        grep -E "^(VARIANT|MISMATCH)" "$L/tiles_${s%%:*}_${s##*:}.log"
+    done
 fi
 if has suites; then
     step gemm 300 "$B/gpu/test_gemm_cuda"
