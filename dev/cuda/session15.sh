@@ -8,6 +8,8 @@
 #           four linears at M = 128), for
 #           BASE's build (an earlier commit's binaries, if given) and BUILD's,
 #           ROUNDS times (default 2), interleaved
+#   quant   the fused linear with each quantizer kernel in turn (inkernel_a,
+#           NVFP4_DEV_QUANTIZER in QMODES), and each kernel's duration (ncu)
 #   sass    cuobjdump -sass of the wgmma kernels (64x128, 128x128, 128x232)
 #           into sass.txt.xz
 #   prof    ncu per-SASS-line counters and parts left out (dev build) of the
@@ -17,7 +19,7 @@
 #   checks  nvfp4 check and --streaming-a at M = 1, 128, 2048
 #   bench   nvfp4 bench at M = 1, 16, 128, 2048
 . "$(dirname "$0")/step.sh"
-PARTS=${PARTS:-ab sass prof suites checks bench}
+PARTS=${PARTS:-ab quant sass prof suites checks bench}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 if has ab; then
     for round in $(seq 1 "${ROUNDS:-2}"); do
@@ -30,6 +32,19 @@ if has ab; then
                 grep -E "^(OK|MISMATCH)" "$L/pre_${tag}_${s%%:*}_${s##*:}.log" | sed "s/^/$tag ${s} /"
             done
         done
+    done
+fi
+if has quant; then
+    # the two-kernel path's quantizer kernel (NVFP4_DEV_QUANTIZER: -1 the
+    # rule, 0 table, 1 one thread a block, 2 four lanes a block), in turn
+    for qm in ${QMODES:--1 1 2 0 -1}; do
+        NVFP4_DEV_QUANTIZER=$qm step "quant_$qm" 200 "$B/gpu/inkernel_a" qkv:1,16,128 attn_out:1,16,128 fc1:1,16,128 fc2:1,16,128 --iters 100
+        grep -E "M=" "$L/quant_$qm.log" | sed "s/^/q$qm /"
+    done
+    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    for qm in 0 1 2; do
+        NVFP4_DEV_QUANTIZER=$qm step "qkern_$qm" 200 $NCU --clock-control none -k regex:'nvfp4_q_blocks' -c 12 \
+            --metrics gpu__time_duration.sum "$B/gpu/inkernel_a" fc2:16,128 attn_out:16,128 --iters 2
     done
 fi
 if has sass; then
@@ -49,6 +64,13 @@ if has prof; then
         grep -E "Duration|Issued Warp|No Eligible|Active Warps Per|Eligible Warps" "$L/src-${s%%:*}-m${s##*:}-v-1.txt" | head -n 8
         NVFP4_DEV_SWEEP=0:0,1:0,2:0,3:0,4:0,7:0,0:0 step "parts_${s%%:*}_${s##*:}" 200 "$B/gpu/gemm_variants_dev" ${s%%:*} ${s##*:} -1 30
         grep -E "^SWEEP" "$L/parts_${s%%:*}_${s##*:}.log"
+    done
+    # the fused linear's kernels one by one (durations): quantizer, pre-pass, GEMM
+    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    for s in ${KERN_SHAPES:-attn_out:128 fc2:16}; do
+        step "kern_${s%%:*}_${s##*:}" 200 $NCU --clock-control none -k regex:'nvfp4_(q_|sm90)' -c 60 \
+            --metrics gpu__time_duration.sum "$B/gpu/inkernel_a" "$s" --iters 2
+        grep -cE "^ *nvfp4_" "$L/kern_${s%%:*}_${s##*:}.log"
     done
     # the wgmma tiles side by side where N = 5376 leaves SMs idle (64x32,
     # 64x64, 128x64, 64x128, 128x128)
