@@ -8,18 +8,22 @@
 #           four linears at M = 128), for
 #           BASE's build (an earlier commit's binaries, if given) and BUILD's,
 #           ROUNDS times (default 2), interleaved
-#   quant   the fused linear with each quantizer kernel in turn (inkernel_a,
-#           NVFP4_DEV_QUANTIZER in QMODES), and each kernel's duration (ncu)
+#   quant   dev/cuda/quantizer_coop (the four-lane quantizer kernel: checked,
+#           then timed beside the library's); the fused linear with each
+#           library quantizer kernel in turn (inkernel_a, NVFP4_DEV_QUANTIZER
+#           in QMODES), and each kernel's duration (ncu)
 #   sass    cuobjdump -sass of the wgmma kernels (64x128, 128x128, 128x232)
 #           into sass.txt.xz
 #   prof    ncu per-SASS-line counters and parts left out (dev build) of the
 #           wgmma kernel at PROF_SHAPES (default QKV and attn-out at M = 128);
 #           wgmma tiles 2..6 side by side at TILE_SHAPES
 #   suites  test_gemm_cuda, test_linear_cuda, test_quantize_cuda
+#   sanitize racecheck (QKV M = 256, stream-K) and memcheck (attn-out M = 128)
+#           of the wgmma kernel, memcheck of test_quantize_cuda --quick
 #   checks  nvfp4 check and --streaming-a at M = 1, 128, 2048
 #   bench   nvfp4 bench at M = 1, 16, 128, 2048
 . "$(dirname "$0")/step.sh"
-PARTS=${PARTS:-ab quant sass prof suites checks bench}
+PARTS=${PARTS:-ab quant sass prof suites checks bench sanitize}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 if has ab; then
     for round in $(seq 1 "${ROUNDS:-2}"); do
@@ -35,14 +39,18 @@ if has ab; then
     done
 fi
 if has quant; then
-    # the two-kernel path's quantizer kernel (NVFP4_DEV_QUANTIZER: -1 the
-    # rule, 0 table, 1 one thread a block, 2 four lanes a block), in turn
-    for qm in ${QMODES:--1 1 2 0 -1}; do
+    # the four-lane quantizer kernel (dev/cuda/quantizer_coop: every byte
+    # against the C quantizer, then timed beside the library's two kernels)
+    step coop 200 "$B/gpu/quantizer_coop" --iters 200
+    grep -E "exact;|MISMATCH|RESULT" "$L/coop.log"
+    # the fused linear with the library's quantizer kernels in turn
+    # (NVFP4_DEV_QUANTIZER: -1 the rule, 0 table, 1 one thread a block)
+    for qm in ${QMODES:--1 0 1}; do
         NVFP4_DEV_QUANTIZER=$qm step "quant_$qm" 200 "$B/gpu/inkernel_a" qkv:1,16,128 attn_out:1,16,128 fc1:1,16,128 fc2:1,16,128 --iters 100
         grep -E "M=" "$L/quant_$qm.log" | sed "s/^/q$qm /"
     done
     NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-    for qm in 0 1 2; do
+    for qm in 0 1; do
         NVFP4_DEV_QUANTIZER=$qm step "qkern_$qm" 200 $NCU --clock-control none -k regex:'nvfp4_q_blocks' -c 12 \
             --metrics gpu__time_duration.sum "$B/gpu/inkernel_a" fc2:16,128 attn_out:16,128 --iters 2
     done
@@ -93,5 +101,11 @@ fi
 if has bench; then
     step bench 300 "$B/nvfp4" bench --m 1,16,128,2048 --json "$L/bench.json"
     tail -n 18 "$L/bench.log"
+fi
+if has sanitize; then
+    step race_qkv 200 compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 1 \
+        "$B/gpu/gemm_variants" qkv 256 -1 0
+    step mem_attn 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/gemm_variants" attn_out 128 -1 0
+    step mem_quant 200 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/test_quantize_cuda" --quick
 fi
 cd "$OUT" && tar czf logs.tgz logs && rm -rf logs

@@ -42,10 +42,9 @@ nvfp4_status nvfp4_sm90_produce_operands(const uint16_t *x, int64_t m, int64_t k
                                          nvfp4_variant variant, uint16_t *act, int64_t act_ld,
                                          float *pts_out, void *stream);
 /* Testing hook (dev/cuda/inkernel_a): which kernel nvfp4_q_blocks_launch
- * runs -- -1 its rule (the four-lane exact kernel where one block per
- * thread would fit one CTA per SM, else the table kernel), 0 the
- * threshold-table kernel, 1 the one-thread exact kernel, 2 the four-lane
- * exact kernel.  Every mode gives the same bytes.  Not thread-safe. */
+ * runs -- -1 its rule (the exact kernel where one block per thread fits one
+ * CTA per SM), 0 the threshold-table kernel, 1 the exact kernel.  Every
+ * mode gives the same bytes.  Not thread-safe. */
 void nvfp4_q_force_launch(int mode);
 #ifdef __cplusplus
 }
@@ -204,16 +203,9 @@ NVFP4_Q_DEV uint32_t q_scale_sm90(float amax, float rcp_pts)
     return q_sm90_e4m3(q_sm90_min(d, 448.0f));
 }
 
-/* The kernel's per-element step of a block with scale byte s8: enc =
- * min(rcp(pts * e4m3), FLT_MAX), then code = e2m1(x * enc). */
-NVFP4_Q_DEV float q_enc_sm90(uint32_t s8, float pts)
-{
-    return q_sm90_min(q_sm90_rcp(q_sm90_mul(pts, q_e4m3_to_f32(s8))), 3.40282347e+38f);
-}
-NVFP4_Q_DEV uint32_t q_code_sm90(float v, float enc) { return q_sm90_e2m1(q_sm90_mul(v, enc)); }
-
 /* The kernel's block: amax by __hmax (NaN elements skipped; NaN only when
- * all 16 are), the block scale (q_scale_sm90); then q_code_sm90. */
+ * all 16 are), the block scale (q_scale_sm90); enc = min(rcp(pts * e4m3),
+ * FLT_MAX); code = e2m1(x * enc). */
 NVFP4_Q_DEV void q_block_sm90(const float v[16], float pts, uint32_t *s8_out, uint32_t code[16])
 {
     uint32_t best = 0u, n_nan = 0u;
@@ -227,9 +219,9 @@ NVFP4_Q_DEV void q_block_sm90(const float v[16], float pts, uint32_t *s8_out, ui
     const float amax = n_nan == 16u ? __uint_as_float(0x7FFFFFFFu) : __uint_as_float(best);
     const uint32_t s8 = q_scale_sm90(amax, q_sm90_rcp(pts));
     *s8_out = s8;
-    const float enc = q_enc_sm90(s8, pts);
+    const float enc = q_sm90_min(q_sm90_rcp(q_sm90_mul(pts, q_e4m3_to_f32(s8))), 3.40282347e+38f);
 #pragma unroll
-    for (int i = 0; i < 16; i++) code[i] = q_code_sm90(v[i], enc);
+    for (int i = 0; i < 16; i++) code[i] = q_sm90_e2m1(q_sm90_mul(v[i], enc));
 }
 
 /*------------------------------- one block -------------------------------*/
@@ -246,15 +238,6 @@ NVFP4_Q_DEV uint32_t q_scale_eager(uint32_t amax_bits, float pts)
     return q_e4m3_from_f32(q_min448(s));
 }
 
-/* The eager per-element step of a block with scale byte s8: t = pts *
- * e4m3(s8); code = e2m1(clamp(x / t, -6, 6)), or +0 when t is 0
- * (comfy-kitchen's zero-scale mask). */
-NVFP4_Q_DEV float q_step_eager(uint32_t s8, float pts) { return q_mul(pts, q_e4m3_to_f32(s8)); }
-NVFP4_Q_DEV uint32_t q_code_eager(float v, float t)
-{
-    return t == 0.0f ? 0u : q_e2m1_from_f32(q_clamp6(q_div(v, t)));
-}
-
 /* Quantize 16 widened elements whose largest |x| bit pattern is amax_bits
  * (NaN patterns compare above Inf) with per-tensor scale pts.  Writes the
  * block's E4M3 byte and its 16 E2M1 codes (one per byte, 0..15). */
@@ -266,10 +249,16 @@ NVFP4_Q_DEV void q_block(const float v[16], uint32_t amax_bits, float pts, int c
         return;
     }
     const uint32_t s8 = q_scale_eager(amax_bits, pts);
+    float s8f = q_e4m3_to_f32(s8);
     *s8_out = s8;
-    const float t = q_step_eager(s8, pts);
+    float t = q_mul(pts, s8f);
+    if (t == 0.0f) { /* comfy-kitchen's zero-scale mask: +0 codes */
 #pragma unroll
-    for (int i = 0; i < 16; i++) code[i] = q_code_eager(v[i], t);
+        for (int i = 0; i < 16; i++) code[i] = 0u;
+    } else {
+#pragma unroll
+        for (int i = 0; i < 16; i++) code[i] = q_e2m1_from_f32(q_clamp6(q_div(v[i], t)));
+    }
 }
 
 /* The GEMM's FP16 operand a' = e2m1(code) * |e4m3(s8)|: exact (at most 6

@@ -55,6 +55,15 @@ $(BUILD)/gpu/probe_rates: dev/cuda/probe_rates.cu dev/cuda/dev_check.h src/cuda/
 	    -c -o $@.o $<
 	$(CC) -o $@ $@.o $(BUILD)/libnvfp4.a $(GPU_LIBS)
 
+# dev/cuda/quantizer_coop: the four-lane quantizer kernel (not in the library yet), checked then timed
+all: $(BUILD)/gpu/quantizer_coop
+$(BUILD)/gpu/quantizer_coop: dev/cuda/quantizer_coop.cu dev/cuda/dev_check.h dev/cuda/dev_rand.h \
+                             src/cuda/quantize_internal.h lib
+	@mkdir -p $(@D)
+	$(NVCC) -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -fmad=false -Xcompiler -Wall -Werror all-warnings \
+	    -Iinclude -Isrc/core -Isrc -c -o $@.o $<
+	$(CC) -o $@ $@.o $(BUILD)/libnvfp4.a $(GPU_LIBS)
+
 # The cuBLAS-contract proof (issue 12): cuBLAS GemmEx, nvfp4_explain, our kernel.
 $(BUILD)/gpu/cublas_explain: tests/gpu/cublas_explain.c lib
 	@mkdir -p $(@D)
