@@ -18,10 +18,10 @@
 #           wgmma kernel at PROF_SHAPES (default QKV and attn-out at M = 128);
 #           wgmma tiles 2..6 side by side at TILE_SHAPES
 #   suites  test_gemm_cuda, test_linear_cuda, test_quantize_cuda
-#   sanitize racecheck (QKV M = 256, stream-K) and memcheck (attn-out M = 128)
-#           of the wgmma kernel, memcheck of test_quantize_cuda --quick
 #   checks  nvfp4 check and --streaming-a at M = 1, 128, 2048
 #   bench   nvfp4 bench at M = 1, 16, 128, 2048
+#   sanitize racecheck (QKV M = 256, stream-K) and memcheck (attn-out M = 128)
+#           of the wgmma kernel, memcheck of test_quantize_cuda --quick
 . "$(dirname "$0")/step.sh"
 PARTS=${PARTS:-ab quant sass prof suites checks bench sanitize}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
