@@ -54,14 +54,6 @@ if has ab; then
         grep -E "^(EPILOGUE|STREAMK|MISMATCH)" "$L/ab_${lin}_$m.log"
     done
 fi
-if has checks; then
-    for m in 1 128 2048; do
-        step check$m 240 "$B/nvfp4" check --rows $m --json "$L/check$m.json"
-        step streaming$m 240 "$B/nvfp4" check --rows $m --streaming-a --json "$L/streaming$m.json"
-    done
-fi
-if has bench; then
-    step bench 300 "$B/nvfp4" bench --m 1,16,128,2048 --json "$L/bench.json"
-    tail -n 18 "$L/bench.log"
-fi
+if has checks; then step_checks; fi
+if has bench; then step_bench; fi
 cd "$OUT" && tar czf logs.tgz logs && rm -rf logs

@@ -92,16 +92,8 @@ if has suites; then
     step linear 300 "$B/gpu/test_linear_cuda"
     step quantize 120 "$B/gpu/test_quantize_cuda"
 fi
-if has checks; then
-    for m in 1 128 2048; do
-        step check$m 240 "$B/nvfp4" check --rows $m --json "$L/check$m.json"
-        step streaming$m 240 "$B/nvfp4" check --rows $m --streaming-a --json "$L/streaming$m.json"
-    done
-fi
-if has bench; then
-    step bench 300 "$B/nvfp4" bench --m 1,16,128,2048 --json "$L/bench.json"
-    tail -n 18 "$L/bench.log"
-fi
+if has checks; then step_checks; fi
+if has bench; then step_bench; fi
 if has sanitize; then
     step race_qkv 200 compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 1 \
         "$B/gpu/gemm_variants" qkv 256 -1 0

@@ -2,7 +2,8 @@
 # (log folder) set, L created, the GPU's clocks logged, and
 #   step NAME SECONDS COMMAND...   runs COMMAND into $L/NAME.log with a time
 #                                  limit and prints its exit status and
-#                                  failure / summary lines.
+#                                  failure / summary lines;
+#   step_checks, step_bench        the P0 checks and the bench (below).
 B=${1:-build}
 L=$OUT/logs
 mkdir -p "$L"
@@ -14,3 +15,15 @@ step() {
     grep -E "FAIL|MISMATCH|SUMMARY|P0 |RESULT" "$L/$name.log" | head -n 5
 }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$L/gpu.txt" 2>&1
+# The P0 checks (nvfp4 check and --streaming-a at M = 1, 128, 2048) and
+# one nvfp4 bench at M = 1, 16, 128, 2048, as every session's final run.
+step_checks() {
+    for m in 1 128 2048; do
+        step check$m 240 "$B/nvfp4" check --rows $m --json "$L/check$m.json"
+        step streaming$m 240 "$B/nvfp4" check --rows $m --streaming-a --json "$L/streaming$m.json"
+    done
+}
+step_bench() {
+    step bench 300 "$B/nvfp4" bench --m 1,16,128,2048 --json "$L/bench.json"
+    tail -n 18 "$L/bench.log"
+}
