@@ -2,6 +2,7 @@
  * small, against slow references written here from the format definitions
  * (nearest grid point by search, ties to the even pattern). */
 #include "nvfp4.h"
+#include "formats/layout.h"
 #include "testlib.h"
 
 static uint32_t bits(float v)
@@ -273,9 +274,30 @@ static void test_16bit(void)
     CHECK(nvfp4_f32_bits(-2.0f) == 0xC0000000u && nvfp4_f32_from_bits(0x3F800000u) == 1.0f);
 }
 
+/* The H200 GEMM's FP16 operand order (layout.h): a permutation of each
+ * block's 16 elements whose wgmma fragment slots 2t, 2t+1, 2t+8, 2t+9 are
+ * the four elements 4t..4t+3 of code bytes 2t, 2t+1 (high nibbles first,
+ * elements 4t and 4t+2), the even elements in slots 0..7. */
+static void test_operand_order(void)
+{
+    int seen[16] = {0};
+    for (int s = 0; s < 16; s++) {
+        const int e = nvfp4_sm90_operand_elem(s);
+        CHECKF(e >= 0 && e < 16, "slot %d -> element %d", s, e);
+        if (e >= 0 && e < 16) seen[e]++;
+        CHECKF((e % 2 == 0) == (s < 8), "slot %d holds element %d: evens in slots 0..7", s, e);
+    }
+    for (int e = 0; e < 16; e++) CHECKF(seen[e] == 1, "element %d is in %d slots", e, seen[e]);
+    for (int t = 0; t < 4; t++) {
+        CHECK(nvfp4_sm90_operand_elem(2 * t) == 4 * t && nvfp4_sm90_operand_elem(2 * t + 1) == 4 * t + 2);
+        CHECK(nvfp4_sm90_operand_elem(2 * t + 8) == 4 * t + 1 && nvfp4_sm90_operand_elem(2 * t + 9) == 4 * t + 3);
+    }
+}
+
 int main(void)
 {
     TEST("e2m1") test_e2m1();
+    TEST("operand order") test_operand_order();
     TEST("e4m3") test_e4m3();
     TEST("bf16 f16") test_16bit();
     return test_summary("formats");
