@@ -14,7 +14,8 @@
 #           in QMODES), and each kernel's duration (ncu)
 #   sass    cuobjdump -sass of the wgmma kernels (64x128, 128x128, 128x232)
 #           into sass.txt.xz
-#   prof    ncu per-SASS-line counters and parts left out (dev build) of the
+#   prof    ncu per-SASS-line counters and parts left out (dev build, and the
+#           compile-time builds gemm_variants_devN where built) of the
 #           wgmma kernel at PROF_SHAPES (default QKV and attn-out at M = 128);
 #           wgmma tiles 2..6 side by side at TILE_SHAPES
 #   suites  test_gemm_cuda, test_linear_cuda, test_quantize_cuda
@@ -72,6 +73,15 @@ if has prof; then
         grep -E "Duration|Issued Warp|No Eligible|Active Warps Per|Eligible Warps" "$L/src-${s%%:*}-m${s##*:}-v-1.txt" | head -n 8
         NVFP4_DEV_SWEEP=0:0,1:0,2:0,3:0,4:0,7:0,0:0 step "parts_${s%%:*}_${s##*:}" 200 "$B/gpu/gemm_variants_dev" ${s%%:*} ${s##*:} -1 30
         grep -E "^SWEEP" "$L/parts_${s%%:*}_${s##*:}.log"
+        # the same parts left out fixed at compile time (make -f
+        # tests/gpu/gpu.mk dev-fixed: no injected warpgroup.arrive), beside
+        # the library's kernel
+        for n in 0 ${DEV_FIXED:-1 2 3 4 7}; do
+            prog="$B/gpu/gemm_variants_dev$n"; [ "$n" = 0 ] && prog="$B/gpu/gemm_variants"
+            [ -x "$prog" ] || continue
+            NVFP4_DEV_MODE=$n step "fixed${n}_${s%%:*}_${s##*:}" 120 "$prog" ${s%%:*} ${s##*:} -1 30
+            grep -E "^(OK|DEV)" "$L/fixed${n}_${s%%:*}_${s##*:}.log"
+        done
     done
     # the fused linear's kernels one by one (durations): quantizer, pre-pass, GEMM
     NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)

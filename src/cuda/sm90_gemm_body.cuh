@@ -201,8 +201,17 @@
 
 /* dev_mode (parts left out) only in dev builds (-DNVFP4_SM90_DEV,
  * build/gpu/gemm_variants_dev): its branch around the wgmmas makes ptxas
- * inject warpgroup.arrive (C7519), and its other tests cost registers. */
-#ifdef NVFP4_SM90_DEV
+ * inject warpgroup.arrive (C7519), and its other tests cost registers --
+ * that build runs ~30 % slower with nothing left out (fifteenth session).
+ * -DNVFP4_SM90_DEV_FIXED=MODE fixes the parts left out at compile time
+ * instead (build/gpu/gemm_variants_devMODE, `make -f tests/gpu/gpu.mk
+ * dev-fixed`): no branch, the library's code for what is kept. */
+#if defined(NVFP4_SM90_DEV_FIXED)
+#define SM90_MMA_ON (!((NVFP4_SM90_DEV_FIXED) & SM90_DEV_NO_MMA))
+#define SM90_DEQUANT_ON (!((NVFP4_SM90_DEV_FIXED) & SM90_DEV_NO_DEQUANT))
+#define SM90_FEED_OFF ((NVFP4_SM90_DEV_FIXED) & SM90_DEV_NO_FEED)
+#define SM90_EPILOGUE_ON (!((NVFP4_SM90_DEV_FIXED) & SM90_DEV_NO_EPILOGUE))
+#elif defined(NVFP4_SM90_DEV)
 #define SM90_MMA_ON (!(p.dev_mode & SM90_DEV_NO_MMA))
 #define SM90_DEQUANT_ON (!(p.dev_mode & SM90_DEV_NO_DEQUANT))
 #define SM90_FEED_OFF (p.dev_mode & SM90_DEV_NO_FEED)

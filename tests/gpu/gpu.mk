@@ -100,3 +100,21 @@ $(BUILD)/gpu/gemm_variants_dev: dev/cuda/gemm_variants.c $(BUILD)/obj/dev/sm90_g
 	ar d $(BUILD)/obj/dev/libnvfp4_dev.a sm90_gemm.cu.o
 	ar rcs $(BUILD)/obj/dev/libnvfp4_dev.a $(BUILD)/obj/dev/sm90_gemm_dev.cu.o
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/obj/dev/libnvfp4_dev.a $(GPU_LIBS)
+
+# gemm_variants_devN: the parts left out fixed at compile time
+# (-DNVFP4_SM90_DEV_FIXED=N: no runtime branch, so no injected
+# warpgroup.arrive; run with NVFP4_DEV_MODE=N so that the check is skipped).
+# Not in `all` (a compile of sm90_gemm.cu each): make -f tests/gpu/gpu.mk dev-fixed
+DEV_FIXED ?= 1 2 3 4 7
+.PHONY: dev-fixed
+dev-fixed: $(foreach n,$(DEV_FIXED),$(BUILD)/gpu/gemm_variants_dev$(n))
+$(BUILD)/obj/dev/sm90_gemm_dev%.cu.o: src/cuda/sm90_gemm.cu lib
+	@mkdir -p $(@D)
+	$(NVCC) -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
+	  -fmad=false -Iinclude -Isrc/core -Isrc -lineinfo -DNVFP4_SM90_DEV_FIXED=$* -c $< -o $@
+$(BUILD)/gpu/gemm_variants_dev%: dev/cuda/gemm_variants.c $(BUILD)/obj/dev/sm90_gemm_dev%.cu.o lib
+	@mkdir -p $(@D)
+	cp $(BUILD)/libnvfp4.a $(BUILD)/obj/dev/libnvfp4_dev$*.a
+	ar d $(BUILD)/obj/dev/libnvfp4_dev$*.a sm90_gemm.cu.o
+	ar rcs $(BUILD)/obj/dev/libnvfp4_dev$*.a $(BUILD)/obj/dev/sm90_gemm_dev$*.cu.o
+	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/obj/dev/libnvfp4_dev$*.a $(GPU_LIBS)
