@@ -33,9 +33,10 @@ extern "C" {
 /* The fused A producer alone: device BF16 x (m x k) -> the GEMM's FP16
  * operands act[r * act_ld + c] (r < m, c < roundup(k,16)), the operand
  * format of the GEMM's workspace: each block's 16 values in the operand
- * order (slot c % 16 holds element nvfp4_sm90_operand_elem(c % 16)).  per_tensor_scale: device static scale,
- * or NULL for the dynamic one, computed with the 4-byte device scratch
- * `amax_scratch`; the scale used goes to *pts_out (device, optional).
+ * order (slot c % 16 holds element nvfp4_sm90_operand_elem(c % 16)).
+ * per_tensor_scale: device static scale, or NULL for the dynamic one,
+ * computed with the 4-byte device scratch `amax_scratch`; the scale used
+ * goes to *pts_out (device, optional).
  * For tests (tests/gpu/test_quantize_cuda.c, test_linear_cuda.c). */
 nvfp4_status nvfp4_sm90_produce_operands(const uint16_t *x, int64_t m, int64_t k,
                                          const float *per_tensor_scale, void *amax_scratch,

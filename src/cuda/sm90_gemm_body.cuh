@@ -168,7 +168,7 @@
         }                                                                                          \
         if (!more_) break;                                                                         \
         if (!SM90_LOAD_AHEAD && SM90_DEQUANT_ON) raw_ = SM90_LOAD();                               \
-        if (SM90_DEQUANT_ON) nvfp4_sm90_convert_chunk(raw_, xsel, NXT);                       \
+        if (SM90_DEQUANT_ON) nvfp4_sm90_convert_chunk(raw_, xsel, NXT);                            \
     }
 
 /* Pipeline depth: fragment sets in rotation.  Two (wait_group 1: while the

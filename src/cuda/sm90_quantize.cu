@@ -98,8 +98,6 @@ static __device__ __forceinline__ void q_zero_words(unsigned *words, int count)
     for (int i = threadIdx.x; i < count; i += blockDim.x) words[i] = 0u;
 }
 
-
-
 /* Block (r, cb) by the exact steps (q_block, q_f16_operand), for blocks the
  * table does not cover; not inlined, so that the table path's loop does not
  * carry its registers.  w: the block's words (q_load_block). */

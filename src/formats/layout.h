@@ -27,7 +27,7 @@ NVFP4_HOST_DEVICE float nvfp4_e2m1_value(uint32_t code)
     return (code & 8u) ? -m : m;
 }
 
-/* The H200 GEMM's FP16 operand order (docs/KERNEL.md, "Operand order"):
+/* The H200 GEMM's FP16 operand order (docs/KERNEL.md, design item 13):
  * in each 16-element block, operand slot s holds element
  * nvfp4_sm90_operand_elem(s) -- the even elements (the code bytes' high
  * nibbles) in slots 0..7, the odd ones (low nibbles) in 8..15 -- so that the
