@@ -754,11 +754,12 @@ static cudaError_t launch_small(const void *kern, int grid, int threads, size_t 
  * after_producer: the previous kernel on the stream is the fused linear's
  * quantizer, which wrote A; the GEMM is then launched as its programmatic
  * dependent (its launch and prologue, and the first weight boxes, overlap
- * the quantizer's tail).  sk_zeroed: that kernel also zeroed the stream-K
- * counters (nvfp4_sm90_gemm_sk_counters); without a pre-pass to do it, a
- * memset would (and the launch would wait for it). */
+ * the quantizer's tail).  The stream-K counters are zeroed by the kernel
+ * before the GEMM: the pre-pass, or with act_ready the fused linear's
+ * quantizer (nvfp4_sm90_gemm_sk_counters); src (the in-kernel A producer)
+ * runs only register kernels, which have none. */
 static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, int after_producer,
-                              int sk_zeroed, const nvfp4_sm90_bf16_act *src)
+                              const nvfp4_sm90_bf16_act *src)
 {
     if (!args) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "gemm (cuda): args is NULL");
     const nvfp4_cuda_operand *a = &args->a, *b = &args->b;
@@ -1066,12 +1067,6 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
                               plan.grid);
         p.sk_flags = (unsigned *)sk;
         p.sk_acc = (float *)(sk + SK_FLAG_BYTES);
-        if (act_ready && !sk_zeroed) {
-            cudaError_t me = cudaMemsetAsync(p.sk_flags, 0, (size_t)plan.grid * sizeof(unsigned), stream);
-            if (me != cudaSuccess)
-                return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): clearing the stream-K counters: %s",
-                                  cudaGetErrorString(me));
-        }
     }
 
     /* the pre-pass zeroes the stream-K counters the GEMM after it uses */
@@ -1133,7 +1128,7 @@ extern "C" int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, i
 
 extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)
 {
-    return gemm_impl(args, 0, 0, 0, NULL);
+    return gemm_impl(args, 0, 0, NULL);
 }
 
 extern "C" nvfp4_status nvfp4_sm90_gemm_from_f16(const nvfp4_cuda_gemm_args *args)
@@ -1141,16 +1136,16 @@ extern "C" nvfp4_status nvfp4_sm90_gemm_from_f16(const nvfp4_cuda_gemm_args *arg
     /* the linear's quantizer wrote the FP16 operands just before, and
      * zeroed the stream-K counters: its programmatic dependent, as after the
      * pre-pass */
-    return gemm_impl(args, 1, 1, 1, NULL);
+    return gemm_impl(args, 1, 1, NULL);
 }
 
 extern "C" nvfp4_status nvfp4_sm90_gemm_after_quantizer(const nvfp4_cuda_gemm_args *args)
 {
-    return gemm_impl(args, 0, 1, 0, NULL);
+    return gemm_impl(args, 0, 1, NULL);
 }
 
 extern "C" nvfp4_status nvfp4_sm90_gemm_quantizing(const nvfp4_cuda_gemm_args *args, const nvfp4_sm90_bf16_act *src)
 {
     if (!src) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "gemm (cuda): no BF16 activation source");
-    return gemm_impl(args, 1, 0, 0, src);
+    return gemm_impl(args, 1, 0, src);
 }

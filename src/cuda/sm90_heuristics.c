@@ -80,6 +80,11 @@ static int sm90_sk_capable(const nvfp4_sm90_variant *x, int k_slices)
  * the sm_90 parts. */
 #define SM90_SK_MAX_OPERAND_BYTES (75LL << 20)
 
+/* The first stream-K tile of `tiles` on `ctas` CTAs: whole waves but the
+ * last run data-parallel, the rest (between one and two grids of tiles) is
+ * shared out. */
+static int64_t sm90_sk_first_tile(int64_t tiles, int64_t ctas) { return (tiles / ctas - 1) * ctas; }
+
 /* Cost of the tiles of an M x N x K GEMM in 128 x bn tiles on `ctas` CTAs,
  * times ctas: whole waves, each paid in full (data-parallel), or with *sk
  * set, the tiles from the last whole wave on shared out evenly by K chunks
@@ -94,7 +99,7 @@ static int64_t sm90_tile_cost(int64_t m, int64_t n, int64_t k, int bn, int64_t c
     const int64_t skc = tiles * per + SM90_SK_SPLIT_ROWS * ctas;
     *sk = sk_allowed && tiles >= ctas && tiles % ctas != 0 && skc < dp;
     if (*sk) {
-        const int64_t t0 = (tiles / ctas - 1) * ctas; /* the first stream-K tile */
+        const int64_t t0 = sm90_sk_first_tile(tiles, ctas);
         const int64_t w_tiles = (tiles - 1) / num_at - t0 / num_at + 1;
         const int64_t w_rows = num_at > 1 ? w_tiles * 128 : 0; /* re-read by several activation tiles */
         const int64_t a_rows = w_tiles < 2 ? 0 : tiles - t0 >= num_at ? m : (tiles - t0) * bn;
@@ -316,9 +321,7 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
     }
     if (sk) {
         out->grid = (int)sk_ctas;
-        /* whole waves but the last, data-parallel; the rest (between one
-         * and two grids of tiles) shared out */
-        out->sk_tile0 = (tiles / sk_ctas - 1) * sk_ctas;
+        out->sk_tile0 = sm90_sk_first_tile(tiles, sk_ctas);
     }
     return 0;
 }
