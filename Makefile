@@ -73,7 +73,7 @@ CLI_O    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_C))
 TEST_C   := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_C))
 
-.PHONY: all lib cli tests test test-unit test-cli test-python test-sanitize fuzz gpu-tests probe-sm120 deps help clean
+.PHONY: all lib cli tests test test-unit test-cli test-python test-sanitize fuzz gpu-tests sm90-options probe-sm120 deps help clean
 all: lib cli
 
 help:
@@ -84,6 +84,7 @@ help:
 	@echo "make fuzz        libFuzzer over the safetensors reader (FUZZ_SECONDS=60)"
 	@echo "make gpu-tests   build the H200 test programs (tests/gpu/run.sh runs them)"
 	@echo "make probe-sm120 build the GB10 / RTX Blackwell probe (when nvcc has sm_121a)"
+	@echo "make sm90-options  compile the H200 kernel's not-yet-default options (tests/gpu/gpu.mk alts)"
 	@echo "make deps        install the Debian packages the build needs"
 
 deps:
@@ -158,6 +159,13 @@ fuzz:
 
 gpu-tests:
 	@$(MAKE) --no-print-directory -f tests/gpu/gpu.mk BUILD=$(BUILD)
+
+# the wgmma kernel's measured-before-default options (tests/gpu/gpu.mk alts)
+# compile warning-free: CI builds their objects
+sm90-options:
+	@if [ -n "$(NVCC)" ]; then \
+	  $(MAKE) --no-print-directory -f tests/gpu/gpu.mk BUILD=$(BUILD) NVCC=$(NVCC) alt-objs; \
+	else echo "sm90-options: skipped (no nvcc here)"; fi
 
 probe-sm120:
 	@if [ -n "$(NVCC)" ] && "$(NVCC)" --list-gpu-arch 2>/dev/null | grep -q compute_121; then \

@@ -40,16 +40,7 @@ if has ab; then
     done
 fi
 if has quant; then
-    # the four-lane quantizer kernel (dev/cuda/quantizer_coop: every byte
-    # against the C quantizer, then timed beside the library's two kernels)
-    step coop 200 "$B/gpu/quantizer_coop" --iters 200
-    grep -E "exact;|MISMATCH|RESULT" "$L/coop.log"
-    # the fused linear with the library's quantizer kernels in turn
-    # (NVFP4_DEV_QUANTIZER: -1 the rule, 0 table, 1 one thread a block)
-    for qm in ${QMODES:--1 0 1}; do
-        NVFP4_DEV_QUANTIZER=$qm step "quant_$qm" 200 "$B/gpu/inkernel_a" qkv:1,16,128 attn_out:1,16,128 fc1:1,16,128 fc2:1,16,128 --iters 100
-        grep -E "M=" "$L/quant_$qm.log" | sed "s/^/q$qm /"
-    done
+    step_quant
     NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
     for qm in 0 1; do
         NVFP4_DEV_QUANTIZER=$qm step "qkern_$qm" 200 $NCU --clock-control none -k regex:'nvfp4_q_blocks' -c 12 \
@@ -97,17 +88,8 @@ if has prof; then
         grep -E "^(VARIANT|MISMATCH)" "$L/tiles_${s%%:*}_${s##*:}.log"
     done
 fi
-if has suites; then
-    step gemm 300 "$B/gpu/test_gemm_cuda"
-    step linear 300 "$B/gpu/test_linear_cuda"
-    step quantize 120 "$B/gpu/test_quantize_cuda"
-fi
+if has suites; then step_suites; fi
 if has checks; then step_checks; fi
 if has bench; then step_bench; fi
-if has sanitize; then
-    step race_qkv 200 compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 1 \
-        "$B/gpu/gemm_variants" qkv 256 -1 0
-    step mem_attn 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/gemm_variants" attn_out 128 -1 0
-    step mem_quant 200 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/test_quantize_cuda" --quick
-fi
+if has sanitize; then step_sanitize; fi
 cd "$OUT" && tar czf logs.tgz logs && rm -rf logs

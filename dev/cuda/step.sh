@@ -3,7 +3,10 @@
 #   step NAME SECONDS COMMAND...   runs COMMAND into $L/NAME.log with a time
 #                                  limit and prints its exit status and
 #                                  failure / summary lines;
-#   step_checks, step_bench        the P0 checks and the bench (below).
+#   step_checks, step_bench        the P0 checks and the bench, and
+#   step_suites, step_sanitize     the GPU suites and compute-sanitizer's
+#                                  checks, and
+#   step_quant                     the quantizer kernels (below).
 B=${1:-build}
 L=$OUT/logs
 mkdir -p "$L"
@@ -26,4 +29,30 @@ step_checks() {
 step_bench() {
     step bench 300 "$B/nvfp4" bench --m 1,16,128,2048 --json "$L/bench.json"
     tail -n 18 "$L/bench.log"
+}
+# The three GPU suites (every output against the CPU oracle).
+step_suites() {
+    step gemm 300 "$B/gpu/test_gemm_cuda"
+    step linear 300 "$B/gpu/test_linear_cuda"
+    step quantize 120 "$B/gpu/test_quantize_cuda"
+}
+# racecheck (QKV M = 256: stream-K) and memcheck (attn-out M = 128) of the
+# wgmma kernel, memcheck of the quantizer suite.
+step_sanitize() {
+    step race_qkv 200 compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 1 \
+        "$B/gpu/gemm_variants" qkv 256 -1 0
+    step mem_attn 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/gemm_variants" attn_out 128 -1 0
+    step mem_quant 200 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/test_quantize_cuda" --quick
+}
+# The four-lane quantizer kernel (dev/cuda/quantizer_coop: every byte
+# against the C quantizer, then timed beside the library's two kernels), and
+# the fused linear with the library's quantizer kernels in turn
+# (NVFP4_DEV_QUANTIZER in QMODES: -1 the rule, 0 table, 1 one thread a block).
+step_quant() {
+    step coop 200 "$B/gpu/quantizer_coop" --iters 200
+    grep -E "exact;|MISMATCH|RESULT" "$L/coop.log"
+    for qm in ${QMODES:--1 0 1}; do
+        NVFP4_DEV_QUANTIZER=$qm step "quant_$qm" 200 "$B/gpu/inkernel_a" qkv:1,16,128 attn_out:1,16,128 fc1:1,16,128 fc2:1,16,128 --iters 100
+        grep -E "M=" "$L/quant_$qm.log" | sed "s/^/q$qm /"
+    done
 }

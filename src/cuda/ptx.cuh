@@ -171,6 +171,12 @@ NVFP4_DEV void ptx_fence_reg_u32(uint32_t &r) { asm volatile("" : "+r"(r)::"memo
 
 NVFP4_DEV void ptx_setmaxnreg_dec_40(void) { asm volatile("setmaxnreg.dec.sync.aligned.u32 40;"); }
 NVFP4_DEV void ptx_setmaxnreg_inc_232(void) { asm volatile("setmaxnreg.inc.sync.aligned.u32 232;"); }
+/* ... to N registers a thread (a multiple of 8 in [24, 256]) */
+template <int N> NVFP4_DEV void ptx_setmaxnreg_inc(void)
+{
+    static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg: a multiple of 8 in [24, 256]");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
 
 /* Shared-memory matrix descriptor for wgmma: K-major tile written by TMA
  * with the 128-byte swizzle (rows of 128 bytes, 8-row groups 1024 bytes

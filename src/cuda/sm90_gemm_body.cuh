@@ -125,6 +125,20 @@
         }                                                                                          \
     }
 
+/* The 4 wgmma k16 steps of one chunk from fragments F[0..3] (blocks in
+ * order), B at descriptor D: + 32 bytes a step (>> 4 = 2). */
+#define SM90_WGMMA_CHUNK(F, D)                                                                     \
+    {                                                                                              \
+        SM90_WGMMA(acc, (F)[0][0], (F)[0][1], (F)[0][2], (F)[0][3], (D));                          \
+        SM90_WGMMA(acc, (F)[1][0], (F)[1][1], (F)[1][2], (F)[1][3], (D) + 2);                      \
+        SM90_WGMMA(acc, (F)[2][0], (F)[2][1], (F)[2][2], (F)[2][3], (D) + 4);                      \
+        SM90_WGMMA(acc, (F)[3][0], (F)[3][1], (F)[3][2], (F)[3][3], (D) + 6);                      \
+    }
+/* Keep fragment registers F[0..NB-1] in place across a wgmma boundary. */
+#define SM90_FENCE_FRAGS(F, NB)                                                                    \
+    _Pragma("unroll") for (int kb_ = 0; kb_ < (NB); kb_++)                                         \
+        _Pragma("unroll") for (int j_ = 0; j_ < 4; j_++) ptx_fence_reg_u32((F)[kb_][j_]);
+
 /* One step of the consumer's software pipeline: issue the 4 wgmmas of chunk
  * kc from fragments CUR; load chunk kc+1's codes and scales; retire chunk
  * kc-1 (wait_group 1) and free its stage if it was the stage's last chunk;
@@ -133,16 +147,10 @@
  * shared addresses are below 2^18, so the start field never carries. */
 #define SM90_CHUNK(CUR, NXT)                                                                       \
     {                                                                                              \
-        _Pragma("unroll") for (int kb = 0; kb < 4; kb++)                                           \
-            _Pragma("unroll") for (int j = 0; j < 4; j++) ptx_fence_reg_u32(CUR[kb][j]);            \
+        SM90_FENCE_FRAGS(CUR, 4)                                                                   \
         ptx_wgmma_fence();                                                                         \
         const uint64_t desc_ = ptx_desc_sw128(ptx_smem_addr(SM90_STAGE(s) + sub * SM90_ACT_BOX));  \
-        if (SM90_MMA_ON) {                                                                         \
-            SM90_WGMMA(acc, CUR[0][0], CUR[0][1], CUR[0][2], CUR[0][3], desc_);                    \
-            SM90_WGMMA(acc, CUR[1][0], CUR[1][1], CUR[1][2], CUR[1][3], desc_ + 2);                \
-            SM90_WGMMA(acc, CUR[2][0], CUR[2][1], CUR[2][2], CUR[2][3], desc_ + 4);                \
-            SM90_WGMMA(acc, CUR[3][0], CUR[3][1], CUR[3][2], CUR[3][3], desc_ + 6);                \
-        }                                                                                          \
+        if (SM90_MMA_ON) SM90_WGMMA_CHUNK(CUR, desc_)                                              \
         ptx_wgmma_commit();                                                                        \
         if (SM90_SLICES && sliced && kc + 1 == slice_end) {                                        \
             SM90_FOLD();                                                                           \
@@ -159,8 +167,7 @@
             if (SM90_LOAD_AHEAD && SM90_DEQUANT_ON) raw_ = SM90_LOAD();                            \
         }                                                                                          \
         SM90_WAIT_GROUP();                                                                         \
-        _Pragma("unroll") for (int kb = 0; kb < 4; kb++)                                           \
-            _Pragma("unroll") for (int j = 0; j < 4; j++) ptx_fence_reg_u32(NXT[kb][j]);            \
+        SM90_FENCE_FRAGS(NXT, 4)                                                                   \
         if (rel_) {                                                                                \
             /* the stage was only read (LDS, wgmma): no proxy fence */                             \
             __syncwarp();                                                                          \
@@ -199,6 +206,93 @@
 #define SM90_RETIRE_BOOKKEEPING() const int rel_slot_ = prev_slot, rel_ = kc > kbeg && prev_last;
 #endif
 
+/* Chunk pairs (-DNVFP4_SM90_PAIR=1, sixteenth session; not in the
+ * library's build until measured): a wgmma group is two chunks' 8 k16
+ * steps, and the next two chunks are dequantized together -- twice the
+ * independent instructions between two waits, and one fence, commit and
+ * wait_group per 8 steps instead of per 4.  Why: the 64x128 tile (attn-out
+ * and FC2 at M = 128, one consumer warp per scheduler) runs ~650 cycles a
+ * chunk against 4 x ~67 for its wgmma chain and ~250 cycles of issue for
+ * its dequantization, and its barriers and waits alone took about half
+ * the kernel's time (docs/KERNEL.md, sixteenth session).  For the 128-row
+ * tiles (wgmma N <= NVFP4_SM90_PAIR_MAX_BN) with two chunks a stage and
+ * one consumer, or one chunk a stage (two stages a pair) and two; the
+ * same k16 steps in the same order into the same accumulators. */
+#ifndef NVFP4_SM90_PAIR_MAX_BN
+#define NVFP4_SM90_PAIR_MAX_BN 128
+#endif
+#if defined(NVFP4_SM90_PAIR) && NVFP4_SM90_PAIR
+#define SM90_PAIR                                                                                  \
+    (SM90_BN > 64 && SM90_BN <= NVFP4_SM90_PAIR_MAX_BN && SM90_DEPTH == 2 &&                       \
+     ((SM90_NC == 1 && SM90_KSUB == 2 && !SM90_SK) || (SM90_NC == 2 && SM90_KSUB == 1)))
+#else
+#define SM90_PAIR 0
+#endif
+#if SM90_PAIR
+/* the chunk at sub-chunk SUB of stage ST, loaded */
+#define SM90_LOAD_AT(ST, SUB)                                                                      \
+    nvfp4_sm90_load_chunk(SM90_STAGE(ST) + SM90_ACT_BYTES + (SUB) * 32, SM90_CODE_ROW, word_off,   \
+                          SM90_STAGE(ST) + SM90_ACT_BYTES + SM90_CODE_BYTES + (SUB) * 512, r0, sc_off0, \
+                          sc_off1)
+/* A pair starts at (s, phase, sub 0): its second chunk is sub-chunk 1 of
+ * stage s (KSUB 2) or the first of the next stage (KSUB 1; its phase
+ * flips where the ring wraps). */
+#define SM90_PAIR_S2(S) (SM90_KSUB == 2 ? (S) : (S) + 1 == stages ? 0 : (S) + 1)
+#define SM90_PAIR_PH2(S, PH) (SM90_KSUB == 1 && (S) + 1 == stages ? (PH) ^ 1u : (PH))
+#define SM90_PAIR_WAIT_LOAD(RA, RB)                                                                \
+    {                                                                                              \
+        ptx_mbar_wait(&full[s], phase);                                                            \
+        if (SM90_KSUB == 1) ptx_mbar_wait(&full[SM90_PAIR_S2(s)], SM90_PAIR_PH2(s, phase));        \
+        if (SM90_DEQUANT_ON) {                                                                     \
+            RA = SM90_LOAD_AT(s, 0);                                                               \
+            RB = SM90_LOAD_AT(SM90_PAIR_S2(s), SM90_KSUB - 1);                                     \
+        }                                                                                          \
+    }
+/* One step of the pair pipeline: the 8 wgmmas of the pair at s from CUR
+ * (blocks 0..3 its first chunk, 4..7 its second); wait for and load the
+ * next pair; retire the previous pair (wait_group 1) and free its stages;
+ * dequantize the next pair into NXT. */
+#define SM90_PAIR_STEP(CUR, NXT)                                                                   \
+    {                                                                                              \
+        SM90_FENCE_FRAGS(CUR, 8)                                                                   \
+        ptx_wgmma_fence();                                                                         \
+        const int s2_ = SM90_PAIR_S2(s);                                                           \
+        const uint64_t d0_ = ptx_desc_sw128(ptx_smem_addr(SM90_STAGE(s)));                         \
+        const uint64_t d1_ = ptx_desc_sw128(ptx_smem_addr(SM90_STAGE(s2_) + (SM90_KSUB - 1) * SM90_ACT_BOX)); \
+        if (SM90_MMA_ON) {                                                                         \
+            SM90_WGMMA_CHUNK(CUR, d0_)                                                             \
+            SM90_WGMMA_CHUNK(CUR + 4, d1_)                                                         \
+        }                                                                                          \
+        ptx_wgmma_commit();                                                                        \
+        const int rel_ = kc > kbeg, rel0_ = prev_slot, rel1_ = prev_slot2;                         \
+        prev_slot = s;                                                                             \
+        prev_slot2 = s2_;                                                                          \
+        kc += 2;                                                                                   \
+        _Pragma("unroll") for (int a_ = 0; a_ < 3 - SM90_KSUB; a_++) if (++s == stages) {          \
+            s = 0;                                                                                 \
+            phase ^= 1;                                                                            \
+        }                                                                                          \
+        const int more_ = kc < kpair_end;                                                          \
+        nvfp4_sm90_chunk_raw ra_, rb_;                                                             \
+        if (more_) SM90_PAIR_WAIT_LOAD(ra_, rb_);                                                  \
+        ptx_wgmma_wait1();                                                                         \
+        SM90_FENCE_FRAGS(NXT, 8)                                                                   \
+        if (rel_) {                                                                                \
+            /* the stages were only read (LDS, wgmma): no proxy fence */                           \
+            __syncwarp();                                                                          \
+            if (lane == 0) {                                                                       \
+                ptx_mbar_arrive(&empty[rel0_]);                                                    \
+                if (SM90_KSUB == 1) ptx_mbar_arrive(&empty[rel1_]);                                \
+            }                                                                                      \
+        }                                                                                          \
+        if (!more_) break;                                                                         \
+        if (SM90_DEQUANT_ON) {                                                                     \
+            nvfp4_sm90_convert_chunk(ra_, xsel, NXT);                                              \
+            nvfp4_sm90_convert_chunk(rb_, xsel, NXT + 4);                                          \
+        }                                                                                          \
+    }
+#endif
+
 /* dev_mode (parts left out) only in dev builds (-DNVFP4_SM90_DEV,
  * build/gpu/gemm_variants_dev): its branch around the wgmmas makes ptxas
  * inject warpgroup.arrive (C7519), and its other tests cost registers --
@@ -226,6 +320,25 @@
 /* Small single-consumer variants run two CTAs per SM: twice the
  * independent load -> dequant -> wgmma chains where M is small. */
 #define SM90_MINB NVFP4_SM90_CTAS(SM90_BN, SM90_NC)
+
+/* The register split of the single-consumer tiles (-DNVFP4_SM90_REGBAL=1,
+ * sixteenth session; not in the library's build until measured): the
+ * producer warpgroup gives its registers back (setmaxnreg.dec to 40) and the
+ * consumer takes what its CTA's share allows -- as the two-consumer tiles
+ * always did.  Why (SASS, read without a GPU): ptxas then keeps the stage
+ * index and the wgmma descriptors in uniform registers (no R2UR per wgmma;
+ * the 64x128 loop 287 -> 271 instructions a chunk pair, 20 % fewer on the
+ * vector pipes), and the 64x16 and 64x64 tiles stop spilling.
+ * NOTES: ptxas launches the kernel with its cap, L = 65536 / (threads x
+ * CTAs per SM) rounded down to 8 (or the largest count asked for, if less):
+ * the consumer may then take 2 L - 40 (the producer's 88 at L = 128),
+ * at most 240 (one CTA per SM: the launch count becomes 240 and the
+ * increase is to the same count); two CTAs 128 -> 216, three 80 -> 120.
+ * A larger request would block forever. */
+#if defined(NVFP4_SM90_REGBAL) && NVFP4_SM90_REGBAL && SM90_NC == 1
+#define SM90_REG_CAP ((65536 / (SM90_THREADS * SM90_MINB)) / 8 * 8)
+#define SM90_CONSUMER_REGS (2 * SM90_REG_CAP - 40 < 240 ? 2 * SM90_REG_CAP - 40 : 240)
+#endif
 
 extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
     SM90_NAME(const __grid_constant__ nvfp4_sm90_params p)
@@ -268,7 +381,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
 
     if (wg == 0) {
         /* ---------------- producer ---------------- */
-#if SM90_NC == 2
+#if SM90_NC == 2 || defined(SM90_CONSUMER_REGS)
         ptx_setmaxnreg_dec_40();
 #endif
         /* One issuing thread (lane 0 of warp 0), or with SM90_PROD_PARALLEL
@@ -339,6 +452,8 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
         /* ---------------- consumers ---------------- */
 #if SM90_NC == 2
         ptx_setmaxnreg_inc_232();
+#elif defined(SM90_CONSUMER_REGS)
+        ptx_setmaxnreg_inc<SM90_CONSUMER_REGS>();
 #endif
         const int c = wg - 1;
         const int warp = (tid / 32) % 4, lane = tid % 32;
@@ -377,16 +492,75 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
             }
 #pragma unroll
             for (int i = 0; i < SM90_BN / 2; i++) ptx_fence_reg(acc[i]);
-            int slice_end = p.chunks_per_slice, first_slice = 1;
+            int first_slice = 1;
             /* Software pipeline, two chunks deep: while the wgmmas of chunk kc
              * run, the next chunk is dequantized into the other fragment set;
              * wait_group 1 then retires chunk kc-1 and frees its stage. */
-            uint32_t fa[4][4], fb[4][4];
-            int kc = kbeg, sub = 0, prev_slot = 0, prev_last = 0;
+            uint32_t fa[4][4];
+            int kc = kbeg, sub = 0, prev_slot = 0;
+#if !SM90_PAIR
+            int slice_end = p.chunks_per_slice;
+            uint32_t fb[4][4];
+            int prev_last = 0;
+#endif
 #if SM90_DEPTH == 3
             uint32_t fc[4][4];
             int prev2_slot = 0, prev2_last = 0;
 #endif
+#if SM90_PAIR
+            /* the full chunks in pairs from kbeg (one consumer: kbeg = 0 and
+             * a pair is a stage; two: a pair is two stages, and a stream-K
+             * piece may start on any chunk) */
+            const int kpair_end = kbeg + ((kstop - kbeg) & ~1);
+            if (kpair_end > kbeg) {
+                uint32_t pa[8][4], pb[8][4];
+                int prev_slot2 = 0;
+                {
+                    nvfp4_sm90_chunk_raw ra_, rb_;
+                    SM90_PAIR_WAIT_LOAD(ra_, rb_);
+                    if (SM90_DEQUANT_ON) {
+                        nvfp4_sm90_convert_chunk(ra_, xsel, pa);
+                        nvfp4_sm90_convert_chunk(rb_, xsel, pa + 4);
+                    }
+                }
+                for (;;) {
+                    SM90_PAIR_STEP(pa, pb)
+                    SM90_PAIR_STEP(pb, pa)
+                }
+                ptx_wgmma_wait0();
+#pragma unroll
+                for (int i = 0; i < SM90_BN / 2; i++) ptx_fence_reg(acc[i]);
+                SM90_FENCE_FRAGS(pa, 8)
+                SM90_FENCE_FRAGS(pb, 8)
+                /* the last pair's stages (reads only: no proxy fence) */
+                __syncwarp();
+                if (lane == 0) {
+                    ptx_mbar_arrive(&empty[prev_slot]);
+                    if (SM90_KSUB == 1) ptx_mbar_arrive(&empty[prev_slot2]);
+                }
+            }
+            if (kstop > kpair_end) {
+                /* one full chunk left, the first of stage s; with two chunks
+                 * a stage, a 2-block chunk after it (below) shares the stage
+                 * and frees it */
+                ptx_mbar_wait(&full[s], phase);
+                SM90_DEQUANT(fa);
+                SM90_FENCE_FRAGS(fa, 4)
+                ptx_wgmma_fence();
+                const uint64_t d_ = ptx_desc_sw128(ptx_smem_addr(SM90_STAGE(s) + sub * SM90_ACT_BOX));
+                if (SM90_MMA_ON) SM90_WGMMA_CHUNK(fa, d_)
+                ptx_wgmma_commit();
+                ptx_wgmma_wait0();
+#pragma unroll
+                for (int i = 0; i < SM90_BN / 2; i++) ptx_fence_reg(acc[i]);
+                SM90_FENCE_FRAGS(fa, 4)
+                if (SM90_KSUB == 1 || kend == kstop) {
+                    __syncwarp();
+                    if (lane == 0) ptx_mbar_arrive(&empty[s]);
+                }
+                SM90_NEXT_CHUNK();
+            }
+#else
             if (kstop > kbeg) {
                 ptx_mbar_wait(&full[s], phase);
                 SM90_DEQUANT(fa);
@@ -425,6 +599,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                     if (lane == 0) ptx_mbar_arrive(&empty[prev_slot]);
                 }
             }
+#endif
             if (kend > num_full) { /* K % 64 == 32: a last chunk of 2 blocks */
                 if (sub == 0) ptx_mbar_wait(&full[s], phase);
                 SM90_DEQUANT(fa);
@@ -480,6 +655,16 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
 }
 
 #undef SM90_CHUNK
+#undef SM90_WGMMA_CHUNK
+#undef SM90_FENCE_FRAGS
+#undef SM90_PAIR
+#undef SM90_CONSUMER_REGS
+#undef SM90_REG_CAP
+#undef SM90_PAIR_STEP
+#undef SM90_PAIR_WAIT_LOAD
+#undef SM90_PAIR_S2
+#undef SM90_PAIR_PH2
+#undef SM90_LOAD_AT
 #undef SM90_EPI_OUT
 #undef SM90_SK
 #undef SM90_SK_SLOT

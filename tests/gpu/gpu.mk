@@ -105,7 +105,8 @@ $(BUILD)/gpu/gemm_variants_dev: dev/cuda/gemm_variants.c $(BUILD)/obj/dev/sm90_g
 # (-DNVFP4_SM90_DEV_FIXED=N: no runtime branch, so no injected
 # warpgroup.arrive; run with NVFP4_DEV_MODE=N so that the check is skipped).
 # Not in `all` (a compile of sm90_gemm.cu each): make -f tests/gpu/gpu.mk dev-fixed
-DEV_FIXED ?= 1 2 3 4 7
+# (5: the wgmma chain and its barriers alone; 6: the dequantization alone)
+DEV_FIXED ?= 1 2 3 4 5 6 7
 .PHONY: dev-fixed
 dev-fixed: $(foreach n,$(DEV_FIXED),$(BUILD)/gpu/gemm_variants_dev$(n))
 $(BUILD)/obj/dev/sm90_gemm_dev%.cu.o: src/cuda/sm90_gemm.cu lib
@@ -118,3 +119,40 @@ $(BUILD)/gpu/gemm_variants_dev%: dev/cuda/gemm_variants.c $(BUILD)/obj/dev/sm90_
 	ar d $(BUILD)/obj/dev/libnvfp4_dev$*.a sm90_gemm.cu.o
 	ar rcs $(BUILD)/obj/dev/libnvfp4_dev$*.a $(BUILD)/obj/dev/sm90_gemm_dev$*.cu.o
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/obj/dev/libnvfp4_dev$*.a $(GPU_LIBS)
+
+# Builds of the wgmma kernel with sixteenth-session options (not in the
+# library's build until measured; sm90_gemm_body.cuh): `pair` (-DNVFP4_SM90_PAIR:
+# wgmma groups of two chunks), `regbal` (-DNVFP4_SM90_REGBAL: setmaxnreg on the
+# single-consumer tiles), `both`; each as gemm_variants_ALT and
+# test_gemm_cuda_ALT against a library whose sm90_gemm.cu object is built so,
+# and ALT_devN (N as DEV_FIXED) for parts left out.
+# Not in `all`: make -f tests/gpu/gpu.mk alts
+# (The options' own objects compile warning-free, as the library's must;
+# `alt-objs` builds just those: CI does, so that the options cannot rot.)
+ALT_WERROR       := -Xcompiler -Wall -Werror all-warnings
+ALT_FLAGS_pair   := -DNVFP4_SM90_PAIR=1 $(ALT_WERROR)
+ALT_FLAGS_regbal := -DNVFP4_SM90_REGBAL=1 $(ALT_WERROR)
+ALT_FLAGS_both   := -DNVFP4_SM90_PAIR=1 -DNVFP4_SM90_REGBAL=1 $(ALT_WERROR)
+ALTS     ?= pair regbal both
+ALT_DEV  ?= both_dev1 both_dev4 both_dev5 both_dev6
+$(foreach n,1 2 3 4 5 6 7,$(eval ALT_FLAGS_both_dev$(n) := -DNVFP4_SM90_PAIR=1 -DNVFP4_SM90_REGBAL=1 -DNVFP4_SM90_DEV_FIXED=$(n)))
+.PHONY: alts alt-objs
+alts: $(foreach a,$(ALTS),$(BUILD)/gpu/gemm_variants_$(a) $(BUILD)/gpu/test_gemm_cuda_$(a)) \
+      $(foreach a,$(ALT_DEV),$(BUILD)/gpu/gemm_variants_$(a))
+alt-objs: $(foreach a,$(ALTS),$(BUILD)/obj/alt/sm90_gemm_$(a).cu.o)
+.SECONDARY:
+SM90_ALT_NVCC = $(NVCC) -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC \
+  -Xcompiler -fvisibility=hidden -fmad=false -Iinclude -Isrc/core -Isrc -lineinfo
+$(BUILD)/obj/alt/sm90_gemm_%.cu.o: src/cuda/sm90_gemm.cu lib
+	@mkdir -p $(@D)
+	$(SM90_ALT_NVCC) $(ALT_FLAGS_$*) -c $< -o $@
+$(BUILD)/obj/alt/libnvfp4_%.a: $(BUILD)/obj/alt/sm90_gemm_%.cu.o lib
+	cp $(BUILD)/libnvfp4.a $@
+	ar d $@ sm90_gemm.cu.o
+	ar rcs $@ $<
+$(BUILD)/gpu/gemm_variants_%: dev/cuda/gemm_variants.c $(BUILD)/obj/alt/libnvfp4_%.a
+	@mkdir -p $(@D)
+	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/obj/alt/libnvfp4_$*.a $(GPU_LIBS)
+$(BUILD)/gpu/test_gemm_cuda_%: tests/gpu/test_gemm_cuda.c tests/unit/testlib.h $(BUILD)/obj/alt/libnvfp4_%.a
+	@mkdir -p $(@D)
+	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/obj/alt/libnvfp4_$*.a $(GPU_LIBS)
