@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""sass_loop.py -- a kernel's innermost MMA loop in SASS, counted: which backward
+branch encloses the most MMA instructions, how many instructions it runs per
+MMA and per opcode.  For reading a kernel change without a GPU (how many
+instructions a 64-K chunk costs, whether wgmma groups grew, what a change
+added to the loop).
+
+    python3 dev/cuda/sass_loop.py FILE KERNEL [--mma HGMMA] [--list]
+
+FILE is a cubin or an executable with sm_90a code (cuobjdump -sass reads
+both).  The CUDA toolkit's cuobjdump is used ($CUOBJDUMP, then PATH, then
+/usr/local/cuda/bin); a machine without one can get NVIDIA's from PyPI
+(pip install nvidia-cuda-cuobjdump: .../site-packages/nvidia/cu13/bin).
+--mma names the opcode prefix a loop is chosen by (HGMMA for the wgmma
+kernels, HMMA for mma.sync ones); --list prints the loop's instructions.
+"""
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+LINE = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+
+
+def cuobjdump():
+    env = os.environ.get("CUOBJDUMP")
+    if env:
+        return env
+    return shutil.which("cuobjdump") or "/usr/local/cuda/bin/cuobjdump"
+
+
+def sass_of(path, kernel):
+    """(address, instruction text) of one function's SASS, in order."""
+    out = subprocess.run([cuobjdump(), "-sass", "-fun", kernel, path], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"sass_loop: cuobjdump failed: {out.stderr.strip()}")
+    code = []
+    for line in out.stdout.splitlines():
+        m = LINE.match(line)
+        if m:
+            code.append((int(m.group(1), 16), m.group(2).strip()))
+    if not code:
+        sys.exit(f"sass_loop: no SASS for {kernel} in {path}")
+    return code
+
+
+def opcode(text):
+    """The opcode without predicate and modifiers: '@!P0 BRA 0x10' -> 'BRA'."""
+    words = text.split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0].split(".")[0] if words else ""
+
+
+def hottest_loop(code, mma):
+    """The backward branch [target, branch] whose body is densest in `mma`
+    instructions (the innermost MMA loop, not the tile loop around it;
+    ties: the one with more of them)."""
+    best = None
+    for addr, text in code:
+        if opcode(text) != "BRA":
+            continue
+        m = re.search(r"BRA\s+(?:`\(\.L_x_\d+\)|0x([0-9a-f]+))", text)
+        if not m or m.group(1) is None:
+            continue
+        target = int(m.group(1), 16)
+        if target >= addr:
+            continue
+        body = [(a, t) for a, t in code if target <= a <= addr]
+        n_mma = sum(1 for _, t in body if opcode(t).startswith(mma))
+        key = (n_mma / len(body), n_mma)
+        if n_mma and (best is None or key > best[0]):
+            best = (key, target, addr, body)
+    return best
+
+
+def main(argv):
+    args = [a for a in argv[1:] if not a.startswith("--")]
+    if len(args) != 2:
+        sys.exit(__doc__)
+    mma = "HGMMA"
+    if "--mma" in argv:
+        mma = argv[argv.index("--mma") + 1]
+        args = [a for a in args if a != mma]
+    path, kernel = args
+    code = sass_of(path, kernel)
+    best = hottest_loop(code, mma)
+    if best is None:
+        sys.exit(f"sass_loop: no loop with {mma} in {kernel}")
+    _, start, end, body = best
+    n_mma = sum(1 for _, t in body if opcode(t).startswith(mma))
+    ops = collections.Counter(opcode(t) for _, t in body)
+    print(f"{kernel}: {len(code)} instructions; innermost MMA loop 0x{start:x}..0x{end:x}: "
+          f"{len(body)} instructions, {n_mma} {mma} ({len(body) / n_mma:.1f} per {mma})")
+    print("  " + ", ".join(f"{op} {n}" for op, n in ops.most_common()))
+    if "--list" in argv:
+        for a, t in body:
+            print(f"  /*{a:04x}*/ {t}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
