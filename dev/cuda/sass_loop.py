@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""sass_loop.py -- a kernel's innermost MMA loop in SASS, counted: which backward
-branch encloses the most MMA instructions, how many instructions it runs per
-MMA and per opcode.  For reading a kernel change without a GPU (how many
+"""sass_loop.py -- a kernel's innermost MMA loop in SASS, counted: the
+backward branch whose body is densest in MMA instructions, its length per
+MMA and by opcode.  For reading a kernel change without a GPU (how many
 instructions a 64-K chunk costs, whether wgmma groups grew, what a change
 added to the loop).
 
@@ -14,6 +14,7 @@ both).  The CUDA toolkit's cuobjdump is used ($CUOBJDUMP, then PATH, then
 --mma names the opcode prefix a loop is chosen by (HGMMA for the wgmma
 kernels, HMMA for mma.sync ones); --list prints the loop's instructions.
 """
+import argparse
 import collections
 import os
 import re
@@ -77,25 +78,24 @@ def hottest_loop(code, mma):
 
 
 def main(argv):
-    args = [a for a in argv[1:] if not a.startswith("--")]
-    if len(args) != 2:
-        sys.exit(__doc__)
-    mma = "HGMMA"
-    if "--mma" in argv:
-        mma = argv[argv.index("--mma") + 1]
-        args = [a for a in args if a != mma]
-    path, kernel = args
-    code = sass_of(path, kernel)
-    best = hottest_loop(code, mma)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("file", help="a cubin or an executable with sm_90a code")
+    ap.add_argument("kernel", help="the function's name as cuobjdump prints it")
+    ap.add_argument("--mma", default="HGMMA", help="opcode prefix that picks the loop (HGMMA, HMMA)")
+    ap.add_argument("--list", action="store_true", help="print the loop's instructions")
+    args = ap.parse_args(argv[1:])
+    code = sass_of(args.file, args.kernel)
+    best = hottest_loop(code, args.mma)
     if best is None:
-        sys.exit(f"sass_loop: no loop with {mma} in {kernel}")
+        sys.exit(f"sass_loop: no loop with {args.mma} in {args.kernel}")
     _, start, end, body = best
-    n_mma = sum(1 for _, t in body if opcode(t).startswith(mma))
+    n_mma = sum(1 for _, t in body if opcode(t).startswith(args.mma))
     ops = collections.Counter(opcode(t) for _, t in body)
-    print(f"{kernel}: {len(code)} instructions; innermost MMA loop 0x{start:x}..0x{end:x}: "
-          f"{len(body)} instructions, {n_mma} {mma} ({len(body) / n_mma:.1f} per {mma})")
+    print(f"{args.kernel}: {len(code)} instructions; innermost MMA loop 0x{start:x}..0x{end:x}: "
+          f"{len(body)} instructions, {n_mma} {args.mma} ({len(body) / n_mma:.1f} per {args.mma})")
     print("  " + ", ".join(f"{op} {n}" for op, n in ops.most_common()))
-    if "--list" in argv:
+    if args.list:
         for a, t in body:
             print(f"  /*{a:04x}*/ {t}")
 
