@@ -20,6 +20,18 @@
 #define REGM_ROT 0
 #endif
 static_assert(!REGM_ROT || (REGM_WA && REGM_TW == 1 && REGM_ROT > 1), "the rotating warps are built on REGM_WA, TW = 1");
+/* dev_mode (the parts left out of dev/cuda timings, REGM_DEV_*): read at run
+ * time, or with -DNVFP4_SM90_REG_STATIC=1 (sixteenth session; not in the
+ * library's build until measured) 0 outside dev builds (-DNVFP4_SM90_DEV).
+ * Why: REGR's hot chunk zeroes all 64 A-fragment registers for the
+ * no-dequantization branch (32 CS2R a chunk of ~546 instructions in the
+ * SASS), and every such test is a branch in the MMA, activation and
+ * loader warps. */
+#if defined(NVFP4_SM90_REG_STATIC) && NVFP4_SM90_REG_STATIC && !defined(NVFP4_SM90_DEV)
+#define REGM_DEV_MODE 0
+#else
+#define REGM_DEV_MODE (p.dev_mode)
+#endif
 #define REGM_U (REGM_WA ? 2 : 1)             /* 8-row units (box rows / 8) per chain */
 #define REGM_STAGE(mt, tmax) (REGM_WA ? REGW_STAGE_BYTES(mt, tmax) : REGM_STAGE_BYTES(mt, tmax))
 #define REGM_NT (REGM_MT / 8)                /* n8 token tiles (activation warps) */
@@ -258,7 +270,7 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
 #define REGR_CHUNK(NB)                                                                             \
     {                                                                                              \
         uint32_t fa[16][4];                                                                        \
-        if (p.dev_mode & REGR_DEV_NO_DQ) { /* dev/cuda timing only: results wrong */             \
+        if (REGM_DEV_MODE & REGR_DEV_NO_DQ) { /* dev/cuda timing only: results wrong */             \
             _Pragma("unroll") for (int b = 0; b < 16; b++) fa[b][0] = fa[b][1] = fa[b][2] = fa[b][3] = 0; \
         } else                                                                                     \
             _Pragma("unroll") for (int bp = 0; bp < 8; bp++) {                                     \
@@ -496,7 +508,7 @@ extern "C" __global__ void REGM_BOUNDS
         ptx_prefetch_tmap(&p.tm_a_codes);
         ptx_prefetch_tmap(&p.tm_a_scales);
         if (REGM_BF16) ptx_prefetch_tmap(&p.tm_x);
-        const int dm = p.dev_mode;
+        const int dm = REGM_DEV_MODE;
         /* the activation boxes (none when the activation warps quantize BF16 themselves) */
         const int abox = !REGM_BF16 && !(dm & REGM_DEV_NO_ABOX);
         const uint32_t bytes = (dm & REGM_DEV_NO_WCODES ? 0u : (uint32_t)p.tmax * 1024u) +
@@ -614,7 +626,7 @@ extern "C" __global__ void REGM_BOUNDS
             const int s = c % p.stages;
             ptx_mbar_wait(&full[s], (uint32_t)(c / p.stages) & 1u);
             uint8_t *st = ring + (size_t)s * stage_bytes;
-            if (!(p.dev_mode & REGM_DEV_NO_ACT)) {
+            if (!(REGM_DEV_MODE & REGM_DEV_NO_ACT)) {
                 /* block (r, j) = I / 16, I % 16 by lane I % 32 (several blocks a
                  * lane interleaved measured slower at M = 1: attn-out 23.3 ->
                  * 47.4 us, docs/STREAMING_A.md) */
@@ -653,7 +665,7 @@ extern "C" __global__ void REGM_BOUNDS
             ptx_mbar_wait(&full[s], ph);
             uint8_t *st = ring + (size_t)s * stage_bytes;
             const int nbp = (nblocks - 16 * c < 16 ? nblocks - 16 * c : 16) / 2; /* block pairs */
-            if (p.dev_mode & REGM_DEV_NO_ACT) {
+            if (REGM_DEV_MODE & REGM_DEV_NO_ACT) {
             } else if (nbp == 8) { /* every load first, so the units overlap */
                 uint32_t w_[8 / REGM_APS][2], sw_[8 / REGM_APS];
 #pragma unroll
@@ -675,7 +687,7 @@ extern "C" __global__ void REGM_BOUNDS
                     }
                 }
             }
-            if (!(p.dev_mode & REGM_DEV_NO_ACT))
+            if (!(REGM_DEV_MODE & REGM_DEV_NO_ACT))
                 for (int i = aw * 32 + lane; i < wsc_items; i += 32 * REGM_AWN) REGM_WSCALE_ITEM(i);
             ptx_mbar_arrive(&act_full[s]); /* releases this lane's fragment and scale stores */
             ptx_mbar_arrive(&empty[s]);    /* ... and its reads of the stage */
@@ -777,7 +789,7 @@ extern "C" __global__ void REGM_BOUNDS
         ptx_mbar_wait(&act_full[s], ph);
         const uint8_t *st = ring + (size_t)s * stage_bytes;
         const int nblk = nblocks - 16 * c < 16 ? nblocks - 16 * c : 16;
-        if (p.dev_mode & REGM_DEV_NO_MMA) {
+        if (REGM_DEV_MODE & REGM_DEV_NO_MMA) {
         } else if (nblk == 16 && 4 * c + 4 < slice_end && 4 * c + 4 < ngroups64) {
             /* the hot path: 16 steps and no K-slice fold, one basic block */
             REGM_HOT();
@@ -882,6 +894,7 @@ extern "C" __global__ void REGM_BOUNDS
 #undef REGM_BF16
 #undef REGM_WA
 #undef REGM_ROT
+#undef REGM_DEV_MODE
 #ifdef REGM_XFRAG
 #undef REGM_XFRAG
 #undef REGM_XFRAG_OFF

@@ -120,22 +120,26 @@ $(BUILD)/gpu/gemm_variants_dev%: dev/cuda/gemm_variants.c $(BUILD)/obj/dev/sm90_
 	ar rcs $(BUILD)/obj/dev/libnvfp4_dev$*.a $(BUILD)/obj/dev/sm90_gemm_dev$*.cu.o
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/obj/dev/libnvfp4_dev$*.a $(GPU_LIBS)
 
-# Builds of the wgmma kernel with sixteenth-session options (not in the
-# library's build until measured; sm90_gemm_body.cuh): `pair` (-DNVFP4_SM90_PAIR:
+# Builds of the GEMM kernels with sixteenth-session options (not in the
+# library's build until measured): `pair` (-DNVFP4_SM90_PAIR, sm90_gemm_body.cuh:
 # wgmma groups of two chunks), `regbal` (-DNVFP4_SM90_REGBAL: setmaxnreg on the
-# single-consumer tiles), `both`; each as gemm_variants_ALT and
-# test_gemm_cuda_ALT against a library whose sm90_gemm.cu object is built so,
-# and ALT_devN (N as DEV_FIXED) for parts left out.
+# single-consumer wgmma tiles), `regstatic` (-DNVFP4_SM90_REG_STATIC,
+# sm90_regm_body.cuh: the register kernels' dev_mode folded away outside dev
+# builds), `all` (the three); each as gemm_variants_ALT and test_gemm_cuda_ALT
+# against a library whose sm90_gemm.cu object is built so, and ALT_devN (N as
+# DEV_FIXED) for parts left out.
 # Not in `all`: make -f tests/gpu/gpu.mk alts
 # (The options' own objects compile warning-free, as the library's must;
 # `alt-objs` builds just those: CI does, so that the options cannot rot.)
-ALT_WERROR       := -Xcompiler -Wall -Werror all-warnings
-ALT_FLAGS_pair   := -DNVFP4_SM90_PAIR=1 $(ALT_WERROR)
-ALT_FLAGS_regbal := -DNVFP4_SM90_REGBAL=1 $(ALT_WERROR)
-ALT_FLAGS_both   := -DNVFP4_SM90_PAIR=1 -DNVFP4_SM90_REGBAL=1 $(ALT_WERROR)
-ALTS     ?= pair regbal both
-ALT_DEV  ?= both_dev1 both_dev4 both_dev5 both_dev6
-$(foreach n,1 2 3 4 5 6 7,$(eval ALT_FLAGS_both_dev$(n) := -DNVFP4_SM90_PAIR=1 -DNVFP4_SM90_REGBAL=1 -DNVFP4_SM90_DEV_FIXED=$(n)))
+ALT_WERROR          := -Xcompiler -Wall -Werror all-warnings
+ALT_DEFS_all        := -DNVFP4_SM90_PAIR=1 -DNVFP4_SM90_REGBAL=1 -DNVFP4_SM90_REG_STATIC=1
+ALT_FLAGS_pair      := -DNVFP4_SM90_PAIR=1 $(ALT_WERROR)
+ALT_FLAGS_regbal    := -DNVFP4_SM90_REGBAL=1 $(ALT_WERROR)
+ALT_FLAGS_regstatic := -DNVFP4_SM90_REG_STATIC=1 $(ALT_WERROR)
+ALT_FLAGS_all       := $(ALT_DEFS_all) $(ALT_WERROR)
+ALTS     ?= pair regbal regstatic all
+ALT_DEV  ?= all_dev1 all_dev4 all_dev5 all_dev6
+$(foreach n,1 2 3 4 5 6 7,$(eval ALT_FLAGS_all_dev$(n) := $(ALT_DEFS_all) -DNVFP4_SM90_DEV_FIXED=$(n)))
 .PHONY: alts alt-objs
 alts: $(foreach a,$(ALTS),$(BUILD)/gpu/gemm_variants_$(a) $(BUILD)/gpu/test_gemm_cuda_$(a)) \
       $(foreach a,$(ALT_DEV),$(BUILD)/gpu/gemm_variants_$(a))
