@@ -21,9 +21,11 @@
  *     staged (1) or element by element (0); each checked, then timed with
  *     out only (raw not written, as in the bench); the list twice
  *   NVFP4_DEV_MODE=N (environment): the register kernel with parts left out
- *     (REGM_DEV_* bits, src/cuda/sm90_regm.cuh), and in the dev builds the
- *     wgmma kernel (SM90_DEV_* bits, sm90_internal.cuh); the check is
- *     skipped, the timing is what such a run is for.
+ *     (REGM_DEV_* bits, src/cuda/sm90_regm.cuh; not in builds with
+ *     -DNVFP4_SM90_REG_STATIC, e.g. gemm_variants_regstatic / _all, which
+ *     fold it away), and in the dev builds the wgmma kernel (SM90_DEV_* bits,
+ *     sm90_internal.cuh); the check is skipped, the timing is what such a
+ *     run is for.
  *
  * Build: make gpu-tests (build/gpu/gemm_variants; gemm_variants_dev, whose
  * wgmma kernel reads dev_mode at run time), make -f tests/gpu/gpu.mk

@@ -270,7 +270,7 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
 #define REGR_CHUNK(NB)                                                                             \
     {                                                                                              \
         uint32_t fa[16][4];                                                                        \
-        if (REGM_DEV_MODE & REGR_DEV_NO_DQ) { /* dev/cuda timing only: results wrong */             \
+        if (REGM_DEV_MODE & REGR_DEV_NO_DQ) { /* dev/cuda timing only: results wrong */            \
             _Pragma("unroll") for (int b = 0; b < 16; b++) fa[b][0] = fa[b][1] = fa[b][2] = fa[b][3] = 0; \
         } else                                                                                     \
             _Pragma("unroll") for (int bp = 0; bp < 8; bp++) {                                     \
