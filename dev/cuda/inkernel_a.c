@@ -12,7 +12,8 @@
  *   inkernel_a [LINEAR[:M,...] ...] [--iters N]
  *     LINEAR  qkv | attn_out | fc1 | fc2 (default: all four at M = 1, 2, 4, 8, 16)
  *   NVFP4_DEV_QUANTIZER=MODE  the two-kernel path's quantizer kernel
- *     (nvfp4_q_force_launch: 0 the threshold-table kernel, 1 the exact one)
+ *     (nvfp4_q_force_launch: 0 the threshold-table kernel, 1 the exact one
+ *     with a thread a block, 2 the exact one with four lanes a block)
  *
  * Build: make gpu-tests (build/gpu/inkernel_a). */
 #include <cuda_runtime_api.h>

@@ -1,11 +1,10 @@
-/* quantizer_coop.cu -- version 2 of the fused linear's quantizer kernel at
- * small M, not yet in the library: four lanes per NVFP4 block (four
- * elements each) instead of one thread per block.  llm.c style: first every
- * byte checked against the C quantizer (nvfp4_quantize: codes, tiled
- * scales, and the GEMM's FP16 operands in its operand order), then the
- * kernel timed beside the library's own quantizer kernels on the same
- * input (nvfp4_sm90_produce_operands with nvfp4_q_force_launch: 0 the
- * threshold-table kernel, 1 one thread a block).
+/* quantizer_coop.cu -- the fused linear's three quantizer kernels at the
+ * seed's shapes, llm.c style: each first checked byte for byte against the C
+ * quantizer (nvfp4_quantize: codes, tiled scales, and the GEMM's FP16
+ * operands in its operand order), then timed side by side on the same
+ * input -- nvfp4_q_force_launch: 0 the threshold-table kernel, 1 one thread
+ * a block, 2 four lanes a block (nvfp4_q_blocks_coop_kernel, sixteenth
+ * session; forced only until these timings choose it).
  *
  * Why (docs/STREAMING_A.md, fifteenth session): at M <= 16 the fused
  * linear's GEMM waits for the quantizer grid, whose time is one thread's
@@ -28,93 +27,7 @@
 #include "dev_check.h"
 #include "dev_rand.h"
 
-#define COOP_THREADS 256
-#define COOP_LANES 4
-
-/* The per-element steps of q_block (quantize_internal.h), one element. */
-static __device__ __forceinline__ uint32_t coop_code_eager(float v, float t)
-{
-    return t == 0.0f ? 0u : q_e2m1_from_f32(q_clamp6(q_div(v, t)));
-}
-static __device__ __forceinline__ uint32_t coop_code_sm90(float v, float enc)
-{
-    return q_sm90_e2m1(q_sm90_mul(v, enc));
-}
-
-/* Block (r, cb) by the quad of lanes 4j..4j+3 of a warp; lane q holds
- * elements 4q..4q+3 (code bytes 2q, 2q+1; FP16 operand slots {2q, 2q+1} =
- * elements {4q, 4q+2} and {8+2q, 9+2q} = {4q+1, 4q+3}).  The amax is the
- * quad's max (shuffles), the scale byte is computed in every lane, each
- * lane codes its own four elements. */
-__global__ void __launch_bounds__(COOP_THREADS)
-    coop_quantize_kernel(const uint16_t *__restrict__ x, int m, int k, int prows, int nb, int vec,
-                         const float *__restrict__ static_pts, int cuda_variant, uint8_t *__restrict__ codes,
-                         uint8_t *__restrict__ scales, uint16_t *__restrict__ act, int64_t act_ld)
-{
-    const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (tid / COOP_LANES >= (int64_t)prows * nb) return; /* whole quads (their shuffles) */
-    const float pts = *static_pts;
-    const int64_t blk = tid / COOP_LANES;
-    const int q = (int)(tid % COOP_LANES);
-    const int r = (int)(blk / nb), cb = (int)(blk % nb), c0 = cb * 16 + 4 * q;
-    uint32_t w[2]; /* elements c0 .. c0+3, low half first; zeros past the input */
-    if (r < m && c0 + 4 <= k && vec) {
-        const uint2 a = __ldg((const uint2 *)(x + (size_t)r * (size_t)k + c0));
-        w[0] = a.x, w[1] = a.y;
-    } else {
-        for (int i = 0; i < 2; i++) {
-            const int c = c0 + 2 * i;
-            const uint32_t lo = (r < m && c < k) ? __ldg(x + (size_t)r * (size_t)k + c) : 0u;
-            const uint32_t hi = (r < m && c + 1 < k) ? __ldg(x + (size_t)r * (size_t)k + c + 1) : 0u;
-            w[i] = lo | (hi << 16);
-        }
-    }
-    float v[4];
-    for (int i = 0; i < 2; i++) {
-        v[2 * i] = __uint_as_float(w[i] << 16);
-        v[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
-    }
-    const unsigned quad = 0xFu << (threadIdx.x & 28u);
-    uint32_t s8, code[4];
-    if (cuda_variant) { /* as q_block_sm90: NaN elements skipped, NaN only when all 16 are */
-        uint32_t best = 0u, n_nan = 0u;
-        for (int i = 0; i < 4; i++) {
-            const uint32_t mg = __float_as_uint(v[i]) & 0x7FFFFFFFu;
-            const int nan = mg > 0x7F800000u;
-            n_nan += (uint32_t)nan;
-            best = !nan && mg > best ? mg : best;
-        }
-        for (int d = 1; d < COOP_LANES; d <<= 1) {
-            best = max(best, __shfl_xor_sync(quad, best, d));
-            n_nan += __shfl_xor_sync(quad, n_nan, d);
-        }
-        const float amax = n_nan == 16u ? __uint_as_float(0x7FFFFFFFu) : __uint_as_float(best);
-        s8 = q_scale_sm90(amax, q_sm90_rcp(pts));
-        const float enc = q_sm90_min(q_sm90_rcp(q_sm90_mul(pts, q_e4m3_to_f32(s8))), 3.40282347e+38f);
-        for (int i = 0; i < 4; i++) code[i] = coop_code_sm90(v[i], enc);
-    } else { /* as q_block: the largest |x| pattern, NaN patterns above Inf */
-        const uint32_t amax2 = __vmaxu2(w[0] & 0x7FFF7FFFu, w[1] & 0x7FFF7FFFu);
-        uint32_t amax16 = max(amax2 & 0xFFFFu, amax2 >> 16);
-        for (int d = 1; d < COOP_LANES; d <<= 1) amax16 = max(amax16, __shfl_xor_sync(quad, amax16, d));
-        s8 = q_scale_eager(amax16 << 16, pts);
-        const float t = q_mul(pts, q_e4m3_to_f32(s8));
-        for (int i = 0; i < 4; i++) code[i] = coop_code_eager(v[i], t);
-    }
-    /* code bytes 2q, 2q+1 (hi-first); the block's two words meet in lane 0 */
-    uint32_t half = ((code[0] << 4) | code[1]) | (((code[2] << 4) | code[3]) << 8);
-    half <<= 16 * (q & 1);
-    half |= __shfl_xor_sync(quad, half, 1);
-    const uint32_t other = __shfl_xor_sync(quad, half, 2);
-    if (q == 0) {
-        *(uint2 *)(codes + (size_t)r * (size_t)(nb * 8) + (size_t)cb * 8) = make_uint2(half, other);
-        scales[nvfp4_tiled_offset(r, cb, (nb + 3) / 4)] = (uint8_t)s8;
-    }
-    if (r < m) {
-        uint32_t *dst = (uint32_t *)(act + (size_t)r * (size_t)act_ld + (size_t)cb * 16);
-        dst[q] = q_f16_operand(code[0], s8) | (q_f16_operand(code[2], s8) << 16);
-        dst[4 + q] = q_f16_operand(code[1], s8) | (q_f16_operand(code[3], s8) << 16);
-    }
-}
+static const char *const KERNEL_NAMES[3] = {"table", "one-thread", "four-lane"};
 
 /* e2m1(code) * |e4m3(scale)| as FP16 bits, the code's sign kept; 0x7FFF
  * for a NaN scale (as tests/gpu/test_quantize_cuda.c). */
@@ -149,7 +62,7 @@ static uint16_t *make_input(int kind, int64_t m, int64_t k, uint64_t seed)
 
 static int check_case(int kind, int64_t m, int64_t k, float pts, nvfp4_variant v, int iters)
 {
-    const int64_t kp = (k + 15) / 16 * 16, prows = (m + 15) / 16 * 16, nb = kp / 16;
+    const int64_t kp = (k + 15) / 16 * 16, prows = (m + 15) / 16 * 16;
     const size_t cb = (size_t)(prows * kp / 2), sb = nvfp4_scales_bytes(prows, kp, NVFP4_SCALES_TILED);
     uint16_t *x = make_input(kind, m, k, (uint64_t)(m * 131 + k + kind));
     nvfp4_tensor want;
@@ -167,61 +80,66 @@ static int check_case(int kind, int64_t m, int64_t k, float pts, nvfp4_variant v
     DEV_CUDA_OK(cudaMalloc((void **)&d_pts, 8));
     DEV_CUDA_OK(cudaMemcpy(d_x, x, (size_t)(m * k) * 2, cudaMemcpyHostToDevice));
     DEV_CUDA_OK(cudaMemcpy(d_pts, &pts, 4, cudaMemcpyHostToDevice));
-    DEV_CUDA_OK(cudaMemset(d_codes, 0xA5, cb));
-    DEV_CUDA_OK(cudaMemset(d_scales, 0, sb)); /* the tile padding, as nvfp4_quantize_cuda */
-    DEV_CUDA_OK(cudaMemset(d_act, 0xA5, (size_t)(m * kp) * 2));
-    const int vec = k % 8 == 0;
-    const int64_t threads = prows * nb * COOP_LANES;
-    const unsigned grid = (unsigned)((threads + COOP_THREADS - 1) / COOP_THREADS);
-    coop_quantize_kernel<<<grid, COOP_THREADS>>>(d_x, (int)m, (int)k, (int)prows, (int)nb, vec, d_pts,
-                                                 v == NVFP4_VARIANT_CUDA, d_codes, d_scales, d_act, kp);
-    DEV_CUDA_OK(cudaGetLastError());
-    DEV_CUDA_OK(cudaDeviceSynchronize());
     uint8_t *codes = (uint8_t *)malloc(cb), *scales = (uint8_t *)malloc(sb);
     uint16_t *act = (uint16_t *)malloc((size_t)(m * kp) * 2);
-    DEV_CUDA_OK(cudaMemcpy(codes, d_codes, cb, cudaMemcpyDeviceToHost));
-    DEV_CUDA_OK(cudaMemcpy(scales, d_scales, sb, cudaMemcpyDeviceToHost));
-    DEV_CUDA_OK(cudaMemcpy(act, d_act, (size_t)(m * kp) * 2, cudaMemcpyDeviceToHost));
     int bad = 0;
-    for (int64_t i = 0; i < (int64_t)cb && !bad; i++)
-        if (codes[i] != want.codes[i]) {
-            printf("MISMATCH codes kind %d M=%lld K=%lld %s pts %g: first at (row %lld, byte %lld): gpu %02x cpu %02x\n",
-                   kind, (long long)m, (long long)k, v == NVFP4_VARIANT_CUDA ? "cuda" : "eager", pts,
-                   (long long)(i / (kp / 2)), (long long)(i % (kp / 2)), codes[i], want.codes[i]);
-            bad = 1;
+    for (int mode = 0; mode < 3 && !bad; mode++) {
+        nvfp4_q_force_launch(mode);
+        DEV_CUDA_OK(cudaMemset(d_codes, 0xA5, cb));
+        DEV_CUDA_OK(cudaMemset(d_scales, 0, sb)); /* the tile padding, as nvfp4_quantize_cuda */
+        DEV_CUDA_OK(cudaMemset(d_act, 0xA5, (size_t)(m * kp) * 2));
+        nvfp4_cuda_quantize_args qa;
+        memset(&qa, 0, sizeof qa);
+        qa.x = d_x, qa.m = m, qa.k = k, qa.input_scale = d_pts, qa.variant = v;
+        qa.codes = d_codes, qa.scales = d_scales, qa.per_tensor_scale = d_pts + 1;
+        if (nvfp4_quantize_cuda(&qa) != NVFP4_OK ||
+            nvfp4_sm90_produce_operands(d_x, m, k, d_pts, NULL, v, d_act, kp, NULL, NULL) != NVFP4_OK) {
+            fprintf(stderr, "%s kernel: %s\n", KERNEL_NAMES[mode], nvfp4_last_error());
+            exit(2);
         }
-    for (size_t i = 0; i < sb && !bad; i++)
-        if (scales[i] != want.scales[i]) {
-            printf("MISMATCH scales kind %d M=%lld K=%lld: first at tiled byte %zu: gpu %02x cpu %02x\n", kind,
-                   (long long)m, (long long)k, i, scales[i], want.scales[i]);
-            bad = 1;
-        }
-    for (int64_t r = 0; r < m && !bad; r++)
-        for (int64_t c = 0; c < kp && !bad; c++) {
-            const int64_t e = c / 16 * 16 + nvfp4_sm90_operand_elem((int)(c % 16));
-            const uint16_t h = expected_operand(nvfp4_tensor_code(&want, r, e), nvfp4_tensor_scale(&want, r, c / 16));
-            if (act[r * kp + c] != h) {
-                printf("MISMATCH operands kind %d M=%lld K=%lld: first at (row %lld, slot %lld): gpu %04x cpu %04x\n",
-                       kind, (long long)m, (long long)k, (long long)r, (long long)c, act[r * kp + c], h);
+        DEV_CUDA_OK(cudaDeviceSynchronize());
+        DEV_CUDA_OK(cudaMemcpy(codes, d_codes, cb, cudaMemcpyDeviceToHost));
+        DEV_CUDA_OK(cudaMemcpy(scales, d_scales, sb, cudaMemcpyDeviceToHost));
+        DEV_CUDA_OK(cudaMemcpy(act, d_act, (size_t)(m * kp) * 2, cudaMemcpyDeviceToHost));
+        const char *kn = KERNEL_NAMES[mode];
+        for (int64_t i = 0; i < (int64_t)cb && !bad; i++)
+            if (codes[i] != want.codes[i]) {
+                printf("MISMATCH %s codes kind %d M=%lld K=%lld %s pts %g: first at (row %lld, byte %lld): gpu %02x cpu %02x\n",
+                       kn, kind, (long long)m, (long long)k, v == NVFP4_VARIANT_CUDA ? "cuda" : "eager", pts,
+                       (long long)(i / (kp / 2)), (long long)(i % (kp / 2)), codes[i], want.codes[i]);
                 bad = 1;
             }
-        }
+        for (size_t i = 0; i < sb && !bad; i++)
+            if (scales[i] != want.scales[i]) {
+                printf("MISMATCH %s scales kind %d M=%lld K=%lld: first at tiled byte %zu: gpu %02x cpu %02x\n", kn,
+                       kind, (long long)m, (long long)k, i, scales[i], want.scales[i]);
+                bad = 1;
+            }
+        for (int64_t r = 0; r < m && !bad; r++)
+            for (int64_t c = 0; c < kp && !bad; c++) {
+                const int64_t e = c / 16 * 16 + nvfp4_sm90_operand_elem((int)(c % 16));
+                const uint16_t h = expected_operand(nvfp4_tensor_code(&want, r, e), nvfp4_tensor_scale(&want, r, c / 16));
+                if (act[r * kp + c] != h) {
+                    printf("MISMATCH %s operands kind %d M=%lld K=%lld: first at (row %lld, slot %lld): gpu %04x cpu %04x\n",
+                           kn, kind, (long long)m, (long long)k, (long long)r, (long long)c, act[r * kp + c], h);
+                    bad = 1;
+                }
+            }
+    }
+    nvfp4_q_force_launch(-1);
     if (!bad && iters > 0) {
-        /* back to back, each between two events; median (us): the
-         * four-lane kernel, then the library's table and one-thread kernels */
+        /* back to back, each between two events; median (us) of the
+         * fused linear's quantizer launch (FP16 operands) by each kernel */
         float med[3];
         float *t = (float *)malloc((size_t)iters * sizeof *t);
         cudaEvent_t e0, e1;
         DEV_CUDA_OK(cudaEventCreate(&e0));
         DEV_CUDA_OK(cudaEventCreate(&e1));
-        for (int which = 0; which < 3; which++) {
-            if (which > 0) nvfp4_q_force_launch(which == 1 ? 0 : 1);
+        for (int mode = 0; mode < 3; mode++) {
+            nvfp4_q_force_launch(mode);
             for (int i = -3; i < iters; i++) {
                 DEV_CUDA_OK(cudaEventRecord(e0, NULL));
-                if (which == 0)
-                    coop_quantize_kernel<<<grid, COOP_THREADS>>>(d_x, (int)m, (int)k, (int)prows, (int)nb, vec, d_pts,
-                                                                 v == NVFP4_VARIANT_CUDA, d_codes, d_scales, d_act, kp);
-                else if (nvfp4_sm90_produce_operands(d_x, m, k, d_pts, NULL, v, d_act, kp, NULL, NULL) != NVFP4_OK) {
+                if (nvfp4_sm90_produce_operands(d_x, m, k, d_pts, NULL, v, d_act, kp, NULL, NULL) != NVFP4_OK) {
                     fprintf(stderr, "nvfp4_sm90_produce_operands: %s\n", nvfp4_last_error());
                     exit(2);
                 }
@@ -235,10 +153,10 @@ static int check_case(int kind, int64_t m, int64_t k, float pts, nvfp4_variant v
                     t[b] = t[b - 1];
                     t[b - 1] = tmp;
                 }
-            med[which] = t[iters / 2] * 1000.0f;
+            med[mode] = t[iters / 2] * 1000.0f;
         }
         nvfp4_q_force_launch(-1);
-        printf("kind %d M=%-4lld K=%-6lld %-5s exact; four-lane %6.2f us, table %6.2f us, one-thread %6.2f us\n", kind,
+        printf("kind %d M=%-4lld K=%-6lld %-5s exact; table %6.2f us, one-thread %6.2f us, four-lane %6.2f us\n", kind,
                (long long)m, (long long)k, v == NVFP4_VARIANT_CUDA ? "cuda" : "eager", med[0], med[1], med[2]);
         cudaEventDestroy(e0);
         cudaEventDestroy(e1);

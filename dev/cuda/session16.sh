@@ -20,8 +20,9 @@
 #           barriers alone), at PARTS_SHAPES (attn-out and QKV at M = 128)
 #   prof    ncu source counters of the library's and the `all` build's
 #           64x128 kernel at attn-out M = 128 (tests/gpu/profile_source.sh)
-#   quant   dev/cuda/quantizer_coop (checked, then timed beside the
-#           library's quantizer kernels), the fused linear with each of them
+#   quant   the library's three quantizer kernels checked, then timed side
+#           by side (dev/cuda/quantizer_coop; the four-lane one is forced
+#           only), and the fused linear with each of them (QMODES -1 0 1 2)
 #   suites, checks, bench, sanitize   as in session15.sh
 # Each step's log is in OUT/logs.tgz; the summary lines go to stdout.
 # In device calls of under 10 minutes: PARTS="alts quant"; then, with the

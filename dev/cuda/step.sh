@@ -44,14 +44,14 @@ step_sanitize() {
     step mem_attn 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/gemm_variants" attn_out 128 -1 0
     step mem_quant 200 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/test_quantize_cuda" --quick
 }
-# The four-lane quantizer kernel (dev/cuda/quantizer_coop: every byte
-# against the C quantizer, then timed beside the library's two kernels), and
-# the fused linear with the library's quantizer kernels in turn
-# (NVFP4_DEV_QUANTIZER in QMODES: -1 the rule, 0 table, 1 one thread a block).
+# The library's three quantizer kernels (dev/cuda/quantizer_coop: every
+# byte against the C quantizer, then timed side by side), and the fused
+# linear with each in turn (NVFP4_DEV_QUANTIZER in QMODES: -1 the rule, 0
+# table, 1 one thread a block, 2 four lanes a block).
 step_quant() {
     step coop 200 "$B/gpu/quantizer_coop" --iters 200
     grep -E "exact;|MISMATCH|RESULT" "$L/coop.log"
-    for qm in ${QMODES:--1 0 1}; do
+    for qm in ${QMODES:--1 0 1 2}; do
         NVFP4_DEV_QUANTIZER=$qm step "quant_$qm" 200 "$B/gpu/inkernel_a" qkv:1,16,128 attn_out:1,16,128 fc1:1,16,128 fc2:1,16,128 --iters 100
         grep -E "M=" "$L/quant_$qm.log" | sed "s/^/q$qm /"
     done

@@ -43,9 +43,11 @@ nvfp4_status nvfp4_sm90_produce_operands(const uint16_t *x, int64_t m, int64_t k
                                          nvfp4_variant variant, uint16_t *act, int64_t act_ld,
                                          float *pts_out, void *stream);
 /* Testing hook (dev/cuda/inkernel_a): which kernel nvfp4_q_blocks_launch
- * runs -- -1 its rule (the exact kernel where one block per thread fits one
- * CTA per SM), 0 the threshold-table kernel, 1 the exact kernel.  Every
- * mode gives the same bytes.  Not thread-safe. */
+ * runs -- -1 its rule (the one-thread exact kernel where one block per
+ * thread fits one CTA per SM, else the table kernel), 0 the
+ * threshold-table kernel, 1 the one-thread exact kernel, 2 the four-lane
+ * exact kernel (not in the rule until timed).  Every mode gives the same
+ * bytes.  Not thread-safe. */
 void nvfp4_q_force_launch(int mode);
 #ifdef __cplusplus
 }
@@ -204,25 +206,36 @@ NVFP4_Q_DEV uint32_t q_scale_sm90(float amax, float rcp_pts)
     return q_sm90_e4m3(q_sm90_min(d, 448.0f));
 }
 
+/* The kernel's steps, shared by the block (q_block_sm90) and the four-lane
+ * kernel (a lane's four elements).  Macros, not functions: as functions
+ * they changed the register allocation of kernels the H200 has tested.
+ *   Q_AMAX_SM90_ACC: over N elements of v, the largest |x| bit pattern of
+ *     the ones that are not NaN into BEST, the NaNs counted into N_NAN
+ *     (the block's amax is NaN only when all 16 are);
+ *   Q_ENC_SM90: enc = min(rcp(pts * e4m3(s8)), FLT_MAX);
+ *   Q_CODE_SM90: code = e2m1(x * enc). */
+#define Q_AMAX_SM90_ACC(V, N, BEST, N_NAN)                                                         \
+    _Pragma("unroll") for (int i_ = 0; i_ < (N); i_++) {                                           \
+        const uint32_t m_ = __float_as_uint((V)[i_]) & 0x7FFFFFFFu;                                \
+        const int nan_ = m_ > 0x7F800000u;                                                         \
+        (N_NAN) += (uint32_t)nan_;                                                                 \
+        (BEST) = !nan_ && m_ > (BEST) ? m_ : (BEST);                                               \
+    }
+#define Q_ENC_SM90(S8, PTS) q_sm90_min(q_sm90_rcp(q_sm90_mul((PTS), q_e4m3_to_f32(S8))), 3.40282347e+38f)
+#define Q_CODE_SM90(X, ENC) q_sm90_e2m1(q_sm90_mul((X), (ENC)))
+
 /* The kernel's block: amax by __hmax (NaN elements skipped; NaN only when
- * all 16 are), the block scale (q_scale_sm90); enc = min(rcp(pts * e4m3),
- * FLT_MAX); code = e2m1(x * enc). */
+ * all 16 are), the block scale (q_scale_sm90), then the codes. */
 NVFP4_Q_DEV void q_block_sm90(const float v[16], float pts, uint32_t *s8_out, uint32_t code[16])
 {
     uint32_t best = 0u, n_nan = 0u;
-#pragma unroll
-    for (int i = 0; i < 16; i++) {
-        const uint32_t m = __float_as_uint(v[i]) & 0x7FFFFFFFu;
-        const int nan = m > 0x7F800000u;
-        n_nan += (uint32_t)nan;
-        best = !nan && m > best ? m : best;
-    }
+    Q_AMAX_SM90_ACC(v, 16, best, n_nan)
     const float amax = n_nan == 16u ? __uint_as_float(0x7FFFFFFFu) : __uint_as_float(best);
     const uint32_t s8 = q_scale_sm90(amax, q_sm90_rcp(pts));
     *s8_out = s8;
-    const float enc = q_sm90_min(q_sm90_rcp(q_sm90_mul(pts, q_e4m3_to_f32(s8))), 3.40282347e+38f);
+    const float enc = Q_ENC_SM90(s8, pts);
 #pragma unroll
-    for (int i = 0; i < 16; i++) code[i] = q_sm90_e2m1(q_sm90_mul(v[i], enc));
+    for (int i = 0; i < 16; i++) code[i] = Q_CODE_SM90(v[i], enc);
 }
 
 /*------------------------------- one block -------------------------------*/
@@ -239,6 +252,13 @@ NVFP4_Q_DEV uint32_t q_scale_eager(uint32_t amax_bits, float pts)
     return q_e4m3_from_f32(q_min448(s));
 }
 
+/* The eager steps, shared by q_block and the four-lane kernel (macros, as
+ * the sm90 ones): t = pts * e4m3(s8) (S8F: the scale byte's value); code =
+ * e2m1(clamp(x / t, -6, 6)) for t != 0, +0 when t is 0 (comfy-kitchen's
+ * zero-scale mask). */
+#define Q_STEP_EAGER(S8F, PTS) q_mul((PTS), (S8F))
+#define Q_CODE_EAGER_NZ(X, T) q_e2m1_from_f32(q_clamp6(q_div((X), (T))))
+
 /* Quantize 16 widened elements whose largest |x| bit pattern is amax_bits
  * (NaN patterns compare above Inf) with per-tensor scale pts.  Writes the
  * block's E4M3 byte and its 16 E2M1 codes (one per byte, 0..15). */
@@ -252,13 +272,13 @@ NVFP4_Q_DEV void q_block(const float v[16], uint32_t amax_bits, float pts, int c
     const uint32_t s8 = q_scale_eager(amax_bits, pts);
     float s8f = q_e4m3_to_f32(s8);
     *s8_out = s8;
-    float t = q_mul(pts, s8f);
+    float t = Q_STEP_EAGER(s8f, pts);
     if (t == 0.0f) { /* comfy-kitchen's zero-scale mask: +0 codes */
 #pragma unroll
         for (int i = 0; i < 16; i++) code[i] = 0u;
     } else {
 #pragma unroll
-        for (int i = 0; i < 16; i++) code[i] = q_e2m1_from_f32(q_clamp6(q_div(v[i], t)));
+        for (int i = 0; i < 16; i++) code[i] = Q_CODE_EAGER_NZ(v[i], t);
     }
 }
 

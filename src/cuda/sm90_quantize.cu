@@ -19,7 +19,7 @@
 #define Q_CTAS_PER_SM 3
 
 static int q_forced_launch = -1;
-extern "C" void nvfp4_q_force_launch(int mode) { q_forced_launch = mode == 0 || mode == 1 ? mode : -1; }
+extern "C" void nvfp4_q_force_launch(int mode) { q_forced_launch = mode >= 0 && mode <= 2 ? mode : -1; }
 
 static int q_misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) != 0; }
 
@@ -97,6 +97,23 @@ static __device__ __forceinline__ void q_zero_words(unsigned *words, int count)
 {
     for (int i = threadIdx.x; i < count; i += blockDim.x) words[i] = 0u;
 }
+
+/* The start of the exact kernels (one thread or four lanes a block; the
+ * table kernel's is the same but for its stride set-up): the GEMM that
+ * follows in the fused linear may start its weight loads now (it waits for
+ * this grid before reading activations); CTA 0 zeroes its stream-K
+ * counters; IDX, this thread's index in the grid, and pts, the per-tensor
+ * scale, which thread 0 publishes.  A macro over the kernels' parameters:
+ * as a function it changed the tested kernels' register allocation. */
+#define Q_EXACT_KERNEL_START(IDX)                                                                  \
+    ptx_griddep_launch_dependents();                                                               \
+    if (blockIdx.x == 0) q_zero_words(zero_words, zero_count);                                     \
+    const int64_t IDX = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;                            \
+    const float pts = static_pts ? *static_pts : q_dynamic_pts(*amax_bits);                        \
+    if (IDX == 0) {                                                                                \
+        if (pts_out) *pts_out = pts;                                                               \
+        if (pts_out2) *pts_out2 = pts;                                                             \
+    }
 
 /* Block (r, cb) by the exact steps (q_block, q_f16_operand), for blocks the
  * table does not cover; not inlined, so that the table path's loop does not
@@ -226,14 +243,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
                                 uint16_t *__restrict__ act, int64_t act_ld, float *pts_out, float *pts_out2,
                                 unsigned *__restrict__ zero_words, int zero_count)
 {
-    ptx_griddep_launch_dependents(); /* as in nvfp4_q_blocks_kernel */
-    if (blockIdx.x == 0) q_zero_words(zero_words, zero_count);
-    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const float pts = static_pts ? *static_pts : q_dynamic_pts(*amax_bits);
-    if (idx == 0) {
-        if (pts_out) *pts_out = pts;
-        if (pts_out2) *pts_out2 = pts;
-    }
+    Q_EXACT_KERNEL_START(idx)
     if (idx >= (int64_t)prows * nb) return;
     const int r = (int)(idx / nb), cb = (int)(idx % nb);
     uint32_t w[8];
@@ -241,6 +251,89 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
     const uint32_t amax16 = q_block_amax16(w);
     q_exact_block(make_uint4(w[0], w[1], w[2], w[3]), make_uint4(w[4], w[5], w[6], w[7]), amax16 << 16, pts,
                   cuda_variant, r, cb, m, nb, codes, scales, act, act_ld);
+}
+
+/* Four lanes per block, four elements each (the cooperative kernel): the
+ * block's amax (max over the quad, shuffles) and scale byte in every lane,
+ * then each lane codes its own four elements by the exact steps
+ * (Q_CODE_EAGER_NZ / Q_CODE_SM90, as q_block) -- a quarter of the one-thread
+ * kernel's dependent chain, for launches whose time is that chain's
+ * latency (small M).  Lane q holds elements 4q..4q+3: code bytes 2q, 2q+1,
+ * and in the GEMM's operand order FP16 slots {2q, 2q+1} (elements 4q,
+ * 4q+2) and {8+2q, 9+2q} (4q+1, 4q+3). */
+#define Q_COOP_LANES 4
+extern "C" __global__ void __launch_bounds__(Q_THREADS)
+    nvfp4_q_blocks_coop_kernel(const uint16_t *__restrict__ x, int m, int k, int prows, int nb, int vec,
+                               const float *__restrict__ static_pts, const uint32_t *amax_bits, int cuda_variant,
+                               uint8_t *__restrict__ codes, uint8_t *__restrict__ scales, uint16_t *__restrict__ act,
+                               int64_t act_ld, float *pts_out, float *pts_out2, unsigned *__restrict__ zero_words,
+                               int zero_count)
+{
+    Q_EXACT_KERNEL_START(tid)
+    /* whole quads: a quad is in or out as a whole (its shuffles) */
+    if (tid / Q_COOP_LANES >= (int64_t)prows * nb) return;
+    const int64_t blk = tid / Q_COOP_LANES;
+    const int q = (int)(tid % Q_COOP_LANES);
+    const int r = (int)(blk / nb), cb = (int)(blk % nb), c0 = cb * 16 + 4 * q;
+    /* elements c0 .. c0+3: w[0] = {c0, c0+1}, w[1] = {c0+2, c0+3} (low half first); zeros past the input */
+    uint32_t w[2];
+    if (r < m && c0 + 4 <= k && vec) {
+        const uint2 a = __ldg((const uint2 *)(x + (size_t)r * (size_t)k + c0));
+        w[0] = a.x, w[1] = a.y;
+    } else {
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const int c = c0 + 2 * i;
+            const uint32_t lo = (r < m && c < k) ? __ldg(x + (size_t)r * (size_t)k + c) : 0u;
+            const uint32_t hi = (r < m && c + 1 < k) ? __ldg(x + (size_t)r * (size_t)k + c + 1) : 0u;
+            w[i] = lo | (hi << 16);
+        }
+    }
+    float v[4];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        v[2 * i] = __uint_as_float(w[i] << 16);
+        v[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
+    }
+    const unsigned quad = 0xFu << (threadIdx.x & 28u); /* this quad's lanes */
+    uint32_t s8, code[4];
+    if (cuda_variant) { /* as q_block_sm90: NaN elements skipped, NaN only when all 16 are */
+        uint32_t best = 0u, n_nan = 0u;
+        Q_AMAX_SM90_ACC(v, 4, best, n_nan)
+#pragma unroll
+        for (int d = 1; d < Q_COOP_LANES; d <<= 1) {
+            best = max(best, __shfl_xor_sync(quad, best, d));
+            n_nan += __shfl_xor_sync(quad, n_nan, d);
+        }
+        const float amax = n_nan == 16u ? __uint_as_float(0x7FFFFFFFu) : __uint_as_float(best);
+        s8 = q_scale_sm90(amax, q_sm90_rcp(pts));
+        const float enc = Q_ENC_SM90(s8, pts);
+#pragma unroll
+        for (int i = 0; i < 4; i++) code[i] = Q_CODE_SM90(v[i], enc);
+    } else { /* as q_block: the largest |x| pattern, NaN patterns above Inf (q_block_amax16) */
+        uint32_t amax2 = __vmaxu2(w[0] & 0x7FFF7FFFu, w[1] & 0x7FFF7FFFu);
+        uint32_t amax16 = max(amax2 & 0xFFFFu, amax2 >> 16);
+#pragma unroll
+        for (int d = 1; d < Q_COOP_LANES; d <<= 1) amax16 = max(amax16, __shfl_xor_sync(quad, amax16, d));
+        s8 = q_scale_eager(amax16 << 16, pts);
+        const float t = Q_STEP_EAGER(q_e4m3_to_f32(s8), pts);
+#pragma unroll
+        for (int i = 0; i < 4; i++) code[i] = t == 0.0f ? 0u : Q_CODE_EAGER_NZ(v[i], t);
+    }
+    /* code bytes 2q, 2q+1 (hi-first), the block's two words in lanes 0 and 2 */
+    uint32_t half = ((code[0] << 4) | code[1]) | (((code[2] << 4) | code[3]) << 8);
+    half <<= 16 * (q & 1);
+    half |= __shfl_xor_sync(quad, half, 1);
+    const uint32_t other = __shfl_xor_sync(quad, half, 2);
+    if (q == 0) {
+        if (codes) *(uint2 *)(codes + (size_t)r * (size_t)(nb * 8) + (size_t)cb * 8) = make_uint2(half, other);
+        if (scales) scales[nvfp4_tiled_offset(r, cb, (nb + 3) / 4)] = (uint8_t)s8;
+    }
+    if (act && r < m) {
+        uint32_t *dst = (uint32_t *)(act + (size_t)r * (size_t)act_ld + (size_t)cb * 16);
+        dst[q] = q_f16_operand(code[0], s8) | (q_f16_operand(code[2], s8) << 16);
+        dst[4 + q] = q_f16_operand(code[1], s8) | (q_f16_operand(code[3], s8) << 16);
+    }
 }
 
 nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
@@ -261,9 +354,18 @@ nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
     const int64_t want = (prows * nb + Q_THREADS - 1) / Q_THREADS, cap = (int64_t)sms * Q_CTAS_PER_SM;
     /* one block per thread fits one CTA per SM: exact steps, no table (CTAs
      * of 64 threads, to fit beside a register GEMM CTA, measured slower:
-     * docs/STREAMING_A.md) */
-    const int exact = q_forced_launch >= 0 ? q_forced_launch : want <= sms;
-    if (exact) {
+     * docs/STREAMING_A.md).  The four-lane kernel (2) only when forced until
+     * the H200 has timed it against these (dev/cuda/session16.sh quant). */
+    const int mode = q_forced_launch >= 0 ? q_forced_launch : want <= sms ? 1 : 0;
+    if (mode == 2) {
+        const int64_t threads = prows * nb * Q_COOP_LANES;
+        if (threads / Q_THREADS + 1 > INT32_MAX)
+            return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "%s: %lld blocks are too many for one grid", fn,
+                              (long long)(prows * nb));
+        nvfp4_q_blocks_coop_kernel<<<(unsigned)((threads + Q_THREADS - 1) / Q_THREADS), Q_THREADS, 0, q->stream>>>(
+            q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
+            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count);
+    } else if (mode == 1) {
         if (want > INT32_MAX)
             return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "%s: %lld blocks are too many for one grid", fn,
                               (long long)(prows * nb));

@@ -13,7 +13,8 @@
  * per-tensor scale; and the fused A producer's FP16 operands equal
  * e2m1(code) * |e4m3(scale)| of nvfp4_quantize()'s output (0x7FFF for a
  * NaN scale) in the GEMM's operand order (nvfp4_sm90_operand_elem), which
- * is the GEMM's workspace format.
+ * is the GEMM's workspace format.  Each of the three quantizer kernels
+ * (table, one thread a block, four lanes a block) runs every case.
  * --quick: the small shapes only (compute-sanitizer). */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -171,6 +172,10 @@ static uint16_t expected_operand(uint8_t code, uint8_t scale)
     return (uint16_t)(nvfp4_f16_from_f32(mag) | ((code & 8) ? 0x8000 : 0));
 }
 
+/* The three quantizer kernels (nvfp4_q_force_launch: 0 the threshold-table
+ * kernel, 1 one thread a block, 2 four lanes a block), each on every case. */
+static const char *const KERNEL_NAMES[3] = {"table kernel", "exact kernel", "four-lane kernel"};
+
 static void compare_case(const char *name, const uint16_t *x, const uint16_t *x_dev, int64_t m,
                          int64_t k, const float *pts_host, nvfp4_variant v, int with_ref)
 {
@@ -181,47 +186,49 @@ static void compare_case(const char *name, const uint16_t *x, const uint16_t *x_
     nvfp4_status st = nvfp4_quantize(&want, x, NVFP4_DTYPE_BF16, m, k, pts_host, v, 0);
     CHECKF(st == NVFP4_OK, "%s: nvfp4_quantize: %s", name, nvfp4_last_error());
     if (st != NVFP4_OK) return;
-    gpu_result g;
-    run_gpu(&g, x_dev, m, k, pts_host, v);
     stat_cases++;
     stat_elements += m * k;
-
-    snprintf(what, sizeof what, "%s: codes vs nvfp4_quantize", name);
-    test_equal_bits(what, g.codes, want.codes, 1, prows, pcols / 2);
-    snprintf(what, sizeof what, "%s: tiled scales vs nvfp4_quantize", name);
-    test_equal_bits(what, g.scales, want.scales, 1, 1, (int64_t)sb);
-    snprintf(what, sizeof what, "%s: per-tensor scale vs nvfp4_quantize", name);
-    test_equal_bits(what, &g.pts, &want.per_tensor_scale, 4, 1, 1);
-    snprintf(what, sizeof what, "%s: producer's per-tensor scale", name);
-    test_equal_bits(what, &g.pts_prod, &want.per_tensor_scale, 4, 1, 1);
-
     uint16_t *ops = malloc((size_t)(m * pcols) * 2);
     for (int64_t r = 0; r < m; r++)
         for (int64_t c = 0; c < pcols; c++)
             ops[r * pcols + c] =
                 expected_operand(nvfp4_tensor_code(&want, r, c / 16 * 16 + nvfp4_sm90_operand_elem((int)(c % 16))),
                                  nvfp4_tensor_scale(&want, r, c / 16));
-    snprintf(what, sizeof what, "%s: producer FP16 operands", name);
-    test_equal_bits(what, g.act, ops, 2, m, pcols);
-    free(ops);
-
-    if (with_ref) {
-        st = nvfp4_quantize_ref(&ref, x, NVFP4_DTYPE_BF16, m, k, pts_host, v);
-        CHECKF(st == NVFP4_OK, "%s: nvfp4_quantize_ref: %s", name, nvfp4_last_error());
-        if (st == NVFP4_OK) {
-            stat_ref_cases++;
-            snprintf(what, sizeof what, "%s: codes vs nvfp4_quantize_ref", name);
-            test_equal_bits(what, g.codes, ref.codes, 1, prows, pcols / 2);
-            snprintf(what, sizeof what, "%s: scales vs nvfp4_quantize_ref", name);
-            test_equal_bits(what, g.scales, ref.scales, 1, 1, (int64_t)sb);
-            snprintf(what, sizeof what, "%s: per-tensor scale vs nvfp4_quantize_ref", name);
-            test_equal_bits(what, &g.pts, &ref.per_tensor_scale, 4, 1, 1);
+    for (int mode = 0; mode < 3; mode++) {
+        nvfp4_q_force_launch(mode);
+        gpu_result g;
+        run_gpu(&g, x_dev, m, k, pts_host, v);
+        const char *kn = KERNEL_NAMES[mode];
+        snprintf(what, sizeof what, "%s, %s: codes vs nvfp4_quantize", name, kn);
+        test_equal_bits(what, g.codes, want.codes, 1, prows, pcols / 2);
+        snprintf(what, sizeof what, "%s, %s: tiled scales vs nvfp4_quantize", name, kn);
+        test_equal_bits(what, g.scales, want.scales, 1, 1, (int64_t)sb);
+        snprintf(what, sizeof what, "%s, %s: per-tensor scale vs nvfp4_quantize", name, kn);
+        test_equal_bits(what, &g.pts, &want.per_tensor_scale, 4, 1, 1);
+        snprintf(what, sizeof what, "%s, %s: producer's per-tensor scale", name, kn);
+        test_equal_bits(what, &g.pts_prod, &want.per_tensor_scale, 4, 1, 1);
+        snprintf(what, sizeof what, "%s, %s: producer FP16 operands", name, kn);
+        test_equal_bits(what, g.act, ops, 2, m, pcols);
+        if (with_ref && mode == 0) {
+            st = nvfp4_quantize_ref(&ref, x, NVFP4_DTYPE_BF16, m, k, pts_host, v);
+            CHECKF(st == NVFP4_OK, "%s: nvfp4_quantize_ref: %s", name, nvfp4_last_error());
+            if (st == NVFP4_OK) {
+                stat_ref_cases++;
+                snprintf(what, sizeof what, "%s: codes vs nvfp4_quantize_ref", name);
+                test_equal_bits(what, g.codes, ref.codes, 1, prows, pcols / 2);
+                snprintf(what, sizeof what, "%s: scales vs nvfp4_quantize_ref", name);
+                test_equal_bits(what, g.scales, ref.scales, 1, 1, (int64_t)sb);
+                snprintf(what, sizeof what, "%s: per-tensor scale vs nvfp4_quantize_ref", name);
+                test_equal_bits(what, &g.pts, &ref.per_tensor_scale, 4, 1, 1);
+            }
+            nvfp4_tensor_free(&ref);
         }
-        nvfp4_tensor_free(&ref);
+        free(g.codes);
+        free(g.scales);
+        free(g.act);
     }
-    free(g.codes);
-    free(g.scales);
-    free(g.act);
+    nvfp4_q_force_launch(-1);
+    free(ops);
     nvfp4_tensor_free(&want);
 }
 
