@@ -2,7 +2,9 @@
 # session16.sh -- the H200 runs the sixteenth session prepared (it had no
 # device): OUT=DIR [PARTS="..."] sh dev/cuda/session16.sh [BUILD].  BUILD
 # holds `make gpu-tests`, `make -f tests/gpu/gpu.mk alts dev-fixed` and the
-# nvfp4 command.  PARTS (default: all, in this order) picks:
+# nvfp4 command: dev/cuda/pack_carry.sh builds them all into
+# .carry/carry.tar.xz (~32 MB), which the call unpacks first (BUILD
+# .carry/t/build).  PARTS (default: all, in this order) picks:
 #   alts    the GEMM kernels built with the sixteenth session's options
 #           (tests/gpu/gpu.mk `alts`): pair (wgmma groups of two chunks),
 #           regbal (setmaxnreg on the single-consumer wgmma tiles),
