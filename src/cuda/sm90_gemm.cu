@@ -1060,10 +1060,10 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
      * (the pair in flight, the one before it until wait_group retires it,
      * the next one waited for): six one-chunk stages with two consumers,
      * three two-chunk stages with one */
-    if (var.kind == NVFP4_SM90_WGMMA && var.bn > 64 && var.bn <= NVFP4_SM90_PAIR_MAX_BN &&
-        plan.stages < 3 * (3 - NVFP4_SM90_KSUB(var.bn, var.nc)))
-        return nvfp4_fail(NVFP4_ERR_INTERNAL, "gemm (cuda): chunk pairs need %d stages, the plan has %d",
-                          3 * (3 - NVFP4_SM90_KSUB(var.bn, var.nc)), plan.stages);
+    const int pair_stages = 3 * (3 - NVFP4_SM90_KSUB(var.bn, var.nc)); /* three pairs of stages */
+    if (var.kind == NVFP4_SM90_WGMMA && var.bn > 64 && var.bn <= NVFP4_SM90_PAIR_MAX_BN && plan.stages < pair_stages)
+        return nvfp4_fail(NVFP4_ERR_INTERNAL, "gemm (cuda): chunk pairs need %d stages, the plan has %d", pair_stages,
+                          plan.stages);
 #endif
     p.chunks_per_slice = chunks_per_slice;
     p.num_tiles = plan.tiles;

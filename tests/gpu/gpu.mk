@@ -88,18 +88,10 @@ $(BUILD)/gpu/racecheck_bulk: dev/cuda/racecheck_bulk.cu dev/cuda/dev_check.h src
 
 # gemm_variants_dev: the same program against a library whose wgmma kernel
 # honours dev_mode's "no wgmma" bit (-DNVFP4_SM90_DEV: a branch around the
-# wgmmas, which the library's kernels must not carry); dev/cuda only
+# wgmmas, which the library's kernels must not carry); dev/cuda only.  Built
+# by the alternative-build rules below (flag set `dev`).
 all: $(BUILD)/gpu/gemm_variants_dev
-$(BUILD)/obj/dev/sm90_gemm_dev.cu.o: src/cuda/sm90_gemm.cu lib
-	@mkdir -p $(@D)
-	$(NVCC) -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
-	  -fmad=false -Iinclude -Isrc/core -Isrc -lineinfo -DNVFP4_SM90_DEV -c $< -o $@
-$(BUILD)/gpu/gemm_variants_dev: dev/cuda/gemm_variants.c $(BUILD)/obj/dev/sm90_gemm_dev.cu.o lib
-	@mkdir -p $(@D)
-	cp $(BUILD)/libnvfp4.a $(BUILD)/obj/dev/libnvfp4_dev.a
-	ar d $(BUILD)/obj/dev/libnvfp4_dev.a sm90_gemm.cu.o
-	ar rcs $(BUILD)/obj/dev/libnvfp4_dev.a $(BUILD)/obj/dev/sm90_gemm_dev.cu.o
-	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/obj/dev/libnvfp4_dev.a $(GPU_LIBS)
+ALT_FLAGS_dev := -DNVFP4_SM90_DEV
 
 # gemm_variants_devN: the parts left out fixed at compile time
 # (-DNVFP4_SM90_DEV_FIXED=N: no runtime branch, so no injected
@@ -107,19 +99,14 @@ $(BUILD)/gpu/gemm_variants_dev: dev/cuda/gemm_variants.c $(BUILD)/obj/dev/sm90_g
 # Not in `all` (a compile of sm90_gemm.cu each): make -f tests/gpu/gpu.mk dev-fixed
 # (5: the wgmma chain and its barriers alone; 6: the dequantization alone)
 DEV_FIXED ?= 1 2 3 4 5 6 7
+$(foreach n,1 2 3 4 5 6 7,$(eval ALT_FLAGS_dev$(n) := -DNVFP4_SM90_DEV_FIXED=$(n)))
 .PHONY: dev-fixed
 dev-fixed: $(foreach n,$(DEV_FIXED),$(BUILD)/gpu/gemm_variants_dev$(n))
-$(BUILD)/obj/dev/sm90_gemm_dev%.cu.o: src/cuda/sm90_gemm.cu lib
-	@mkdir -p $(@D)
-	$(NVCC) -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
-	  -fmad=false -Iinclude -Isrc/core -Isrc -lineinfo -DNVFP4_SM90_DEV_FIXED=$* -c $< -o $@
-$(BUILD)/gpu/gemm_variants_dev%: dev/cuda/gemm_variants.c $(BUILD)/obj/dev/sm90_gemm_dev%.cu.o lib
-	@mkdir -p $(@D)
-	cp $(BUILD)/libnvfp4.a $(BUILD)/obj/dev/libnvfp4_dev$*.a
-	ar d $(BUILD)/obj/dev/libnvfp4_dev$*.a sm90_gemm.cu.o
-	ar rcs $(BUILD)/obj/dev/libnvfp4_dev$*.a $(BUILD)/obj/dev/sm90_gemm_dev$*.cu.o
-	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/obj/dev/libnvfp4_dev$*.a $(GPU_LIBS)
 
+# Alternative builds: gemm_variants_X and test_gemm_cuda_X link a library
+# whose sm90_gemm.cu object is compiled with ALT_FLAGS_X (the dev builds
+# above, the options below).
+#
 # Builds of the GEMM kernels with sixteenth-session options (not in the
 # library's build until measured): `pair` (-DNVFP4_SM90_PAIR, sm90_gemm_body.cuh:
 # wgmma groups of two chunks), `regbal` (-DNVFP4_SM90_REGBAL: setmaxnreg on the
