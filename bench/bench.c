@@ -540,8 +540,13 @@ int nvfp4_cli_bench(int argc, char **argv)
     const int64_t *ms = opt.ms;
     const int nm = opt.nm, quick = opt.quick, all_tiles = opt.all_tiles;
     char dev_name[128], cc[16];
-    if (!nvfp4_cuda_available() || nvfp4_cuda_device_name(dev_name, sizeof dev_name, cc, sizeof cc) != NVFP4_OK) {
-        fprintf(stderr, "nvfp4 bench: no usable sm_90 CUDA device (%s)\n", nvfp4_last_error());
+    if (nvfp4_cuda_device_name(dev_name, sizeof dev_name, cc, sizeof cc) != NVFP4_OK) {
+        fprintf(stderr, "nvfp4 bench: %s (the kernels need an sm_90 GPU: H100, H200)\n", nvfp4_last_error());
+        return 1;
+    }
+    if (!nvfp4_cuda_available()) {
+        fprintf(stderr, "nvfp4 bench: the GPU is a %s (%s); the kernels need an sm_90 one (H100, H200)\n",
+                dev_name, cc);
         return 1;
     }
     /* the report file first: an unwritable path fails before minutes of timing */
