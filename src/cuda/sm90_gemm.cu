@@ -105,6 +105,46 @@ extern "C" {
 #define SM90_WGMMA wgmma_m64n232k16_rs
 #include "cuda/sm90_gemm_body.cuh"
 
+#if defined(NVFP4_SM90_LEAN) && NVFP4_SM90_LEAN
+/* The lean build's twins of the bn <= 64 tiles, with the K-slice code the
+ * planned kernels leave out (sm90_gemm_body.cuh, SM90_SLICES): run only
+ * for GEMMs with K slices (sm90_sliced_kernels). */
+#define SM90_SLICED 1
+#define SM90_BN 8
+#define SM90_NC 1
+#define SM90_NAME nvfp4_sm90_gemm_bn8_nc1_sl
+#define SM90_WGMMA wgmma_m64n8k16_rs
+#include "cuda/sm90_gemm_body.cuh"
+
+#define SM90_SLICED 1
+#define SM90_BN 16
+#define SM90_NC 1
+#define SM90_NAME nvfp4_sm90_gemm_bn16_nc1_sl
+#define SM90_WGMMA wgmma_m64n16k16_rs
+#include "cuda/sm90_gemm_body.cuh"
+
+#define SM90_SLICED 1
+#define SM90_BN 32
+#define SM90_NC 1
+#define SM90_NAME nvfp4_sm90_gemm_bn32_nc1_sl
+#define SM90_WGMMA wgmma_m64n32k16_rs
+#include "cuda/sm90_gemm_body.cuh"
+
+#define SM90_SLICED 1
+#define SM90_BN 64
+#define SM90_NC 1
+#define SM90_NAME nvfp4_sm90_gemm_bn64_nc1_sl
+#define SM90_WGMMA wgmma_m64n64k16_rs
+#include "cuda/sm90_gemm_body.cuh"
+
+#define SM90_SLICED 1
+#define SM90_BN 64
+#define SM90_NC 2
+#define SM90_NAME nvfp4_sm90_gemm_bn64_nc2_sl
+#define SM90_WGMMA wgmma_m64n64k16_rs
+#include "cuda/sm90_gemm_body.cuh"
+#endif
+
 /* The SS kernel (sm90_ss_body.cuh): weights dequantized to shared memory by
  * their own warps, both wgmma operands from shared memory. */
 #define SS_BN 64
@@ -393,6 +433,16 @@ static const sm90_kernel_fn sm90_kernels[NVFP4_SM90_NUM_VARIANTS] = {
     nvfp4_sm90_gemm_bn176_nc2, nvfp4_sm90_gemm_bn192_nc2, nvfp4_sm90_gemm_bn232_nc2,
     nvfp4_sm90_ss_bn64_nc1, nvfp4_sm90_ss_bn128_nc1,
 };
+/* The kernel that runs a GEMM with K slices: the same, or in the lean build
+ * the variant's twin with the slice code (indexed as sm90_kernels). */
+#if defined(NVFP4_SM90_LEAN) && NVFP4_SM90_LEAN
+static const sm90_kernel_fn sm90_sliced_kernels[NVFP4_SM90_NUM_VARIANTS] = {
+    nvfp4_sm90_gemm_bn8_nc1_sl,  nvfp4_sm90_gemm_bn16_nc1_sl, nvfp4_sm90_gemm_bn32_nc1_sl,
+    nvfp4_sm90_gemm_bn64_nc1_sl, nvfp4_sm90_gemm_bn64_nc2_sl,
+};
+#else
+#define sm90_sliced_kernels sm90_kernels
+#endif
 static const sm90_small_fn sm90_small_kernels[NVFP4_SM90_NUM_VARIANTS] = {
     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
     nvfp4_sm90_small_mt8_r1,  nvfp4_sm90_small_mt8_r2,  nvfp4_sm90_small_mt8_r4,
@@ -1087,7 +1137,12 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): activation pre-pass launch: %s",
                           cudaGetErrorString(e));
 
-    sm90_kernel_fn kern = sm90_kernels[plan.variant];
+    /* with K slices, the kernel that carries their code (the kernel's own
+     * test: chunks_per_slice < its chunk count) */
+    const int sliced = chunks_per_slice < (int)((k + 63) / 64);
+    sm90_kernel_fn kern = sliced ? sm90_sliced_kernels[plan.variant] : sm90_kernels[plan.variant];
+    if (!kern)
+        return nvfp4_fail(NVFP4_ERR_INTERNAL, "gemm (cuda): variant %d has no kernel for K slices", plan.variant);
     st = raise_smem(dev, &plan, (const void *)kern);
     if (st != NVFP4_OK) return st;
     /* after the pre-pass (or the linear's quantizer), as its programmatic

@@ -16,8 +16,21 @@
 
 #define SM90_THREADS (128 * (SM90_NC + 1))
 /* K slices (docs/CONTRACT.md) need a second accumulator set: only the
- * variants with bn <= 64 carry it (the planner picks those when k_slices > 1). */
+ * variants with bn <= 64 carry it (the planner picks those when k_slices > 1).
+ * -DNVFP4_SM90_LEAN=1 (seventeenth session; not in the library's build until
+ * measured): the planned kernels leave it out, and twins that carry it
+ * (SM90_SLICED defined by the includer; names ending _sl) run the GEMMs
+ * that have slices.  Why (SASS, read without a GPU): the slice code doubled
+ * the loops of the tiles that carried it -- 64x64 555 -> 279 instructions
+ * per 8 HGMMA, 128x64 533 -> 273 -- and made ptxas serialize the 128x64
+ * tile's wgmmas (C7511: an arrive and a wait around each). */
+#if defined(SM90_SLICED)
+#define SM90_SLICES 1
+#elif defined(NVFP4_SM90_LEAN) && NVFP4_SM90_LEAN
+#define SM90_SLICES 0
+#else
 #define SM90_SLICES (SM90_BN <= 64)
+#endif
 /* A stage holds KSUB chunks of 64 K-elements (4 NVFP4 blocks each): wider
  * code rows per TMA request where tiles are small (TMA cost is per row). */
 #define SM90_KSUB NVFP4_SM90_KSUB(SM90_BN, SM90_NC)
@@ -672,6 +685,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
 #undef SM90_SK_LOAD
 #undef SM90_FOLD
 #undef SM90_SLICES
+#undef SM90_SLICED
 #undef SM90_NEXT_CHUNK
 #undef SM90_DEQUANT
 #undef SM90_LOAD

@@ -354,9 +354,19 @@ nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
     const int64_t want = (prows * nb + Q_THREADS - 1) / Q_THREADS, cap = (int64_t)sms * Q_CTAS_PER_SM;
     /* one block per thread fits one CTA per SM: exact steps, no table (CTAs
      * of 64 threads, to fit beside a register GEMM CTA, measured slower:
-     * docs/STREAMING_A.md).  The four-lane kernel (2) only when forced until
-     * the H200 has timed it against these (dev/cuda/session16.sh quant). */
-    const int mode = q_forced_launch >= 0 ? q_forced_launch : want <= sms ? 1 : 0;
+     * docs/STREAMING_A.md).  The four-lane kernel (2) only when forced, or
+     * in builds with -DNVFP4_Q_COOP (1: where the one-thread kernel would
+     * run; 2: also where the table kernel would give each thread at most
+     * two blocks, M = 128 on the seed's linears), until the H200 has timed
+     * it against these (dev/cuda/session16.sh quant, altbench). */
+    int mode = want <= sms ? 1 : 0;
+#if defined(NVFP4_Q_COOP) && NVFP4_Q_COOP >= 1
+    if (mode == 1) mode = 2;
+#endif
+#if defined(NVFP4_Q_COOP) && NVFP4_Q_COOP >= 2
+    if (want <= 2 * cap) mode = 2;
+#endif
+    if (q_forced_launch >= 0) mode = q_forced_launch;
     if (mode == 2) {
         const int64_t threads = prows * nb * Q_COOP_LANES;
         if (threads / Q_THREADS + 1 > INT32_MAX)

@@ -103,47 +103,85 @@ $(foreach n,1 2 3 4 5 6 7,$(eval ALT_FLAGS_dev$(n) := -DNVFP4_SM90_DEV_FIXED=$(n
 .PHONY: dev-fixed
 dev-fixed: $(foreach n,$(DEV_FIXED),$(BUILD)/gpu/gemm_variants_dev$(n))
 
-# Alternative builds: gemm_variants_X and test_gemm_cuda_X link a library
-# whose sm90_gemm.cu object is compiled with ALT_FLAGS_X (the dev builds
-# above, the options below).
+# Alternative builds: gemm_variants_X and test_gemm_cuda_X (and for the
+# options, nvfp4_X and test_linear_cuda_X) link a library whose sm90_gemm.cu
+# object is compiled with ALT_FLAGS_X (the dev builds above, the options
+# below), and whose sm90_quantize.cu object too with ALT_QFLAGS_X where a set
+# has them.
 #
-# Builds of the GEMM kernels with sixteenth-session options (not in the
-# library's build until measured): `pair` (-DNVFP4_SM90_PAIR, sm90_gemm_body.cuh:
-# wgmma groups of two chunks), `regbal` (-DNVFP4_SM90_REGBAL: setmaxnreg on the
-# single-consumer wgmma tiles), `regstatic` (-DNVFP4_SM90_REG_STATIC,
-# sm90_regm_body.cuh: the register kernels' dev_mode folded away outside dev
-# builds), `all` (the three); each as gemm_variants_ALT and test_gemm_cuda_ALT
-# against a library whose sm90_gemm.cu object is built so, and ALT_devN (N as
-# DEV_FIXED) for parts left out.
+# Builds of the GEMM kernels with sixteenth- and seventeenth-session options
+# (not in the library's build until measured): `pair` (-DNVFP4_SM90_PAIR,
+# sm90_gemm_body.cuh: wgmma groups of two chunks), `regbal`
+# (-DNVFP4_SM90_REGBAL: setmaxnreg on the single-consumer wgmma tiles),
+# `regstatic` (-DNVFP4_SM90_REG_STATIC, sm90_regm_body.cuh: the register
+# kernels' dev_mode folded away outside dev builds), `lean`
+# (-DNVFP4_SM90_LEAN, sm90_gemm_body.cuh: the bn <= 64 tiles without the
+# K-slice code, which twins carry for GEMMs with slices), `all` (the four, and the four-lane
+# quantizer kernel wherever each thread has at most two blocks:
+# -DNVFP4_Q_COOP=2, sm90_quantize.cu); each as
+# gemm_variants_ALT and test_gemm_cuda_ALT against a library whose objects
+# are built so, `all` also as nvfp4_all and test_linear_cuda_all (the bench,
+# the P0 checks and the fused linear's suite with every option: if all win,
+# flipping the defaults gives byte-identical kernels -- dev/cuda/elf_sections.py
+# says so -- and these runs are the library's), and ALT_devN (N as DEV_FIXED)
+# for parts left out.
 # Not in `all`: make -f tests/gpu/gpu.mk alts
 # (The options' own objects compile warning-free, as the library's must;
 # `alt-objs` builds just those: CI does, so that the options cannot rot.)
 ALT_WERROR          := -Xcompiler -Wall -Werror all-warnings
-ALT_DEFS_all        := -DNVFP4_SM90_PAIR=1 -DNVFP4_SM90_REGBAL=1 -DNVFP4_SM90_REG_STATIC=1
+ALT_DEFS_all        := -DNVFP4_SM90_PAIR=1 -DNVFP4_SM90_REGBAL=1 -DNVFP4_SM90_REG_STATIC=1 \
+                       -DNVFP4_SM90_LEAN=1
 ALT_FLAGS_pair      := -DNVFP4_SM90_PAIR=1 $(ALT_WERROR)
+ALT_FLAGS_lean      := -DNVFP4_SM90_LEAN=1 $(ALT_WERROR)
 ALT_FLAGS_regbal    := -DNVFP4_SM90_REGBAL=1 $(ALT_WERROR)
 ALT_FLAGS_regstatic := -DNVFP4_SM90_REG_STATIC=1 $(ALT_WERROR)
 ALT_FLAGS_all       := $(ALT_DEFS_all) $(ALT_WERROR)
-ALTS     ?= pair regbal regstatic all
+ALT_QFLAGS_all      := -DNVFP4_Q_COOP=2 $(ALT_WERROR)
+ALTS     ?= pair regbal regstatic lean all
+ALT_FULL ?= all
 ALT_DEV  ?= all_dev1 all_dev4 all_dev5 all_dev6
 $(foreach n,1 2 3 4 5 6 7,$(eval ALT_FLAGS_all_dev$(n) := $(ALT_DEFS_all) -DNVFP4_SM90_DEV_FIXED=$(n)))
 .PHONY: alts alt-objs
 alts: $(foreach a,$(ALTS),$(BUILD)/gpu/gemm_variants_$(a) $(BUILD)/gpu/test_gemm_cuda_$(a)) \
+      $(foreach a,$(ALT_FULL),$(BUILD)/gpu/nvfp4_$(a) $(BUILD)/gpu/test_linear_cuda_$(a)) \
       $(foreach a,$(ALT_DEV),$(BUILD)/gpu/gemm_variants_$(a))
-alt-objs: $(foreach a,$(ALTS),$(BUILD)/obj/alt/sm90_gemm_$(a).cu.o)
+alt-objs: $(foreach a,$(ALTS),$(BUILD)/obj/alt/sm90_gemm_$(a).cu.o \
+                              $(if $(ALT_QFLAGS_$(a)),$(BUILD)/obj/alt/sm90_quantize_$(a).cu.o))
 .SECONDARY:
 SM90_ALT_NVCC = $(NVCC) -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC \
   -Xcompiler -fvisibility=hidden -fmad=false -Iinclude -Isrc/core -Isrc -lineinfo
 $(BUILD)/obj/alt/sm90_gemm_%.cu.o: src/cuda/sm90_gemm.cu lib
 	@mkdir -p $(@D)
 	$(SM90_ALT_NVCC) $(ALT_FLAGS_$*) -c $< -o $@
-$(BUILD)/obj/alt/libnvfp4_%.a: $(BUILD)/obj/alt/sm90_gemm_%.cu.o lib
+$(BUILD)/obj/alt/sm90_quantize_%.cu.o: src/cuda/sm90_quantize.cu lib
+	@mkdir -p $(@D)
+	$(SM90_ALT_NVCC) $(ALT_QFLAGS_$*) -c $< -o $@
+# the library with the set's objects in place of its own (members are named
+# by their files' base names)
+.SECONDEXPANSION:
+$(BUILD)/obj/alt/libnvfp4_%.a: $(BUILD)/obj/alt/sm90_gemm_%.cu.o \
+                               $$(if $$(ALT_QFLAGS_$$*),$(BUILD)/obj/alt/sm90_quantize_$$*.cu.o) lib
 	cp $(BUILD)/libnvfp4.a $@
-	ar d $@ sm90_gemm.cu.o
-	ar rcs $@ $<
+	ar d $@ sm90_gemm.cu.o $(if $(ALT_QFLAGS_$*),sm90_quantize.cu.o)
+	ar rcs $@ $(filter %.cu.o,$^)
 $(BUILD)/gpu/gemm_variants_%: dev/cuda/gemm_variants.c $(BUILD)/obj/alt/libnvfp4_%.a
 	@mkdir -p $(@D)
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/obj/alt/libnvfp4_$*.a $(GPU_LIBS)
 $(BUILD)/gpu/test_gemm_cuda_%: tests/gpu/test_gemm_cuda.c tests/unit/testlib.h $(BUILD)/obj/alt/libnvfp4_%.a
 	@mkdir -p $(@D)
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/obj/alt/libnvfp4_$*.a $(GPU_LIBS)
+$(BUILD)/gpu/test_linear_cuda_%: tests/gpu/test_linear_cuda.c tests/unit/testlib.h $(BUILD)/obj/alt/libnvfp4_%.a
+	@mkdir -p $(@D)
+	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/obj/alt/libnvfp4_$*.a $(GPU_LIBS)
+# the nvfp4 command (bench, check) on the alternative library: the CLI's
+# objects as `cli` built them
+ALT_CLI_O = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cli/*.c bench/*.c))
+$(BUILD)/gpu/nvfp4_%: $(BUILD)/obj/alt/libnvfp4_%.a cli
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(ALT_CLI_O) $(BUILD)/obj/alt/libnvfp4_$*.a $(GPU_LIBS)
+
+# the flags of an alternative build, for dev/cuda/flip_check.sh:
+# make -s -f tests/gpu/gpu.mk alt-flags-SET (two lines: sm90_gemm.cu's, sm90_quantize.cu's)
+alt-flags-%:
+	@echo '$(ALT_FLAGS_$*)'
+	@echo '$(ALT_QFLAGS_$*)'
