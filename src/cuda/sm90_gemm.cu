@@ -536,6 +536,7 @@ typedef struct sm90_device_info {
     size_t smem_optin;
     size_t smem_per_sm;
     size_t smem_set[NVFP4_SM90_NUM_VARIANTS];
+    size_t sliced_smem_set[NVFP4_SM90_NUM_VARIANTS]; /* sm90_sliced_kernels, where they differ */
     size_t split_smem_set[3][4]; /* the split kernels, [MT][TW - 1] */
     size_t regm_smem_set[3][3];  /* the register kernels, [MT][TW 1, 2, 4] */
     size_t regw_smem_set[2][2];   /* ... with the weights as the A operand, [MT][TW 1, 2] */
@@ -693,9 +694,11 @@ static nvfp4_status raise_smem_to(size_t *set, size_t smem, const void *kern)
 {
     if (*set >= smem) return NVFP4_OK;
     cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (e != cudaSuccess)
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* reported here, not left for the next call */
         return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): shared memory of %zu bytes: %s", smem,
                           cudaGetErrorString(e));
+    }
     *set = smem;
     return NVFP4_OK;
 }
@@ -796,7 +799,11 @@ static cudaError_t launch_small(const void *kern, int grid, int threads, size_t 
     cfg.numAttrs = after_producer ? 1 : 0;
     void *kargs[1] = {params};
     cudaError_t e = cudaLaunchKernelExC(&cfg, kern, kargs);
-    return e == cudaSuccess ? cudaGetLastError() : e;
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* reported through our status: not left for the next call to find */
+        return e;
+    }
+    return cudaGetLastError();
 }
 
 /* act_ready: the caller (the fused linear's A producer) has already written
@@ -1143,7 +1150,10 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     sm90_kernel_fn kern = sliced ? sm90_sliced_kernels[plan.variant] : sm90_kernels[plan.variant];
     if (!kern)
         return nvfp4_fail(NVFP4_ERR_INTERNAL, "gemm (cuda): variant %d has no kernel for K slices", plan.variant);
-    st = raise_smem(dev, &plan, (const void *)kern);
+    /* (the lean build's twins have their own shared-memory attribute) */
+    st = kern == sm90_kernels[plan.variant] ? raise_smem(dev, &plan, (const void *)kern)
+                                            : raise_smem_to(&dev->sliced_smem_set[plan.variant], plan.smem,
+                                                            (const void *)kern);
     if (st != NVFP4_OK) return st;
     /* after the pre-pass (or the linear's quantizer), as its programmatic
      * dependent: the launch and prologue overlap its tail; every thread of

@@ -137,8 +137,14 @@ ALT_FLAGS_regbal    := -DNVFP4_SM90_REGBAL=1 $(ALT_WERROR)
 ALT_FLAGS_regstatic := -DNVFP4_SM90_REG_STATIC=1 $(ALT_WERROR)
 ALT_FLAGS_all       := $(ALT_DEFS_all) $(ALT_WERROR)
 ALT_QFLAGS_all      := -DNVFP4_Q_COOP=2 $(ALT_WERROR)
-ALTS     ?= pair regbal regstatic lean all
-ALT_FULL ?= all
+# `pick`: the seventeenth session's candidate default after its first
+# H200 call (docs/KERNEL.md): all but REG_STATIC (slower on REGR), the
+# four-lane quantizer only where the one-thread kernel ran (at M = 128 the
+# table kernel measured faster)
+ALT_FLAGS_pick      := -DNVFP4_SM90_PAIR=1 -DNVFP4_SM90_REGBAL=1 -DNVFP4_SM90_LEAN=1 $(ALT_WERROR)
+ALT_QFLAGS_pick     := -DNVFP4_Q_COOP=1 $(ALT_WERROR)
+ALTS     ?= pair regbal regstatic lean all pick
+ALT_FULL ?= all pick
 ALT_DEV  ?= all_dev1 all_dev4 all_dev5 all_dev6
 $(foreach n,1 2 3 4 5 6 7,$(eval ALT_FLAGS_all_dev$(n) := $(ALT_DEFS_all) -DNVFP4_SM90_DEV_FIXED=$(n)))
 .PHONY: alts alt-objs
