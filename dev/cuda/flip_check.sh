@@ -34,10 +34,11 @@ for src in sm90_gemm sm90_quantize; do
         echo "flip_check: $src.cu: not in set $SET (the library's object is used)"
         continue
     fi
+    # (ptxas's performance notes are not this script's business; errors are)
     # shellcheck disable=SC2086 # flag lists split on purpose
-    "$NVCC" $base -cubin -o "$T/lib.cubin" "src/cuda/$src.cu"
+    "$NVCC" $base -cubin -o "$T/lib.cubin" "src/cuda/$src.cu" 2>"$T/err" || { cat "$T/err" >&2; exit 2; }
     # shellcheck disable=SC2086
-    "$NVCC" $base $alt -cubin -o "$T/alt.cubin" "src/cuda/$src.cu" 2>/dev/null
+    "$NVCC" $base $alt -cubin -o "$T/alt.cubin" "src/cuda/$src.cu" 2>"$T/err" || { cat "$T/err" >&2; exit 2; }
     echo "flip_check: $src.cu, the library against set $SET:"
     python3 "$(dirname "$0")/elf_sections.py" "$T/lib.cubin" "$T/alt.cubin" || rc=1
 done
