@@ -28,6 +28,19 @@ extern "C" {
 #include "cuda/ptx.cuh"
 #include "cuda/sm90_heuristics.cuh"
 #include "cuda/sm90_internal.cuh"
+
+/* Kernel options (sm90_gemm_body.cuh), the default since the H200 timed
+ * them (docs/KERNEL.md, seventeenth session); -DNVFP4_SM90_X=0 builds the
+ * kernels without one (tests/gpu/gpu.mk flag set `base`: none of them). */
+#ifndef NVFP4_SM90_PAIR
+#define NVFP4_SM90_PAIR 1 /* wgmma groups of two chunks (64x128, 128x128) */
+#endif
+#ifndef NVFP4_SM90_REGBAL
+#define NVFP4_SM90_REGBAL 1 /* setmaxnreg on the single-consumer tiles */
+#endif
+#ifndef NVFP4_SM90_LEAN
+#define NVFP4_SM90_LEAN 1 /* the bn <= 64 tiles without K-slice code; twins carry it */
+#endif
 #include "cuda/sm90_wgmma.cuh"
 #include "formats/layout.h"
 #include "cuda/sm90_small_m.cuh"

@@ -17,8 +17,8 @@
 #define SM90_THREADS (128 * (SM90_NC + 1))
 /* K slices (docs/CONTRACT.md) need a second accumulator set: only the
  * variants with bn <= 64 carry it (the planner picks those when k_slices > 1).
- * -DNVFP4_SM90_LEAN=1 (seventeenth session; not in the library's build until
- * measured): the planned kernels leave it out, and twins that carry it
+ * NVFP4_SM90_LEAN (seventeenth session; the default, sm90_gemm.cu): the
+ * planned kernels leave it out, and twins that carry it
  * (SM90_SLICED defined by the includer; names ending _sl) run the GEMMs
  * that have slices.  Why (SASS, read without a GPU): the slice code doubled
  * the loops of the tiles that carried it -- 64x64 555 -> 279 instructions
@@ -219,8 +219,8 @@
 #define SM90_RETIRE_BOOKKEEPING() const int rel_slot_ = prev_slot, rel_ = kc > kbeg && prev_last;
 #endif
 
-/* Chunk pairs (-DNVFP4_SM90_PAIR=1, sixteenth session; not in the
- * library's build until measured): a wgmma group is two chunks' 8 k16
+/* Chunk pairs (NVFP4_SM90_PAIR, sixteenth session; the default since the
+ * seventeenth, sm90_gemm.cu): a wgmma group is two chunks' 8 k16
  * steps, and the next two chunks are dequantized together -- twice the
  * independent instructions between two waits, and one fence, commit and
  * wait_group per 8 steps instead of per 4.  Why: the 64x128 tile (attn-out
@@ -334,8 +334,8 @@
  * independent load -> dequant -> wgmma chains where M is small. */
 #define SM90_MINB NVFP4_SM90_CTAS(SM90_BN, SM90_NC)
 
-/* The register split of the single-consumer tiles (-DNVFP4_SM90_REGBAL=1,
- * sixteenth session; not in the library's build until measured): the
+/* The register split of the single-consumer tiles (NVFP4_SM90_REGBAL,
+ * sixteenth session; the default since the seventeenth, sm90_gemm.cu): the
  * producer warpgroup gives its registers back (setmaxnreg.dec to 40) and the
  * consumer takes what its CTA's share allows -- as the two-consumer tiles
  * always did.  Why (SASS, read without a GPU): ptxas then keeps the stage

@@ -17,6 +17,10 @@
  * thread), each looping over blocks, so the table is built a few times per
  * SM rather than once per 256 blocks. */
 #define Q_CTAS_PER_SM 3
+/* The four-lane exact kernel's share of the launches (the rule below) */
+#ifndef NVFP4_Q_COOP
+#define NVFP4_Q_COOP 1
+#endif
 
 static int q_forced_launch = -1;
 extern "C" void nvfp4_q_force_launch(int mode) { q_forced_launch = mode >= 0 && mode <= 2 ? mode : -1; }
@@ -354,11 +358,10 @@ nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
     const int64_t want = (prows * nb + Q_THREADS - 1) / Q_THREADS, cap = (int64_t)sms * Q_CTAS_PER_SM;
     /* one block per thread fits one CTA per SM: exact steps, no table (CTAs
      * of 64 threads, to fit beside a register GEMM CTA, measured slower:
-     * docs/STREAMING_A.md).  The four-lane kernel (2) only when forced, or
-     * in builds with -DNVFP4_Q_COOP (1: where the one-thread kernel would
-     * run; 2: also where the table kernel would give each thread at most
-     * two blocks, M = 128 on the seed's linears), until the H200 has timed
-     * it against these (dev/cuda/session16.sh quant, altbench). */
+     * docs/STREAMING_A.md), by four lanes a block (2) with NVFP4_Q_COOP >= 1
+     * (the default: measured faster there, seventeenth session); with
+     * NVFP4_Q_COOP = 2 also where the table kernel would give each thread at
+     * most two blocks (M = 128 on the seed's linears: measured slower). */
     int mode = want <= sms ? 1 : 0;
 #if defined(NVFP4_Q_COOP) && NVFP4_Q_COOP >= 1
     if (mode == 1) mode = 2;

@@ -110,7 +110,8 @@ dev-fixed: $(foreach n,$(DEV_FIXED),$(BUILD)/gpu/gemm_variants_dev$(n))
 # has them.
 #
 # Builds of the GEMM kernels with sixteenth- and seventeenth-session options
-# (not in the library's build until measured): `pair` (-DNVFP4_SM90_PAIR,
+# (pair, regbal and lean the library's default since the seventeenth
+# session's H200 runs; `base` below builds without them): `pair` (-DNVFP4_SM90_PAIR,
 # sm90_gemm_body.cuh: wgmma groups of two chunks), `regbal`
 # (-DNVFP4_SM90_REGBAL: setmaxnreg on the single-consumer wgmma tiles),
 # `regstatic` (-DNVFP4_SM90_REG_STATIC, sm90_regm_body.cuh: the register
@@ -137,14 +138,19 @@ ALT_FLAGS_regbal    := -DNVFP4_SM90_REGBAL=1 $(ALT_WERROR)
 ALT_FLAGS_regstatic := -DNVFP4_SM90_REG_STATIC=1 $(ALT_WERROR)
 ALT_FLAGS_all       := $(ALT_DEFS_all) $(ALT_WERROR)
 ALT_QFLAGS_all      := -DNVFP4_Q_COOP=2 $(ALT_WERROR)
-# `pick`: the seventeenth session's candidate default after its first
-# H200 call (docs/KERNEL.md): all but REG_STATIC (slower on REGR), the
-# four-lane quantizer only where the one-thread kernel ran (at M = 128 the
-# table kernel measured faster)
+# `pick`: the seventeenth session's candidate, measured on the H200 and
+# then made the library's default (sm90_gemm.cu, sm90_quantize.cu): all but
+# REG_STATIC (slower on REGR), the four-lane quantizer only where the
+# one-thread kernel ran (at M = 128 the table kernel measured faster).
+# Since then pair, regbal, lean and pick build the library's own kernels
+# (flip_check.sh pick: 60 of 60), and `base` the fifteenth session's (none
+# of the options), for A/B runs against it.
 ALT_FLAGS_pick      := -DNVFP4_SM90_PAIR=1 -DNVFP4_SM90_REGBAL=1 -DNVFP4_SM90_LEAN=1 $(ALT_WERROR)
 ALT_QFLAGS_pick     := -DNVFP4_Q_COOP=1 $(ALT_WERROR)
-ALTS     ?= pair regbal regstatic lean all pick
-ALT_FULL ?= all pick
+ALT_FLAGS_base      := -DNVFP4_SM90_PAIR=0 -DNVFP4_SM90_REGBAL=0 -DNVFP4_SM90_LEAN=0 $(ALT_WERROR)
+ALT_QFLAGS_base     := -DNVFP4_Q_COOP=0 $(ALT_WERROR)
+ALTS     ?= pair regbal regstatic lean all pick base
+ALT_FULL ?= all pick base
 ALT_DEV  ?= all_dev1 all_dev4 all_dev5 all_dev6
 $(foreach n,1 2 3 4 5 6 7,$(eval ALT_FLAGS_all_dev$(n) := $(ALT_DEFS_all) -DNVFP4_SM90_DEV_FIXED=$(n)))
 .PHONY: alts alt-objs
