@@ -61,11 +61,7 @@ if has alts; then
             *:64 | *:48) progs="gemm_variants gemm_variants_regbal gemm_variants_lean gemm_variants_all" ;;
             *) progs="gemm_variants $(for a in $ALTS; do echo gemm_variants_$a; done)" ;;
             esac
-            for prog in $progs; do
-                n="${prog}_${s%%:*}_${s##*:}_$round"
-                step "$n" 120 "$B/gpu/$prog" ${s%%:*} ${s##*:} -1 30
-                grep -E "^(OK|MISMATCH)" "$L/$n.log" | sed "s/^/$prog /"
-            done
+            for prog in $progs; do step_variant "$prog" "$s" 120 "$round"; done
         done
     done
     for prog in gemm_variants $(for a in $ALTS; do echo gemm_variants_$a; done); do

@@ -39,11 +39,7 @@ if has alts; then
         *:128) progs="gemm_variants gemm_variants_pair gemm_variants_regbal gemm_variants_$S" ;;
         *) progs="gemm_variants gemm_variants_lean gemm_variants_$S" ;;
         esac
-        for prog in $progs; do
-            n="${prog}_${s%%:*}_${s##*:}"
-            step "$n" 60 "$B/gpu/$prog" ${s%%:*} ${s##*:} -1 30
-            grep -E "^(OK|MISMATCH)" "$L/$n.log" | sed "s/^/$prog /"
-        done
+        for prog in $progs; do step_variant "$prog" "$s" 60; done
     done
 fi
 if has quant; then

@@ -6,7 +6,8 @@
 #   step_checks, step_bench        the P0 checks and the bench, and
 #   step_suites, step_sanitize     the GPU suites and compute-sanitizer's
 #                                  checks, and
-#   step_quant                     the quantizer kernels (below).
+#   step_quant                     the quantizer kernels (below), and
+#   step_variant                   one gemm_variants program timed.
 B=${1:-build}
 L=$OUT/logs
 mkdir -p "$L"
@@ -29,6 +30,14 @@ step_checks() {
 step_bench() {
     step bench 300 "$B/nvfp4" bench --m 1,16,128,2048 --json "$L/bench.json"
     tail -n 18 "$L/bench.log"
+}
+# One gemm_variants program (BUILD/gpu/PROG) on SHAPE (linear:M), its
+# planned kernel checked then timed: step_variant PROG SHAPE SECS [TAG]
+# (log PROG_linear_M[_TAG]); prints the OK / MISMATCH lines.
+step_variant() {
+    prog=$1; shape=$2; n="${1}_${2%%:*}_${2##*:}${4:+_$4}"
+    step "$n" "$3" "$B/gpu/$prog" "${shape%%:*}" "${shape##*:}" -1 30
+    grep -E "^(OK|MISMATCH)" "$L/$n.log" | sed "s/^/$prog /"
 }
 # The three GPU suites (every output against the CPU oracle).
 step_suites() {
