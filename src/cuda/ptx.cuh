@@ -110,6 +110,16 @@ NVFP4_DEV void ptx_bar_sync(uint32_t id, uint32_t threads)
 {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
+/* Arrive at barrier `id` without waiting: the producer's half of a
+ * producer / consumer pair whose consumer runs ptx_bar_sync on the same id
+ * and count.  When the barrier completes, this thread's earlier memory
+ * accesses are performed for every participant (the PTX barrier's
+ * guarantee), so a shared-memory store before the arrive is seen by a load
+ * after the consumer's sync. */
+NVFP4_DEV void ptx_bar_arrive(uint32_t id, uint32_t threads)
+{
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 
 /* ---- mma.sync ------------------------------------------------------------ */
 /* One m16n8k16 step, FP16 operands, FP32 accumulator d (in and out): one

@@ -1,12 +1,15 @@
 /* sm90_gemm.cu -- the H200 (sm_90a) NVFP4 GEMM, bit-exact to the sm90 model.
  *
  * On the caller's stream, by the plan (sm90_heuristics.c):
- *  - M <= 32: the split small-M kernel (sm90_split*.cuh): one launch; TMA
- *    brings NVFP4 weights and activations, dequantizing warps write FP16
- *    fragments to shared memory, MMA warps run mma.sync on 16-row weight
- *    tiles;
- *  - the first small-M kernel (sm90_small_m*.cuh, forced variants only):
- *    mma.sync on n8 weight tiles, dequantization in the MMA warps;
+ *  - M <= 32: one launch of a register small-M kernel (sm90_regm*.cuh):
+ *    TMA brings NVFP4 weights and activations, activation warps write FP16
+ *    fragments once per CTA, MMA warps dequantize their own weights in
+ *    registers and run mma.sync chains -- 8-row chains (REGM), 16-row chains
+ *    (REGW), or 16-row chains whose chunks R warps take in turn, handing the
+ *    accumulator on (REGR: attn-out and FC2 at M <= 16);
+ *  - forced variants only: the split kernel (sm90_split*.cuh: dequantizing
+ *    warps write FP16 fragments of both operands to shared memory), the
+ *    first small-M kernel (sm90_small_m*.cuh) and the SS kernel;
  *  - otherwise two launches: nvfp4_sm90_dequant_act (A (M x K NVFP4) -> FP16
  *    [M][K] in the workspace, each block in the operand order of
  *    nvfp4_sm90_operand_elem; e2m1 * |e4m3| is exact in FP16), then the
@@ -40,6 +43,13 @@ extern "C" {
 #endif
 #ifndef NVFP4_SM90_LEAN
 #define NVFP4_SM90_LEAN 1 /* the bn <= 64 tiles without K-slice code; twins carry it */
+#endif
+/* Not the default until the H200 has timed it (eighteenth session): */
+#ifndef NVFP4_SM90_NBAR
+#define NVFP4_SM90_NBAR 0 /* REGR's accumulator hand-off by named barriers, not mbarriers */
+#endif
+#ifndef NVFP4_SM90_REGR_TURN
+#define NVFP4_SM90_REGR_TURN 1 /* REGR: chunks a warp takes per turn (1 or 2) */
 #endif
 #include "cuda/sm90_wgmma.cuh"
 #include "formats/layout.h"
@@ -631,7 +641,7 @@ static int regm_bf16_plan(nvfp4_sm90_plan *plan, const nvfp4_sm90_variant *var, 
     if (fixed + 2 * stage > smem_optin) return -1;
     size_t nst = (smem_optin - fixed) / stage;
     if (nst > (size_t)plan->stages) nst = (size_t)plan->stages;
-    if (rot) nst -= nst % (size_t)var->r;
+    if (rot) nst -= nst % ((size_t)var->r * REGR_TURN);
     if (nst < 2) return -1;
     plan->stages = (int)nst;
     plan->smem = fixed + nst * stage;
@@ -896,6 +906,12 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
                           "gemm (cuda): no kernel variant for M=%lld (forced variant %d)", (long long)m, forced);
     const nvfp4_sm90_variant var = nvfp4_sm90_variants[plan.variant];
+    if (var.kind == NVFP4_SM90_REGR && REGR_TURN > 1) { /* turns of REGR_TURN chunks: a multiple of R x TURN */
+        plan.stages -= plan.stages % (REGR_TURN * var.r);
+        if (plan.stages < 2)
+            return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "gemm (cuda): REGR ring too shallow for turns of %d chunks",
+                              REGR_TURN);
+    }
 
     cudaStream_t stream = (cudaStream_t)args->stream;
     /* 512-byte scale chunks per 128-row tile, and 64-element groups per K slice */

@@ -110,6 +110,41 @@ typedef struct nvfp4_sm90_regm_params {
 #define REGM_DEV_NO_ABOX 8    /* the loader skips the activation boxes */
 #define REGM_DEV_NO_WCODES 16 /* the loader skips the weight-code box */
 #define REGR_DEV_NO_DQ 32     /* REGR: the MMA warps skip the weight dequantization (zero fragments) */
+#define REGR_DEV_NO_HAND 64   /* REGR, dev builds (-DNVFP4_SM90_DEV) only: no wait for the accumulator
+                               * hand-off and no signal of it (each chunk's warp reads the slot
+                               * whenever it gets there) */
+
+/* REGR's accumulator hand-off, in the MMA warp mw = R jr + rr that takes
+ * turn U of chain jr (chunk U, or with REGR_TURN = 2 chunks 2U and 2U + 1;
+ * rr = U % R): REGR_HAND_WAIT(U) before it loads the slot (U > 0),
+ * REGR_HAND_SIGNAL(U + 1) to the warp of turn U + 1 after it stored the
+ * slot.  By default an mbarrier per receiving warp (acc_ready[mw], count
+ * 32: the waiter's parity is ((U - 1) / R) & 1); with -DNVFP4_SM90_NBAR=1 named
+ * barrier REGR_HAND_BAR0 + mw over the two warps (64 threads): the sender's
+ * bar.arrive, the receiver's bar.sync.  A barrier never has two rounds in
+ * flight: the sender's next hand-off to the same warp follows chunks the
+ * receiver's turn comes before. */
+#define REGR_HAND_BAR0 2 /* 1: the activation warps' table (REGM_BF16) */
+#if NVFP4_SM90_NBAR
+#define REGR_HAND_WAIT_(U) ptx_bar_sync(REGR_HAND_BAR0 + mw, 64)
+#define REGR_HAND_SIGNAL_(U) ptx_bar_arrive(REGR_HAND_BAR0 + jr * REGM_ROT + (U) % REGM_ROT, 64)
+#else
+#define REGR_HAND_WAIT_(U) ptx_mbar_wait(&acc_ready[mw], (uint32_t)(((U) - 1) / REGM_ROT) & 1u)
+#define REGR_HAND_SIGNAL_(U) ptx_mbar_arrive(&acc_ready[jr * REGM_ROT + (U) % REGM_ROT])
+#endif
+#ifdef NVFP4_SM90_DEV
+#define REGR_HAND_WAIT(U)                                                                          \
+    if (!(REGM_DEV_MODE & REGR_DEV_NO_HAND)) REGR_HAND_WAIT_(U)
+#define REGR_HAND_SIGNAL(U)                                                                        \
+    if (!(REGM_DEV_MODE & REGR_DEV_NO_HAND)) REGR_HAND_SIGNAL_(U)
+#else
+#define REGR_HAND_WAIT(U) REGR_HAND_WAIT_(U)
+#define REGR_HAND_SIGNAL(U) REGR_HAND_SIGNAL_(U)
+#endif
+/* the chunks a warp takes per turn (-DNVFP4_SM90_REGR_TURN, sm90_gemm.cu) */
+#define REGR_TURN NVFP4_SM90_REGR_TURN
+static_assert(REGR_TURN == 1 || REGR_TURN == 2, "REGR turns of one or two chunks");
+static_assert(REGR_HAND_BAR0 + REGR_WMAX <= 16, "a named barrier per REGR MMA warp");
 
 /* The FP16 pair {s_a * 64, s_b * 64} of the two block-scale bytes in the
  * low (hi = 0) or high half of a word (signs cleared: the contract uses

@@ -261,53 +261,61 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
  * E, an FP32 accumulator is a multiple of 2^(E - 25), and a zero
  * accumulator is +0: docs/ORACLE.md) -- and the tail chunk has the hot
  * path's code, without predicates or spills.  Every block's A fragment
- * into fa first; then the accumulator from the previous chunk's warp (or
- * +0 for chunk 0) and the NB steps, each with its activation fragment
- * (ptxas sinks part of the dequantization math into the steps, where it
- * fills their latency); the stage is released after them.  (Tried and
- * measured slower: every activation fragment loaded up front and the stage
- * released before the accumulator wait, FC2 M = 1 38.7 us against 34.6.) */
+ * into FA first (REGR_DQ); then the accumulator from the previous turn's
+ * warp (REGR_ACC_IN: +0 for chunk 0) and the NB steps (REGR_STEPS), each
+ * with its activation fragment (ptxas sinks part of the dequantization
+ * math into the steps, where it fills their latency); the stage is
+ * released after them.  (Tried and measured slower: every activation
+ * fragment loaded up front and the stage released before the accumulator
+ * wait, FC2 M = 1 38.7 us against 34.6.) */
+#define REGR_DQ(FA, ST, NB)                                                                        \
+    if (REGM_DEV_MODE & REGR_DEV_NO_DQ) { /* dev/cuda timing only: results wrong */                \
+        _Pragma("unroll") for (int b = 0; b < 16; b++) FA[b][0] = FA[b][1] = FA[b][2] = FA[b][3] = 0; \
+    } else                                                                                         \
+        _Pragma("unroll") for (int bp = 0; bp < 8; bp++) {                                         \
+            const int cw = crow0 + ((bp << 4) ^ gx);                                               \
+            const uint32_t w0 = *(const uint32_t *)((ST) + cw), w1 = *(const uint32_t *)((ST) + cw + 8); \
+            const uint32_t w2 = *(const uint32_t *)((ST) + cw + 1024);                             \
+            const uint32_t w3 = *(const uint32_t *)((ST) + cw + 1032);                             \
+            uint2 sp = *(const uint2 *)((ST) + sfo0 + bp * 64);                                    \
+            if (2 * bp >= (NB)) sp = make_uint2(0u, 0u);                                           \
+            REGW_AFRAG(ptx_prmt(w0, w2, xsel), sp.x, FA[2 * bp][0], FA[2 * bp][1], FA[2 * bp][2],  \
+                       FA[2 * bp][3]);                                                             \
+            REGW_AFRAG(ptx_prmt(w1, w3, xsel), sp.y, FA[2 * bp + 1][0], FA[2 * bp + 1][1],          \
+                       FA[2 * bp + 1][2], FA[2 * bp + 1][3]);                                      \
+        }
+/* the chain's accumulator into the turn of chunk C, unit U (= C / REGR_TURN) */
+#define REGR_ACC_IN(C, U)                                                                          \
+    if ((C) == 0) {                                                                                \
+        _Pragma("unroll") for (int u = 0; u < REGM_NT; u++)                                        \
+            _Pragma("unroll") for (int e = 0; e < 4; e++) acc[u][e] = 0.0f;                        \
+    } else {                                                                                       \
+        REGR_HAND_WAIT(U);                                                                         \
+        _Pragma("unroll") for (int u = 0; u < REGM_NT; u++) {                                      \
+            const float4 v = slot[u * 32];                                                         \
+            acc[u][0] = v.x;                                                                       \
+            acc[u][1] = v.y;                                                                       \
+            acc[u][2] = v.z;                                                                       \
+            acc[u][3] = v.w;                                                                       \
+        }                                                                                          \
+    }
+#define REGR_STEPS(FA, ST, NB)                                                                     \
+    _Pragma("unroll") for (int b = 0; b < 16; b++)                                                 \
+        _Pragma("unroll") for (int u = 0; u < REGM_NT; u++) {                                      \
+        uint32_t x0 = 0, x1 = 0;                                                                   \
+        if (b < (NB)) {                                                                            \
+            const uint2 x = *(const uint2 *)((ST) + act_ld + b * REGM_FB + u * 256);               \
+            x0 = x.x;                                                                              \
+            x1 = x.y;                                                                              \
+        }                                                                                          \
+        ptx_mma_16816_regs(acc[u], FA[b][0], FA[b][1], FA[b][2], FA[b][3], x0, x1);                \
+    }
 #define REGR_CHUNK(NB)                                                                             \
     {                                                                                              \
         uint32_t fa[16][4];                                                                        \
-        if (REGM_DEV_MODE & REGR_DEV_NO_DQ) { /* dev/cuda timing only: results wrong */            \
-            _Pragma("unroll") for (int b = 0; b < 16; b++) fa[b][0] = fa[b][1] = fa[b][2] = fa[b][3] = 0; \
-        } else                                                                                     \
-            _Pragma("unroll") for (int bp = 0; bp < 8; bp++) {                                     \
-                const int cw = crow0 + ((bp << 4) ^ gx);                                           \
-                const uint32_t w0 = *(const uint32_t *)(st + cw), w1 = *(const uint32_t *)(st + cw + 8); \
-                const uint32_t w2 = *(const uint32_t *)(st + cw + 1024);                           \
-                const uint32_t w3 = *(const uint32_t *)(st + cw + 1032);                           \
-                uint2 sp = *(const uint2 *)(st + sfo0 + bp * 64);                                  \
-                if (2 * bp >= (NB)) sp = make_uint2(0u, 0u);                                       \
-                REGW_AFRAG(ptx_prmt(w0, w2, xsel), sp.x, fa[2 * bp][0], fa[2 * bp][1], fa[2 * bp][2], \
-                           fa[2 * bp][3]);                                                         \
-                REGW_AFRAG(ptx_prmt(w1, w3, xsel), sp.y, fa[2 * bp + 1][0], fa[2 * bp + 1][1],      \
-                           fa[2 * bp + 1][2], fa[2 * bp + 1][3]);                                  \
-            }                                                                                      \
-        if (c == 0) {                                                                              \
-            _Pragma("unroll") for (int u = 0; u < REGM_NT; u++)                                    \
-                _Pragma("unroll") for (int e = 0; e < 4; e++) acc[u][e] = 0.0f;                    \
-        } else {                                                                                   \
-            ptx_mbar_wait(&acc_ready[mw], (uint32_t)((c - 1) / REGM_ROT) & 1u);                    \
-            _Pragma("unroll") for (int u = 0; u < REGM_NT; u++) {                                  \
-                const float4 v = slot[u * 32];                                                     \
-                acc[u][0] = v.x;                                                                   \
-                acc[u][1] = v.y;                                                                   \
-                acc[u][2] = v.z;                                                                   \
-                acc[u][3] = v.w;                                                                   \
-            }                                                                                      \
-        }                                                                                          \
-        _Pragma("unroll") for (int b = 0; b < 16; b++)                                             \
-            _Pragma("unroll") for (int u = 0; u < REGM_NT; u++) {                                  \
-            uint32_t x0 = 0, x1 = 0;                                                               \
-            if (b < (NB)) {                                                                        \
-                const uint2 x = *(const uint2 *)(st + act_ld + b * REGM_FB + u * 256);             \
-                x0 = x.x;                                                                          \
-                x1 = x.y;                                                                          \
-            }                                                                                      \
-            ptx_mma_16816_regs(acc[u], fa[b][0], fa[b][1], fa[b][2], fa[b][3], x0, x1);            \
-        }                                                                                          \
+        REGR_DQ(fa, st, NB)                                                                        \
+        REGR_ACC_IN(c, c)                                                                          \
+        REGR_STEPS(fa, st, NB)                                                                     \
         ptx_mbar_arrive(&empty[s]); /* this lane's loads of the stage are done */                 \
     }
 
@@ -482,9 +490,11 @@ extern "C" __global__ void REGM_BOUNDS
      * leaves its last warp idle: it exits at once instead of repeating a
      * chain, so the issue slots go to the real ones) */
     const int mma_live = REGM_ROT ? chains * REGM_ROT : (chains + REGM_TW - 1) / REGM_TW;
-    /* REGM_ROT: the accumulator hand-off, barrier j * R + r (count 32) for
-     * the chunks turn r of chain j takes, after the other barriers */
+    /* REGM_ROT: the accumulator hand-off (REGR_HAND_WAIT), barrier j * R + r
+     * (count 32) for the chunks turn r of chain j takes, after the other
+     * barriers; unused with named barriers (NVFP4_SM90_NBAR) */
     uint64_t *acc_ready = (uint64_t *)(smem + REGR_ACC_BAR_OFF);
+    (void)acc_ready;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < p.stages; s++) {
@@ -494,7 +504,7 @@ extern "C" __global__ void REGM_BOUNDS
             /* every reader lane arrives */
             ptx_mbar_init(&empty[s], 32 * ((REGM_ROT ? chains : mma_live) + (REGM_BF16 ? 1 : REGM_AWN)));
         }
-        if (REGM_ROT)
+        if (REGM_ROT && !NVFP4_SM90_NBAR)
             for (int i = 0; i < mma_live; i++) ptx_mbar_init(&acc_ready[i], 32);
         ptx_fence_mbar_init();
     }
@@ -727,6 +737,7 @@ extern "C" __global__ void REGM_BOUNDS
 #else
     const float alpha = __fmul_rn(*p.a_scale2, *p.b_scale2);
 #endif
+#if REGR_TURN == 1
     for (int c = rr; c < nch; c += REGM_ROT) {
         const int s = c % p.stages;
         const uint32_t ph = (uint32_t)(c / p.stages) & 1u;
@@ -743,7 +754,7 @@ extern "C" __global__ void REGM_BOUNDS
         if (c + 1 < nch) {
 #pragma unroll
             for (int u = 0; u < REGM_NT; u++) slot[u * 32] = make_float4(acc[u][0], acc[u][1], acc[u][2], acc[u][3]);
-            ptx_mbar_arrive(&acc_ready[jr * REGM_ROT + (c + 1) % REGM_ROT]); /* releases the slot's stores */
+            REGR_HAND_SIGNAL(c + 1); /* releases the slot's stores */
             continue;
         }
         /* the warp of the last chunk */
@@ -752,6 +763,55 @@ extern "C" __global__ void REGM_BOUNDS
 #endif
         REGW_EPILOGUE(jr, acc);
     }
+#else
+    /* REGR_TURN = 2: a turn is two chunks (unit U = C / 2 of chunks 2U and 2U
+     * + 1, warp U % R), so the chain changes warps half as often; both
+     * chunks are dequantized before the accumulator wait (128 fragment
+     * registers).  The ring's depth is a multiple of 2R (the launcher). */
+    for (int c = 2 * rr; c < nch; c += 2 * REGM_ROT) {
+        const int u0 = c / 2, s0 = c % p.stages, s1 = (c + 1) % p.stages;
+        const bool two = c + 1 < nch;
+        ptx_mbar_wait(&full[s0], (uint32_t)(c / p.stages) & 1u);
+        ptx_mbar_wait(&act_full[s0], (uint32_t)(c / p.stages) & 1u);
+        if (two) {
+            ptx_mbar_wait(&full[s1], (uint32_t)((c + 1) / p.stages) & 1u);
+            ptx_mbar_wait(&act_full[s1], (uint32_t)((c + 1) / p.stages) & 1u);
+        }
+        const uint8_t *st0 = ring + (size_t)s0 * stage_bytes, *st1 = ring + (size_t)s1 * stage_bytes;
+        const int nb0 = nblocks - 16 * c < 16 ? nblocks - 16 * c : 16;
+        const int nb1 = !two ? 0 : nblocks - 16 * (c + 1) < 16 ? nblocks - 16 * (c + 1) : 16;
+        float acc[REGM_NT][4];
+        if (nb1 == 16) { /* the hot path: two whole chunks */
+            uint32_t fa[16][4], fb[16][4];
+            REGR_DQ(fa, st0, 16)
+            REGR_DQ(fb, st1, 16)
+            REGR_ACC_IN(c, u0)
+            REGR_STEPS(fa, st0, 16)
+            REGR_STEPS(fb, st1, 16)
+        } else {
+            uint32_t fa[16][4];
+            REGR_DQ(fa, st0, nb0)
+            REGR_ACC_IN(c, u0)
+            REGR_STEPS(fa, st0, nb0)
+            if (two) {
+                REGR_DQ(fa, st1, nb1)
+                REGR_STEPS(fa, st1, nb1)
+            }
+        }
+        ptx_mbar_arrive(&empty[s0]); /* this lane's loads of the stages are done */
+        if (two) ptx_mbar_arrive(&empty[s1]);
+        if (c + 2 < nch) {
+#pragma unroll
+            for (int u = 0; u < REGM_NT; u++) slot[u * 32] = make_float4(acc[u][0], acc[u][1], acc[u][2], acc[u][3]);
+            REGR_HAND_SIGNAL(u0 + 1); /* releases the slot's stores */
+            continue;
+        }
+#if REGM_BF16
+        const float alpha = __fmul_rn(regm_x_pts(&p, x_static), b_scale);
+#endif
+        REGW_EPILOGUE(jr, acc);
+    }
+#endif
 #else
     /* ---------------- MMA warps ---------------- */
     const int mw = warp - p.loaders - REGM_AWN;
@@ -877,6 +937,9 @@ extern "C" __global__ void REGM_BOUNDS
 #undef REGM_MM
 #undef REGM_HOT
 #undef REGR_CHUNK
+#undef REGR_DQ
+#undef REGR_ACC_IN
+#undef REGR_STEPS
 #undef REGW_EPILOGUE
 #undef REGM_ACT_LD
 #undef REGM_ACT_SW

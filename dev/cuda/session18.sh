@@ -1,0 +1,75 @@
+#!/bin/sh
+# session18.sh -- the eighteenth session's H200 calls: REGR's accumulator
+# hand-off (attn-out and FC2 at M <= 16) by named barriers (flag set `nbar`,
+# -DNVFP4_SM90_NBAR) and in turns of two chunks (`turn2`, `nbarturn2`:
+# -DNVFP4_SM90_REGR_TURN=2) against the library's one-chunk mbarrier turns.
+#   OUT=DIR [PARTS="..."] [SET=nbar] sh dev/cuda/session18.sh BUILD
+#   handoff   gemm_variants and gemm_variants_X for X in ALTS18 (default
+#             nbar turn2 nbarturn2): the planned kernel and REGR at R = 2,
+#             3, 4 (variants 35..37 at MT = 8, 38..40 at MT = 16), each
+#             checked bit for bit, then timed (the list twice)
+#   sweep     gemm_variants_dev (mbarriers) and _nbardev: parts left out
+#             (dev_mode 2 no activation work, 32 no weight dequantization,
+#             64 no hand-off wait or signal -- the chain's warps run
+#             unchained, results wrong)
+#   quick     test_gemm_cuda_X --quick for X in ALTS18 (K tails, odd chunk
+#             counts, every variant)
+#   bench     nvfp4 bench --m 1,16, the library then nvfp4_SET, each with
+#             cuBLAS in its own run
+#   suites    test_gemm_cuda_SET (in full), test_linear_cuda_SET
+#   checks    nvfp4_SET check and --streaming-a at 1 row (the sizes that
+#             run REGR; 128 and 2048 run kernels the set leaves unchanged:
+#             dev/cuda/flip_check.sh SET)
+#   sanitize  racecheck on REGR (attn-out M = 1: R = 3, FC2 M = 16: R = 2)
+#             and memcheck (attn-out M = 1) on gemm_variants_SET
+. "$(dirname "$0")/step.sh"
+PARTS=${PARTS:-handoff sweep quick}
+ALTS18=${ALTS18:-nbar turn2 nbarturn2}
+S=${SET:-nbar}
+has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+SHAPES=${SHAPES:-"fc2:1 attn_out:1 fc2:16 attn_out:16"}
+if has handoff; then
+    for s in $SHAPES; do
+        case "$s" in *:1) vs="35,36,37" ;; *) vs="38,39,40" ;; esac
+        for prog in gemm_variants $(for a in $ALTS18; do echo "gemm_variants_$a"; done); do
+            n="${prog}_${s%%:*}_${s##*:}_r"
+            step "$n" 90 env NVFP4_VARIANTS=$vs "$B/gpu/$prog" "${s%%:*}" "${s##*:}" -1 200
+            grep -E "^(OK|MISMATCH|VARIANT)" "$L/$n.log" | sed "s/^/$prog /"
+        done
+    done
+fi
+if has sweep; then
+    for s in ${SWEEP_SHAPES:-fc2:1 attn_out:1 fc2:16}; do
+        for prog in gemm_variants_dev "gemm_variants_${S}dev"; do
+            n="${prog}_${s%%:*}_${s##*:}_sweep"
+            step "$n" 90 env NVFP4_DEV_SWEEP="0:0,64:0,32:0,96:0,2:0,66:0,0:0" "$B/gpu/$prog" "${s%%:*}" "${s##*:}" -1 200
+            grep -E "^(OK|MISMATCH|SWEEP)" "$L/$n.log" | sed "s/^/$prog /"
+        done
+    done
+fi
+if has quick; then
+    for a in $ALTS18; do step "quick_$a" 200 "$B/gpu/test_gemm_cuda_$a" --quick; done
+fi
+if has bench; then
+    for c in "$B/nvfp4:lib" "$B/gpu/nvfp4_$S:$S"; do
+        step "bench_${c##*:}" 150 "${c%:*}" bench --m 1,16 --json "$L/bench_${c##*:}.json"
+        tail -n 10 "$L/bench_${c##*:}.log"
+    done
+fi
+if has suites; then
+    step "gemm_$S" 240 "$B/gpu/test_gemm_cuda_$S"
+    step "linear_$S" 200 "$B/gpu/test_linear_cuda_$S"
+fi
+if has checks; then
+    step "${S}_check1" 120 "$B/gpu/nvfp4_$S" check --rows 1 --json "$L/${S}_check1.json"
+    step "${S}_streaming1" 120 "$B/gpu/nvfp4_$S" check --rows 1 --streaming-a --json "$L/${S}_streaming1.json"
+fi
+if has sanitize; then
+    step race_attn1 "${SAN_SECS:-120}" compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 1 \
+        "$B/gpu/gemm_variants_$S" attn_out 1 -1 0
+    step race_fc2_16 "${SAN_SECS:-120}" compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 1 \
+        "$B/gpu/gemm_variants_$S" fc2 16 -1 0
+    step mem_attn1 "${SAN_SECS:-120}" compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/gemm_variants_$S" attn_out 1 -1 0
+    grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|hazard" "$L"/race_*.log "$L"/mem_*.log | head -n 6
+fi
+cd "$OUT" && tar czf logs.tgz logs && rm -rf logs
