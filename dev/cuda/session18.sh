@@ -22,6 +22,11 @@
 #             dev/cuda/flip_check.sh SET)
 #   sanitize  racecheck on REGR (attn-out M = 1: R = 3, FC2 M = 16: R = 2)
 #             and memcheck (attn-out M = 1) on gemm_variants_SET
+#   final     the library once the set is its default (flip_check.sh SET):
+#             test_gemm_cuda and test_linear_cuda in full, nvfp4 check and
+#             --streaming-a at 1, 128, 2048 rows, racecheck on REGR
+#             (attn-out M = 1, FC2 M = 16), nvfp4 bench --m 1,16,128,2048
+#             with cuBLAS, memcheck (attn-out M = 1)
 . "$(dirname "$0")/step.sh"
 PARTS=${PARTS:-handoff sweep quick}
 ALTS18=${ALTS18:-nbar turn2 nbarturn2}
@@ -71,5 +76,18 @@ if has sanitize; then
         "$B/gpu/gemm_variants_$S" fc2 16 -1 0
     step mem_attn1 "${SAN_SECS:-120}" compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/gemm_variants_$S" attn_out 1 -1 0
     grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|hazard" "$L"/race_*.log "$L"/mem_*.log | head -n 6
+fi
+if has final; then
+    step gemm 240 "$B/gpu/test_gemm_cuda"
+    step linear 200 "$B/gpu/test_linear_cuda"
+    step_checks
+    step race_attn1 "${SAN_SECS:-90}" compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 1 \
+        "$B/gpu/gemm_variants" attn_out 1 -1 0
+    step race_fc2_16 "${SAN_SECS:-90}" compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 1 \
+        "$B/gpu/gemm_variants" fc2 16 -1 0
+    grep -hE "RACECHECK SUMMARY|hazard" "$L"/race_*.log | head -n 4
+    step_bench
+    step mem_attn1 "${SAN_SECS:-90}" compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/gemm_variants" attn_out 1 -1 0
+    grep -hE "ERROR SUMMARY" "$L"/mem_*.log | head -n 2
 fi
 cd "$OUT" && tar czf logs.tgz logs && rm -rf logs

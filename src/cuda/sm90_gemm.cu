@@ -32,9 +32,10 @@ extern "C" {
 #include "cuda/sm90_heuristics.cuh"
 #include "cuda/sm90_internal.cuh"
 
-/* Kernel options (sm90_gemm_body.cuh), the default since the H200 timed
- * them (docs/KERNEL.md, seventeenth session); -DNVFP4_SM90_X=0 builds the
- * kernels without one (tests/gpu/gpu.mk flag set `base`: none of them). */
+/* Kernel options (sm90_gemm_body.cuh, sm90_regm_body.cuh), the default
+ * since the H200 timed them (docs/KERNEL.md, seventeenth and eighteenth
+ * sessions); -DNVFP4_SM90_X=0 builds the kernels without one
+ * (tests/gpu/gpu.mk flag set `base`: none of them). */
 #ifndef NVFP4_SM90_PAIR
 #define NVFP4_SM90_PAIR 1 /* wgmma groups of two chunks (64x128, 128x128) */
 #endif
@@ -44,10 +45,13 @@ extern "C" {
 #ifndef NVFP4_SM90_LEAN
 #define NVFP4_SM90_LEAN 1 /* the bn <= 64 tiles without K-slice code; twins carry it */
 #endif
-/* Not the default until the H200 has timed it (eighteenth session): */
+/* Measured faster (eighteenth session), not the default until the whole
+ * GPU suite, nvfp4 check and racecheck have run on it: */
 #ifndef NVFP4_SM90_NBAR
 #define NVFP4_SM90_NBAR 0 /* REGR's accumulator hand-off by named barriers, not mbarriers */
 #endif
+/* Measured slower, an option only (eighteenth session: 128 fragment
+ * registers spill at MT = 8): */
 #ifndef NVFP4_SM90_REGR_TURN
 #define NVFP4_SM90_REGR_TURN 1 /* REGR: chunks a warp takes per turn (1 or 2) */
 #endif

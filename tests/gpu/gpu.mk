@@ -142,25 +142,27 @@ ALT_QFLAGS_all      := -DNVFP4_Q_COOP=2 $(ALT_WERROR)
 # then made the library's default (sm90_gemm.cu, sm90_quantize.cu): all but
 # REG_STATIC (slower on REGR), the four-lane quantizer only where the
 # one-thread kernel ran (at M = 128 the table kernel measured faster).
-# Since then pair, regbal, lean and pick build the library's own kernels
-# (flip_check.sh pick: 60 of 60), and `base` the fifteenth session's (none
-# of the options), for A/B runs against it.
-ALT_FLAGS_pick      := -DNVFP4_SM90_PAIR=1 -DNVFP4_SM90_REGBAL=1 -DNVFP4_SM90_LEAN=1 $(ALT_WERROR)
+# `pick` builds the seventeenth session's library (the eighteenth's
+# named-barrier hand-off left out: -DNVFP4_SM90_NBAR=0), and `base` the
+# fifteenth session's (none of the options), for A/B runs against it.
+ALT_FLAGS_pick      := -DNVFP4_SM90_PAIR=1 -DNVFP4_SM90_REGBAL=1 -DNVFP4_SM90_LEAN=1 -DNVFP4_SM90_NBAR=0 \
+                       $(ALT_WERROR)
 ALT_QFLAGS_pick     := -DNVFP4_Q_COOP=1 $(ALT_WERROR)
-ALT_FLAGS_base      := -DNVFP4_SM90_PAIR=0 -DNVFP4_SM90_REGBAL=0 -DNVFP4_SM90_LEAN=0 $(ALT_WERROR)
+ALT_FLAGS_base      := -DNVFP4_SM90_PAIR=0 -DNVFP4_SM90_REGBAL=0 -DNVFP4_SM90_LEAN=0 -DNVFP4_SM90_NBAR=0 \
+                       $(ALT_WERROR)
 ALT_QFLAGS_base     := -DNVFP4_Q_COOP=0 $(ALT_WERROR)
-# `nbar` (eighteenth session): REGR's accumulator hand-off by named
-# barriers (-DNVFP4_SM90_NBAR, sm90_regm.cuh REGR_HAND_WAIT); `nbardev` the
-# same with dev_mode's REGR_DEV_NO_HAND bit (as `dev` for the mbarriers)
-# `turn2` and `nbarturn2`: REGR turns of two chunks (-DNVFP4_SM90_REGR_TURN=2:
-# half the hand-offs, 128 fragment registers a warp), with the mbarriers or
-# the named barriers
+# `nbar` (eighteenth session; measured faster, the default once verified:
+# session18.sh part final): REGR's accumulator hand-off by named barriers
+# (-DNVFP4_SM90_NBAR, sm90_regm.cuh REGR_HAND_WAIT); `nbardev` the same with
+# dev_mode's REGR_DEV_NO_HAND bit; `turn2` and `nbarturn2`: REGR turns of two
+# chunks (-DNVFP4_SM90_REGR_TURN=2: half the hand-offs, 128 fragment
+# registers a warp; measured slower at MT = 8, where they spill)
 ALT_FLAGS_nbar      := -DNVFP4_SM90_NBAR=1 $(ALT_WERROR)
 ALT_FLAGS_nbardev   := -DNVFP4_SM90_NBAR=1 -DNVFP4_SM90_DEV
 ALT_FLAGS_turn2     := -DNVFP4_SM90_REGR_TURN=2 $(ALT_WERROR)
 ALT_FLAGS_nbarturn2 := -DNVFP4_SM90_NBAR=1 -DNVFP4_SM90_REGR_TURN=2 $(ALT_WERROR)
-ALTS     ?= pair regbal regstatic lean all pick base nbar turn2 nbarturn2
-ALT_FULL ?= all pick base nbar nbarturn2
+ALTS     ?= pair regbal regstatic lean all pick base nbar turn2
+ALT_FULL ?= all pick base
 ALT_DEV  ?= all_dev1 all_dev4 all_dev5 all_dev6 nbardev
 $(foreach n,1 2 3 4 5 6 7,$(eval ALT_FLAGS_all_dev$(n) := $(ALT_DEFS_all) -DNVFP4_SM90_DEV_FIXED=$(n)))
 .PHONY: alts alt-objs
