@@ -45,8 +45,9 @@ extern "C" {
 #ifndef NVFP4_SM90_LEAN
 #define NVFP4_SM90_LEAN 1 /* the bn <= 64 tiles without K-slice code; twins carry it */
 #endif
-/* Measured faster (eighteenth session), not the default until the whole
- * GPU suite, nvfp4 check and racecheck have run on it: */
+/* Measured 2 % faster at M = 1 and exact in the whole GPU suite
+ * (eighteenth session), but racecheck reports its hand-off as RAW hazards
+ * (docs/KERNEL.md): an option until that is settled. */
 #ifndef NVFP4_SM90_NBAR
 #define NVFP4_SM90_NBAR 0 /* REGR's accumulator hand-off by named barriers, not mbarriers */
 #endif

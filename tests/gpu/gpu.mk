@@ -80,6 +80,12 @@ probe-sm120:
 	  echo "probe-sm120: $$n block-scaled MMA(s) in the SASS (sm_120a, sm_121a)"; test "$$n" -ge 2; \
 	else echo "probe-sm120: built (no cuobjdump here to show the SASS)"; fi
 
+# dev/cuda/racecheck_handoff: REGR's accumulator hand-off (mbarrier, named barrier, none), for racecheck
+all: $(BUILD)/gpu/racecheck_handoff
+$(BUILD)/gpu/racecheck_handoff: dev/cuda/racecheck_handoff.cu dev/cuda/dev_check.h src/cuda/ptx.cuh
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall -Isrc -o $@ $<
+
 # dev/cuda/racecheck_bulk: the stage hand-off with a 1-D bulk copy or a 2-D tensor copy, for racecheck
 all: $(BUILD)/gpu/racecheck_bulk
 $(BUILD)/gpu/racecheck_bulk: dev/cuda/racecheck_bulk.cu dev/cuda/dev_check.h src/cuda/ptx.cuh
@@ -151,8 +157,8 @@ ALT_QFLAGS_pick     := -DNVFP4_Q_COOP=1 $(ALT_WERROR)
 ALT_FLAGS_base      := -DNVFP4_SM90_PAIR=0 -DNVFP4_SM90_REGBAL=0 -DNVFP4_SM90_LEAN=0 -DNVFP4_SM90_NBAR=0 \
                        $(ALT_WERROR)
 ALT_QFLAGS_base     := -DNVFP4_Q_COOP=0 $(ALT_WERROR)
-# `nbar` (eighteenth session; measured faster, the default once verified:
-# session18.sh part final): REGR's accumulator hand-off by named barriers
+# `nbar` (eighteenth session; 2 % faster at M = 1, exact, but racecheck
+# reports its hand-off: docs/KERNEL.md): REGR's accumulator hand-off by named barriers
 # (-DNVFP4_SM90_NBAR, sm90_regm.cuh REGR_HAND_WAIT); `nbardev` the same with
 # dev_mode's REGR_DEV_NO_HAND bit; `turn2` and `nbarturn2`: REGR turns of two
 # chunks (-DNVFP4_SM90_REGR_TURN=2: half the hand-offs, 128 fragment
