@@ -17,16 +17,8 @@
 PARTS=${PARTS:-bench suites checks alts quant sanitize}
 S=${SET:-pick}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
-if has bench; then
-    for c in "$B/nvfp4:lib" "$B/gpu/nvfp4_$S:$S"; do
-        step "bench_${c##*:}" 200 "${c%:*}" bench --m 1,16,64,128,2048 --json "$L/bench_${c##*:}.json"
-        tail -n 21 "$L/bench_${c##*:}.log"
-    done
-fi
-if has suites; then
-    step "gemm_$S" 200 "$B/gpu/test_gemm_cuda_$S"
-    step "linear_$S" 200 "$B/gpu/test_linear_cuda_$S"
-fi
+if has bench; then step_bench_vs "$S" 1,16,64,128,2048 200 21; fi
+if has suites; then step_suites_of "$S" 200; fi
 if has checks; then
     for m in 1 128 2048; do
         step "${S}_check$m" 120 "$B/gpu/nvfp4_$S" check --rows $m --json "$L/${S}_check$m.json"

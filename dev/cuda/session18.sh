@@ -55,16 +55,8 @@ fi
 if has quick; then
     for a in $ALTS18; do step "quick_$a" 200 "$B/gpu/test_gemm_cuda_$a" --quick; done
 fi
-if has bench; then
-    for c in "$B/nvfp4:lib" "$B/gpu/nvfp4_$S:$S"; do
-        step "bench_${c##*:}" 150 "${c%:*}" bench --m 1,16 --json "$L/bench_${c##*:}.json"
-        tail -n 10 "$L/bench_${c##*:}.log"
-    done
-fi
-if has suites; then
-    step "gemm_$S" 240 "$B/gpu/test_gemm_cuda_$S"
-    step "linear_$S" 200 "$B/gpu/test_linear_cuda_$S"
-fi
+if has bench; then step_bench_vs "$S" 1,16 150 10; fi
+if has suites; then step_suites_of "$S" 240; fi
 if has checks; then
     step "${S}_check1" 120 "$B/gpu/nvfp4_$S" check --rows 1 --json "$L/${S}_check1.json"
     step "${S}_streaming1" 120 "$B/gpu/nvfp4_$S" check --rows 1 --streaming-a --json "$L/${S}_streaming1.json"

@@ -7,7 +7,8 @@
 #   step_suites, step_sanitize     the GPU suites and compute-sanitizer's
 #                                  checks, and
 #   step_quant                     the quantizer kernels (below), and
-#   step_variant                   one gemm_variants program timed.
+#   step_variant                   one gemm_variants program timed, and
+#   step_bench_vs, step_suites_of  an alternative build's bench and suites.
 B=${1:-build}
 L=$OUT/logs
 mkdir -p "$L"
@@ -38,6 +39,19 @@ step_variant() {
     prog=$1; shape=$2; n="${1}_${2%%:*}_${2##*:}${4:+_$4}"
     step "$n" "$3" "$B/gpu/$prog" "${shape%%:*}" "${shape##*:}" -1 30
     grep -E "^(OK|MISMATCH)" "$L/$n.log" | sed "s/^/$prog /"
+}
+# nvfp4 bench --m MS of the library and of nvfp4_SET, each with cuBLAS in
+# its own run (logs bench_lib, bench_SET): step_bench_vs SET MS SECS LINES
+step_bench_vs() {
+    for c in "$B/nvfp4:lib" "$B/gpu/nvfp4_$1:$1"; do
+        step "bench_${c##*:}" "$3" "${c%:*}" bench --m "$2" --json "$L/bench_${c##*:}.json"
+        tail -n "$4" "$L/bench_${c##*:}.log"
+    done
+}
+# test_gemm_cuda_SET in full and test_linear_cuda_SET: step_suites_of SET SECS
+step_suites_of() {
+    step "gemm_$1" "$2" "$B/gpu/test_gemm_cuda_$1"
+    step "linear_$1" 200 "$B/gpu/test_linear_cuda_$1"
 }
 # The three GPU suites (every output against the CPU oracle).
 step_suites() {

@@ -310,6 +310,25 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
         }                                                                                          \
         ptx_mma_16816_regs(acc[u], FA[b][0], FA[b][1], FA[b][2], FA[b][3], x0, x1);                \
     }
+/* The end of a turn: with MORE chunks to go, the accumulator into the
+ * chain's slot and on to the warp of turn NEXT (REGR_HAND_SIGNAL: it
+ * releases the slot's stores); else this warp took the last chunk and
+ * stores the outputs. */
+#if REGM_BF16
+/* the activation scale as the activation warps took it (the dynamic one after the chunks) */
+#define REGR_LAST_ALPHA const float alpha = __fmul_rn(regm_x_pts(&p, x_static), b_scale);
+#else
+#define REGR_LAST_ALPHA
+#endif
+#define REGR_TURN_END(MORE, NEXT)                                                                  \
+    if (MORE) {                                                                                    \
+        _Pragma("unroll") for (int u = 0; u < REGM_NT; u++) slot[u * 32] =                         \
+            make_float4(acc[u][0], acc[u][1], acc[u][2], acc[u][3]);                               \
+        REGR_HAND_SIGNAL(NEXT);                                                                    \
+        continue;                                                                                  \
+    }                                                                                              \
+    REGR_LAST_ALPHA                                                                                \
+    REGW_EPILOGUE(jr, acc);
 #define REGR_CHUNK(NB)                                                                             \
     {                                                                                              \
         uint32_t fa[16][4];                                                                        \
@@ -754,17 +773,7 @@ extern "C" __global__ void REGM_BOUNDS
         } else {
             REGR_CHUNK(nblk)
         }
-        if (c + 1 < nch) {
-#pragma unroll
-            for (int u = 0; u < REGM_NT; u++) slot[u * 32] = make_float4(acc[u][0], acc[u][1], acc[u][2], acc[u][3]);
-            REGR_HAND_SIGNAL(c + 1); /* releases the slot's stores */
-            continue;
-        }
-        /* the warp of the last chunk */
-#if REGM_BF16
-        const float alpha = __fmul_rn(regm_x_pts(&p, x_static), b_scale);
-#endif
-        REGW_EPILOGUE(jr, acc);
+        REGR_TURN_END(c + 1 < nch, c + 1)
     }
 #else
     /* REGR_TURN = 2: a turn is two chunks (unit U = C / 2 of chunks 2U and 2U
@@ -803,16 +812,7 @@ extern "C" __global__ void REGM_BOUNDS
         }
         ptx_mbar_arrive(&empty[s0]); /* this lane's loads of the stages are done */
         if (two) ptx_mbar_arrive(&empty[s1]);
-        if (c + 2 < nch) {
-#pragma unroll
-            for (int u = 0; u < REGM_NT; u++) slot[u * 32] = make_float4(acc[u][0], acc[u][1], acc[u][2], acc[u][3]);
-            REGR_HAND_SIGNAL(u0 + 1); /* releases the slot's stores */
-            continue;
-        }
-#if REGM_BF16
-        const float alpha = __fmul_rn(regm_x_pts(&p, x_static), b_scale);
-#endif
-        REGW_EPILOGUE(jr, acc);
+        REGR_TURN_END(c + 2 < nch, u0 + 1)
     }
 #endif
 #else
@@ -943,6 +943,8 @@ extern "C" __global__ void REGM_BOUNDS
 #undef REGR_DQ
 #undef REGR_ACC_IN
 #undef REGR_STEPS
+#undef REGR_TURN_END
+#undef REGR_LAST_ALPHA
 #undef REGW_EPILOGUE
 #undef REGM_ACT_LD
 #undef REGM_ACT_SW
