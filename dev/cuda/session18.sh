@@ -22,7 +22,9 @@
 #             dev/cuda/flip_check.sh SET)
 #   sanitize  racecheck on REGR (attn-out M = 1: R = 3, FC2 M = 16: R = 2)
 #             and memcheck (attn-out M = 1) on gemm_variants_SET
-#   final     the library once the set is its default (flip_check.sh SET):
+#   final     BUILD's own programs, built with the set as the library's
+#             default (their kernels the set's: flip_check.sh SET after
+#             such a flip; this session, -DNVFP4_SM90_NBAR=1):
 #             test_gemm_cuda and test_linear_cuda in full, nvfp4 check and
 #             --streaming-a at 1, 128, 2048 rows, racecheck on REGR
 #             (attn-out M = 1, FC2 M = 16), nvfp4 bench --m 1,16,128,2048
