@@ -39,11 +39,9 @@ if has quant; then
     grep -E "exact;|MISMATCH|RESULT|us" "$L/coop.log" | head -n 20
 fi
 if has sanitize; then
-    step race_attn "${SAN_SECS:-150}" compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 1 \
-        "$B/gpu/gemm_variants_$S" attn_out 128 -1 0
-    step race_qkv "${SAN_SECS:-150}" compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 1 \
-        "$B/gpu/gemm_variants_$S" qkv 256 -1 0
-    step mem_attn "${SAN_SECS:-120}" compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/gemm_variants_$S" attn_out 96 -1 0
+    step_race race_attn "${SAN_SECS:-150}" "gemm_variants_$S" attn_out 128
+    step_race race_qkv "${SAN_SECS:-150}" "gemm_variants_$S" qkv 256
+    step_mem mem_attn "${SAN_SECS:-120}" "gemm_variants_$S" attn_out 96
     grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|hazard" "$L"/race_*.log "$L"/mem_*.log | head -n 6
 fi
 cd "$OUT" && tar czf logs.tgz logs && rm -rf logs

@@ -64,24 +64,20 @@ if has checks; then
     step "${S}_streaming1" 120 "$B/gpu/nvfp4_$S" check --rows 1 --streaming-a --json "$L/${S}_streaming1.json"
 fi
 if has sanitize; then
-    step race_attn1 "${SAN_SECS:-120}" compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 1 \
-        "$B/gpu/gemm_variants_$S" attn_out 1 -1 0
-    step race_fc2_16 "${SAN_SECS:-120}" compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 1 \
-        "$B/gpu/gemm_variants_$S" fc2 16 -1 0
-    step mem_attn1 "${SAN_SECS:-120}" compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/gemm_variants_$S" attn_out 1 -1 0
+    step_race race_attn1 "${SAN_SECS:-120}" "gemm_variants_$S" attn_out 1
+    step_race race_fc2_16 "${SAN_SECS:-120}" "gemm_variants_$S" fc2 16
+    step_mem mem_attn1 "${SAN_SECS:-120}" "gemm_variants_$S" attn_out 1
     grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|hazard" "$L"/race_*.log "$L"/mem_*.log | head -n 6
 fi
 if has final; then
     step gemm 240 "$B/gpu/test_gemm_cuda"
     step linear 200 "$B/gpu/test_linear_cuda"
     step_checks
-    step race_attn1 "${SAN_SECS:-90}" compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 1 \
-        "$B/gpu/gemm_variants" attn_out 1 -1 0
-    step race_fc2_16 "${SAN_SECS:-90}" compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 1 \
-        "$B/gpu/gemm_variants" fc2 16 -1 0
+    step_race race_attn1 "${SAN_SECS:-90}" gemm_variants attn_out 1
+    step_race race_fc2_16 "${SAN_SECS:-90}" gemm_variants fc2 16
     grep -hE "RACECHECK SUMMARY|hazard" "$L"/race_*.log | head -n 4
     step_bench
-    step mem_attn1 "${SAN_SECS:-90}" compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/gemm_variants" attn_out 1 -1 0
+    step_mem mem_attn1 "${SAN_SECS:-90}" gemm_variants attn_out 1
     grep -hE "ERROR SUMMARY" "$L"/mem_*.log | head -n 2
 fi
 cd "$OUT" && tar czf logs.tgz logs && rm -rf logs

@@ -8,7 +8,8 @@
 #                                  checks, and
 #   step_quant                     the quantizer kernels (below), and
 #   step_variant                   one gemm_variants program timed, and
-#   step_bench_vs, step_suites_of  an alternative build's bench and suites.
+#   step_bench_vs, step_suites_of  an alternative build's bench and suites, and
+#   step_race, step_mem            a sanitizer on one gemm_variants program.
 B=${1:-build}
 L=$OUT/logs
 mkdir -p "$L"
@@ -53,6 +54,16 @@ step_suites_of() {
     step "gemm_$1" "$2" "$B/gpu/test_gemm_cuda_$1"
     step "linear_$1" 200 "$B/gpu/test_linear_cuda_$1"
 }
+# compute-sanitizer's racecheck or memcheck on one gemm_variants program
+# (BUILD/gpu/PROG, its planned kernel checked once, not timed):
+#   step_race NAME SECS PROG LINEAR M,  step_mem NAME SECS PROG LINEAR M
+step_race() {
+    step "$1" "$2" compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 1 \
+        "$B/gpu/$3" "$4" "$5" -1 0
+}
+step_mem() {
+    step "$1" "$2" compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/$3" "$4" "$5" -1 0
+}
 # The three GPU suites (every output against the CPU oracle).
 step_suites() {
     step gemm 300 "$B/gpu/test_gemm_cuda"
@@ -62,9 +73,8 @@ step_suites() {
 # racecheck (QKV M = 256: stream-K) and memcheck (attn-out M = 128) of the
 # wgmma kernel, memcheck of the quantizer suite.
 step_sanitize() {
-    step race_qkv 200 compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 1 \
-        "$B/gpu/gemm_variants" qkv 256 -1 0
-    step mem_attn 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/gemm_variants" attn_out 128 -1 0
+    step_race race_qkv 200 gemm_variants qkv 256
+    step_mem mem_attn 150 gemm_variants attn_out 128
     step mem_quant 200 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/test_quantize_cuda" --quick
 }
 # The library's three quantizer kernels (dev/cuda/quantizer_coop: every
