@@ -363,10 +363,10 @@ nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
      * NVFP4_Q_COOP = 2 also where the table kernel would give each thread at
      * most two blocks (M = 128 on the seed's linears: measured slower). */
     int mode = want <= sms ? 1 : 0;
-#if defined(NVFP4_Q_COOP) && NVFP4_Q_COOP >= 1
+#if NVFP4_Q_COOP >= 1
     if (mode == 1) mode = 2;
 #endif
-#if defined(NVFP4_Q_COOP) && NVFP4_Q_COOP >= 2
+#if NVFP4_Q_COOP >= 2
     if (want <= 2 * cap) mode = 2;
 #endif
     if (q_forced_launch >= 0) mode = q_forced_launch;
