@@ -1,7 +1,7 @@
 #!/bin/sh
 # pack_carry.sh -- the binaries a device call runs, packed for the lent H200
 # (which has no registry and only the CUDA driver and toolkit):
-#   sh dev/cuda/pack_carry.sh [BUILD]       (default build)
+#   [ONLY="PROG ..."] sh dev/cuda/pack_carry.sh [BUILD]       (default build)
 # builds the library, the nvfp4 command, the GPU programs (make gpu-tests),
 # the kernel options and the parts-left-out builds (tests/gpu/gpu.mk alts
 # dev-fixed), then writes .carry/carry.tar.xz: BUILD's nvfp4 and gpu/ under
@@ -18,8 +18,13 @@ make -j"$J" BUILD="$B" gpu-tests >/dev/null
 make -j"$J" -f tests/gpu/gpu.mk BUILD="$B" alts dev-fixed >/dev/null
 rm -rf .carry/t && mkdir -p .carry/t/"$B"/gpu
 cp "$B/nvfp4" .carry/t/"$B"/
-# the programs, not their objects
-find "$B/gpu" -maxdepth 1 -type f -perm -u+x ! -name '*.o' -exec cp {} .carry/t/"$B"/gpu/ \;
+# the programs, not their objects (ONLY="NAME ..." keeps those alone: the
+# carry limit is 64 MiB and every option adds programs)
+if [ -n "${ONLY:-}" ]; then
+    for p in $ONLY; do cp "$B/gpu/$p" .carry/t/"$B"/gpu/; done
+else
+    find "$B/gpu" -maxdepth 1 -type f -perm -u+x ! -name '*.o' -exec cp {} .carry/t/"$B"/gpu/ \;
+fi
 # one large window: the programs share most of their bytes (50 -> 32 MB)
 tar cf - -C .carry t | xz -T1 -6 --lzma2=dict=256MiB >.carry/carry.tar.xz
 # only the archive travels (a call's carry counts every byte under .carry)

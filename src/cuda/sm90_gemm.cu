@@ -57,6 +57,21 @@ extern "C" {
 #ifndef NVFP4_SM90_REGR_TURN
 #define NVFP4_SM90_REGR_TURN 1 /* REGR: chunks a warp takes per turn (1 or 2) */
 #endif
+/* Nineteenth session (no device; to be measured): REGR with interleaved
+ * rows where N % 128 == 0 (sm90_heuristics.cuh, REGR_IL_STAGE_BYTES): each
+ * CTA's scale boxes hold its own rows' scales only and its stages shrink
+ * (FC2 M = 1: 14 KB, 15 stages, where the contiguous rows take 17.5 KB and
+ * 12).  Built beside the contiguous kernels, which run where it does not
+ * apply. */
+#ifndef NVFP4_SM90_REGR_IL
+#define NVFP4_SM90_REGR_IL 0 /* REGR with interleaved rows where N % 128 == 0 */
+#endif
+/* Nineteenth session too: REGR's activation warps (NVFP4 activations) each
+ * take whole chunks in turn, as the in-kernel A producer's do, instead of
+ * all of them splitting every chunk's block pairs (sm90_regm_body.cuh). */
+#ifndef NVFP4_SM90_REGR_ACT_ROT
+#define NVFP4_SM90_REGR_ACT_ROT 0 /* REGR: activation warps take whole chunks in turn */
+#endif
 #include "cuda/sm90_wgmma.cuh"
 #include "formats/layout.h"
 #include "cuda/sm90_small_m.cuh"
@@ -448,6 +463,85 @@ extern "C" {
 #define REGM_NAME nvfp4_sm90_regr_bf16_mt8_r4
 #include "cuda/sm90_regm_body.cuh"
 
+#if NVFP4_SM90_REGR_IL
+/* REGR with interleaved rows (REGM_IL): the kernels above of kind REGR,
+ * MT = 8 and 16, R = 2, 3, 4, and the in-kernel A producer's twins. */
+#define REGM_IL 1
+#define REGM_WA 1
+#define REGM_ROT 2
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_il_mt8_r2
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_IL 1
+#define REGM_WA 1
+#define REGM_ROT 3
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_il_mt8_r3
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_IL 1
+#define REGM_WA 1
+#define REGM_ROT 4
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_il_mt8_r4
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_IL 1
+#define REGM_WA 1
+#define REGM_ROT 2
+#define REGM_MT 16
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_il_mt16_r2
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_IL 1
+#define REGM_WA 1
+#define REGM_ROT 3
+#define REGM_MT 16
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_il_mt16_r3
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_IL 1
+#define REGM_WA 1
+#define REGM_ROT 4
+#define REGM_MT 16
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_il_mt16_r4
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_IL 1
+#define REGM_WA 1
+#define REGM_ROT 2
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_BF16 1
+#define REGM_NAME nvfp4_sm90_regr_bf16_il_mt8_r2
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_IL 1
+#define REGM_WA 1
+#define REGM_ROT 3
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_BF16 1
+#define REGM_NAME nvfp4_sm90_regr_bf16_il_mt8_r3
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_IL 1
+#define REGM_WA 1
+#define REGM_ROT 4
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_BF16 1
+#define REGM_NAME nvfp4_sm90_regr_bf16_il_mt8_r4
+#include "cuda/sm90_regm_body.cuh"
+#endif
+
 typedef void (*sm90_kernel_fn)(nvfp4_sm90_params);
 typedef void (*sm90_split_fn)(nvfp4_sm90_split_params);
 typedef void (*sm90_small_fn)(nvfp4_sm90_small_params);
@@ -505,6 +599,15 @@ static const sm90_regm_fn sm90_regm_bf16_kernels[2] = {nvfp4_sm90_regm_bf16_mt8_
 static const sm90_regm_fn sm90_regw_bf16_kernel = nvfp4_sm90_regw_bf16_mt8_tw1;
 static const sm90_regm_fn sm90_regr_bf16_kernels[3] = {nvfp4_sm90_regr_bf16_mt8_r2, nvfp4_sm90_regr_bf16_mt8_r3,
                                                       nvfp4_sm90_regr_bf16_mt8_r4};
+#if NVFP4_SM90_REGR_IL
+/* REGR with interleaved rows, indexed as the two tables above */
+static const sm90_regm_fn sm90_regr_il_kernels[2][3] = {
+    {nvfp4_sm90_regr_il_mt8_r2, nvfp4_sm90_regr_il_mt8_r3, nvfp4_sm90_regr_il_mt8_r4},
+    {nvfp4_sm90_regr_il_mt16_r2, nvfp4_sm90_regr_il_mt16_r3, nvfp4_sm90_regr_il_mt16_r4},
+};
+static const sm90_regm_fn sm90_regr_bf16_il_kernels[3] = {
+    nvfp4_sm90_regr_bf16_il_mt8_r2, nvfp4_sm90_regr_bf16_il_mt8_r3, nvfp4_sm90_regr_bf16_il_mt8_r4};
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* Activation pre-pass: one thread per half block (8 elements), so that a
@@ -573,6 +676,8 @@ typedef struct sm90_device_info {
     size_t regm_bf16_smem_set[2]; /* the in-kernel A producer's twins (MT = 8): REGM [TW 1, 2], */
     size_t regw_bf16_smem_set;    /* REGW (TW 1), */
     size_t regr_bf16_smem_set[3]; /* REGR [R - 2] */
+    size_t regr_il_smem_set[2][3];   /* REGR with interleaved rows (NVFP4_SM90_REGR_IL), [MT][R - 2], */
+    size_t regr_bf16_il_smem_set[3]; /* and its twins [R - 2] */
 } sm90_device_info;
 
 #define SM90_MAX_DEVICES 16
@@ -604,9 +709,10 @@ static int sm90_inkernel_a = -1;
 extern "C" void nvfp4_sm90_force_inkernel_a(int mode) { sm90_inkernel_a = mode < 0 ? -1 : mode > 0; }
 
 /* The register kernel of variant var (kind REGM, REGW or REGR) -- its
- * in-kernel A producer twin if bf16 -- and where its raised shared-memory
- * size is kept; NULL where none is built. */
-static sm90_regm_fn regm_kernel_of(const nvfp4_sm90_variant *var, int bf16, sm90_device_info *dev,
+ * in-kernel A producer twin if bf16, REGR's interleaved-row kernel if il --
+ * and where its raised shared-memory size is kept; NULL where none is
+ * built. */
+static sm90_regm_fn regm_kernel_of(const nvfp4_sm90_variant *var, int bf16, int il, sm90_device_info *dev,
                                    size_t **smem_set)
 {
     const int rot = var->kind == NVFP4_SM90_REGR, wa = var->kind == NVFP4_SM90_REGW;
@@ -617,6 +723,15 @@ static sm90_regm_fn regm_kernel_of(const nvfp4_sm90_variant *var, int bf16, sm90
     *smem_set = NULL;
     if (mi < 0 || ti < 0 || (rot && (ri < 0 || ri > 2)) || ((rot || wa) && mi > 1) || (bf16 && mi != 0))
         return NULL;
+    if (il) {
+#if NVFP4_SM90_REGR_IL
+        if (!rot) return NULL;
+        *smem_set = bf16 ? &dev->regr_bf16_il_smem_set[ri] : &dev->regr_il_smem_set[mi][ri];
+        return bf16 ? sm90_regr_bf16_il_kernels[ri] : sm90_regr_il_kernels[mi][ri];
+#else
+        return NULL;
+#endif
+    }
     if (rot) {
         *smem_set = bf16 ? &dev->regr_bf16_smem_set[ri] : &dev->regr_smem_set[mi][ri];
         return bf16 ? sm90_regr_bf16_kernels[ri] : sm90_regr_kernels[mi][ri];
@@ -652,6 +767,36 @@ static int regm_bf16_plan(nvfp4_sm90_plan *plan, const nvfp4_sm90_variant *var, 
     plan->stages = (int)nst;
     plan->smem = fixed + nst * stage;
     return 0;
+}
+
+/* REGR with interleaved rows (NVFP4_SM90_REGR_IL): 1 where it applies --
+ * the plan runs REGR with REGR_IL_PER chains a CTA, N % 128 == 0, and a
+ * grid of REGR_IL_CPG CTAs per 128-row group takes no more waves than the
+ * plan's -- with the plan's grid, ring depth and shared memory made the
+ * layout's (bf16: the in-kernel A producer's stage, with the BF16 box of M
+ * rows and the table); else 0, the plan unchanged. */
+static int regr_il_plan(nvfp4_sm90_plan *plan, const nvfp4_sm90_variant *var, int64_t m, int64_t n, int bf16,
+                        int num_sms, size_t smem_optin)
+{
+    /* chains per CTA (two 8-row units each): the kernels are built for REGR_IL_PER */
+    if (!NVFP4_SM90_REGR_IL || var->kind != NVFP4_SM90_REGR || n % 128 != 0 || num_sms < 1 ||
+        plan->tiles_per_cta != 2 * REGR_IL_PER)
+        return 0;
+    const int64_t grid = n / 128 * REGR_IL_CPG;
+    if (grid > INT32_MAX || (grid + num_sms - 1) / num_sms > ((int64_t)plan->grid + num_sms - 1) / num_sms)
+        return 0;
+    const size_t units = (size_t)plan->tiles_per_cta, mt = (size_t)var->bn;
+    const size_t stage = REGR_IL_STAGE_BYTES(mt, units) + (bf16 ? REGM_XBOX_BYTES(m) : 0);
+    const size_t fixed = REGR_IL_SMEM(mt, units, 0) + REGR_SLOT_BYTES(mt, units) + (bf16 ? REGM_QTAB_BYTES : 0);
+    if (fixed + 2 * stage > smem_optin) return 0;
+    size_t nst = (smem_optin - fixed) / stage;
+    if (nst > REGM_MAX_STAGES) nst = REGM_MAX_STAGES;
+    nst -= nst % ((size_t)var->r * REGR_TURN);
+    if (nst < 2) return 0;
+    plan->grid = (int)grid;
+    plan->stages = (int)nst;
+    plan->smem = fixed + nst * stage;
+    return 1;
 }
 
 static nvfp4_status device_info(sm90_device_info **out)
@@ -750,9 +895,13 @@ static cudaError_t launch_dequant_act(const nvfp4_cuda_operand *a, void *workspa
  * rows-per-box, 128-byte swizzle) and, unless scales_map is NULL, the
  * 128x4-tiled scales as {256 bytes, 2 halves, 512-byte chunks} (box 256 x ah
  * x 4: one 256-element chunk of K). */
+/* The codes map ({128, box_rows} boxes, 128-byte swizzle) and, if
+ * scales_map, the scales map of an operand: the 128x4-tiled layout as {256
+ * bytes, 2 halves, 512-byte chunks}, boxes {sbox bytes, ah halves, 4
+ * chunks} (sbox 256, or fewer: the lines of the first sbox / 16 rows). */
 static nvfp4_status split_map(encode_tiled_fn encode, CUtensorMap *codes_map, CUtensorMap *scales_map,
                               const nvfp4_cuda_operand *op, int64_t rows, int64_t k, int ncb,
-                              int box_rows, int ah, const char *what)
+                              int box_rows, int ah, int sbox, const char *what)
 {
     {
         cuuint64_t dims[2] = {(cuuint64_t)(k / 2), (cuuint64_t)rows};
@@ -770,7 +919,7 @@ static nvfp4_status split_map(encode_tiled_fn encode, CUtensorMap *codes_map, CU
         const int64_t chunks = (rows + 127) / 128 * ncb;
         cuuint64_t dims[3] = {256, 2, (cuuint64_t)chunks};
         cuuint64_t strides[2] = {256, 512};
-        cuuint32_t box[3] = {256, (cuuint32_t)ah, 4};
+        cuuint32_t box[3] = {(cuuint32_t)sbox, (cuuint32_t)ah, 4};
         cuuint32_t estr[3] = {1, 1, 1};
         CUresult r = encode(scales_map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, (void *)op->scales, dims,
                             strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -787,9 +936,9 @@ static nvfp4_status split_tensor_maps(encode_tiled_fn encode, const nvfp4_cuda_o
                                       const nvfp4_cuda_operand *b, int64_t m, int64_t n, int64_t k,
                                       int ncb, int mt, nvfp4_sm90_split_params *sp)
 {
-    nvfp4_status st = split_map(encode, &sp->tm_b_codes, &sp->tm_b_scales, b, n, k, ncb, 16, 1, "weight");
+    nvfp4_status st = split_map(encode, &sp->tm_b_codes, &sp->tm_b_scales, b, n, k, ncb, 16, 1, 256, "weight");
     if (st != NVFP4_OK) return st;
-    return split_map(encode, &sp->tm_a_codes, &sp->tm_a_scales, a, m, k, ncb, mt, SPLIT_AH(mt),
+    return split_map(encode, &sp->tm_a_codes, &sp->tm_a_scales, a, m, k, ncb, mt, SPLIT_AH(mt), 256,
                      "activation");
 }
 
@@ -808,6 +957,42 @@ static nvfp4_status regm_scale_map(encode_tiled_fn encode, CUtensorMap *map, con
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
         return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): weight scale tensor map failed (CUresult %d)", (int)r);
+    return NVFP4_OK;
+}
+
+/* REGR with interleaved rows (REGR_IL_STAGE_BYTES): the weights' codes as
+ * {K/2 bytes, 32 lines, 4 subgroups, N/128 groups} (row 128 G + 32 s + l),
+ * boxes {128, L, 4, 1} with 128-byte swizzle, and the tiled scales as {16
+ * bytes, 32 lines, ncb chunks, groups}, boxes {16, L, 4, 1}: L =
+ * REGR_IL_LINES lines of every subgroup, 4 chunks (a 256-element chunk of
+ * K). */
+static nvfp4_status regr_il_maps(encode_tiled_fn encode, CUtensorMap *codes, CUtensorMap *scales,
+                                 const nvfp4_cuda_operand *op, int64_t n, int64_t k, int ncb)
+{
+    const cuuint64_t row = (cuuint64_t)(k / 2), groups = (cuuint64_t)(n / 128);
+    const cuuint32_t lines = REGR_IL_LINES;
+    {
+        cuuint64_t dims[4] = {row, 32, 4, groups};
+        cuuint64_t strides[3] = {row, 32 * row, 128 * row};
+        cuuint32_t box[4] = {128, lines, 4, 1};
+        cuuint32_t estr[4] = {1, 1, 1, 1};
+        CUresult r = encode(codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)op->codes, dims, strides, box, estr,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS)
+            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): weight code tensor map (interleaved) failed (CUresult %d)",
+                              (int)r);
+    }
+    cuuint64_t dims[4] = {16, 32, (cuuint64_t)ncb, groups};
+    cuuint64_t strides[3] = {16, 512, (cuuint64_t)ncb * 512};
+    cuuint32_t box[4] = {16, lines, 4, 1};
+    cuuint32_t estr[4] = {1, 1, 1, 1};
+    CUresult r = encode(scales, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)op->scales, dims, strides, box, estr,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): weight scale tensor map (interleaved) failed (CUresult %d)",
+                          (int)r);
     return NVFP4_OK;
 }
 
@@ -927,21 +1112,28 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         return nvfp4_fail(NVFP4_ERR_INTERNAL,
                           "gemm (cuda): the small-M kernels take NVFP4 activations, not FP16");
     size_t *smem_set = NULL;
-    if (src && (!NVFP4_SM90_IS_REG(&var) || !regm_kernel_of(&var, 1, dev, &smem_set) ||
+    if (src && (!NVFP4_SM90_IS_REG(&var) || !regm_kernel_of(&var, 1, 0, dev, &smem_set) ||
                 regm_bf16_plan(&plan, &var, m, dev->smem_optin) != 0))
         return nvfp4_fail(NVFP4_ERR_INTERNAL,
                           "gemm (cuda): no in-kernel A producer for variant %d (M=%lld)", plan.variant, (long long)m);
     if (var.kind == NVFP4_SM90_REGM || var.kind == NVFP4_SM90_REGW || var.kind == NVFP4_SM90_REGR) {
         /* the register small-M kernels: NVFP4 weights and activations by TMA */
         const int rot = var.kind == NVFP4_SM90_REGR, wa = var.kind == NVFP4_SM90_REGW || rot;
+        /* REGR with interleaved rows where it applies (its grid and ring) */
+        const int il = regr_il_plan(&plan, &var, m, n, src != NULL, dev->num_sms, dev->smem_optin);
         nvfp4_sm90_regm_params rp;
         memset(&rp, 0, sizeof rp);
-        nvfp4_status mst = split_map(encode, &rp.tm_b_codes, NULL, b, n, k, ncb, 8 * plan.tiles_per_cta, 1,
-                                     "weight");
-        if (mst == NVFP4_OK) mst = regm_scale_map(encode, &rp.tm_b_scales, b, n, ncb, plan.tiles_per_cta);
+        nvfp4_status mst = NVFP4_OK;
+        if (il) {
+            mst = regr_il_maps(encode, &rp.tm_b_codes, &rp.tm_b_scales, b, n, k, ncb);
+        } else {
+            mst = split_map(encode, &rp.tm_b_codes, NULL, b, n, k, ncb, 8 * plan.tiles_per_cta, 1, 256, "weight");
+            if (mst == NVFP4_OK) mst = regm_scale_map(encode, &rp.tm_b_scales, b, n, ncb, plan.tiles_per_cta);
+        }
+        /* (interleaved: the activation scale boxes hold the lines of MT rows only) */
         if (mst == NVFP4_OK && !src)
             mst = split_map(encode, &rp.tm_a_codes, &rp.tm_a_scales, a, m, k, ncb, var.bn, SPLIT_AH(var.bn),
-                            "activation");
+                            il ? 16 * var.bn : 256, "activation");
         if (mst != NVFP4_OK) return mst;
         if (src) { /* BF16 x by TMA (one box per stage; the plan has room for it and the table) */
             cuuint64_t dims[2] = {(cuuint64_t)src->cols, (cuuint64_t)m};
@@ -962,11 +1154,13 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
             rp.x_codes = src->codes;
             rp.x_scales = src->scales;
             rp.cuda_variant = src->cuda_variant;
+            after_producer = !src->static_pts; /* the amax pass's programmatic dependent */
+        }
+        if (src || (rot && NVFP4_SM90_REGR_ACT_ROT)) {
             /* as many activation warps as divide the ring's depth take chunks in turn */
             const int aw = rot ? REGR_AW(var.bn) : REGM_AW(var.bn, var.r);
             rp.act_rot = aw;
             while (plan.stages % rp.act_rot != 0) rp.act_rot--;
-            after_producer = !src->static_pts; /* the amax pass's programmatic dependent */
         }
         rp.a_scale2 = a->per_tensor_scale;
         rp.b_scale2 = b->per_tensor_scale;
@@ -988,7 +1182,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         rp.dev_mode = sm90_dev_mode;
         /* chains per MMA warp (REGR: one; var.r is its warps per chain) */
         const int tw = rot ? 1 : var.r;
-        sm90_regm_fn kern = regm_kernel_of(&var, src != NULL, dev, &smem_set);
+        sm90_regm_fn kern = regm_kernel_of(&var, src != NULL, il, dev, &smem_set);
         const int threads = 32 * (plan.loaders + (rot ? REGR_AW(var.bn) : REGM_AW(var.bn, tw)) + plan.mma_warps);
         const int max_threads = rot  ? REGR_THREADS_MAX(var.bn)
                                 : wa ? REGW_THREADS_MAX(var.bn, tw)
@@ -1228,7 +1422,7 @@ extern "C" int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, i
         return 0;
     /* the planned kernel's twin, where one is built and its ring fits */
     const nvfp4_sm90_variant *v = &nvfp4_sm90_variants[plan.variant];
-    if (!NVFP4_SM90_IS_REG(v) || !regm_kernel_of(v, 1, dev, &smem_set) ||
+    if (!NVFP4_SM90_IS_REG(v) || !regm_kernel_of(v, 1, 0, dev, &smem_set) ||
         regm_bf16_plan(&plan, v, m, dev->smem_optin) != 0)
         return 0;
     /* where it measured faster than the quantizer kernel + GEMM (the header) */

@@ -169,6 +169,32 @@ typedef struct nvfp4_sm90_variant {
 #define REGR_NREG(mt) (16384 / (32 * ((REGR_THREADS_MAX(mt) / 32 + 3) / 4)) / 8 * 8)
 #define REGR_ACC_BAR_OFF 528
 #define REGR_SLOT_BYTES(mt, units) ((size_t)(units) / 2 * (size_t)(mt) / 8 * 512)
+/* REGR with interleaved rows (REGM_IL in the body, -DNVFP4_SM90_REGR_IL;
+ * nineteenth session, an option until measured), for N % 128 == 0.  Row
+ * 128 G + 32 s + l of the 128x4-tiled scale layout has its four block
+ * scales of a 512-byte chunk in 16-byte line l, beside those of the rows
+ * of the three other 32-row subgroups s.  A chain here is 4 lines x 4
+ * subgroups of one 128-row group G (lines 4 q .. 4 q + 3: 16 rows), and a
+ * CTA takes consecutive chains of one group (REGR_IL_CPG CTAs a group), so
+ * every scale line it loads is its own rows' and nothing else: 128 bytes a
+ * stage per 8-row unit, where the contiguous layout loads the whole chunks
+ * of every group a CTA spans (FC2 M = 1, 48 rows: 768 bytes instead of
+ * 4096).  Its stage: codes [4 subgroups][L lines][128] (L = 2 tmax, one
+ * 4-D box) | act codes [MT][128] | weight scales [4 chunks][L][16] (one
+ * 4-D box) | act scales [4 chunks][MT][16] | act fragments [16][MT * 32] |
+ * scale pairs [tmax / 2 chains][8][8][8]. */
+/* Built for three chains a CTA (FC2 and attn-out at M <= 16: 336 chains on
+ * 132 SMs), so that the box's L = 12 lines are a constant (immediate
+ * offsets in the MMA warps' loads) and L % 8 == 4 (rows g = 0..7 of a
+ * chain then fall in 8 swizzle phases: conflict-free); three CTAs a group,
+ * the last with two chains (its box's lines 32..35 are zeros, not loaded). */
+#define REGR_IL_PER 3
+#define REGR_IL_LINES (4 * REGR_IL_PER)
+#define REGR_IL_CPG ((8 + REGR_IL_PER - 1) / REGR_IL_PER) /* CTAs per 128-row group */
+#define REGR_IL_STAGE_BYTES(mt, tmax)                                                              \
+    (((size_t)(tmax) * 1024 + (size_t)(mt) * 128 + (size_t)(tmax) * 128 + (size_t)(mt) * 64 +     \
+      (size_t)16 * REGW_FRAG_BLOCK_BYTES(mt) + (size_t)(tmax) * 256 + 1023) / 1024 * 1024)
+#define REGR_IL_SMEM(mt, tmax, stages) (1024 + REGM_BAR_BYTES + (size_t)(stages) * REGR_IL_STAGE_BYTES(mt, tmax))
 
 extern const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS];
 

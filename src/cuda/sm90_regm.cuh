@@ -66,10 +66,13 @@
 #define REGM_KC 256 /* K elements per stage (16 blocks, 128 code bytes per row) */
 
 typedef struct nvfp4_sm90_regm_params {
-    CUtensorMap tm_b_codes;  /* weights [N][K/2] bytes, box {128, 8 * tmax}, 128-byte swizzle */
-    CUtensorMap tm_b_scales; /* weight scales as {256, 2, ncb, 128-row groups}, box {256, 2, 4, SGMAX} */
+    CUtensorMap tm_b_codes;  /* weights [N][K/2] bytes, box {128, 8 * tmax}, 128-byte swizzle; REGM_IL:
+                              * {K/2, 32 lines, 4 subgroups, N/128 groups}, box {128, 12, 4, 1} */
+    CUtensorMap tm_b_scales; /* weight scales as {256, 2, ncb, 128-row groups}, box {256, 2, 4, SGMAX};
+                              * REGM_IL: {16, 32 lines, ncb, groups}, box {16, 12, 4, 1} */
     CUtensorMap tm_a_codes;  /* activations [M][K/2], box {128, MT}, 128-byte swizzle */
-    CUtensorMap tm_a_scales; /* activation scales as {256, 2, chunks}, box {256, AH, 4} */
+    CUtensorMap tm_a_scales; /* activation scales as {256, 2, chunks}, box {256, AH, 4}; REGM_IL:
+                              * box {16 MT, 1, 4} (the lines of rows 0 .. MT - 1) */
     const float *a_scale2;
     const float *b_scale2;
     const float *bias;
@@ -98,7 +101,8 @@ typedef struct nvfp4_sm90_regm_params {
     uint8_t *x_scales;        /* optional: its tiled scales (tile padding cleared by the caller) */
     int cuda_variant;         /* the quantizer variant */
     int act_rot;              /* activation warps at work (a divisor of stages): warp w codes chunks
-                               * w, w + act_rot, ..., so that many chunks are in flight */
+                               * w, w + act_rot, ..., so that many chunks are in flight (also
+                               * REGR's NVFP4 path with -DNVFP4_SM90_REGR_ACT_ROT: whole chunks) */
 } nvfp4_sm90_regm_params;
 
 /* dev_mode bits (dev/cuda/gemm_variants, NVFP4_DEV_MODE): time the kernel

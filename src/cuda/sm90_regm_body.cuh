@@ -11,7 +11,12 @@
  *              (8-row chains, the activations the m16 A operand; kind REGM)
  *   REGM_ROT   R > 1 (with REGM_WA, TW = 1; kind REGR): R MMA warps per
  *              chain take its chunks in turn, handing the accumulator on
- *              through shared memory (below, "MMA warps") */
+ *              through shared memory (below, "MMA warps")
+ *   REGM_IL    1 (with REGM_ROT; -DNVFP4_SM90_REGR_IL): interleaved rows --
+ *              a chain is 4 scale lines x 4 subgroups of a 128-row group
+ *              and a CTA's chains are one group's, so its scale boxes hold
+ *              its own rows' scales only (sm90_heuristics.cuh,
+ *              REGR_IL_STAGE_BYTES) */
 
 #ifndef REGM_WA
 #define REGM_WA 0
@@ -19,6 +24,13 @@
 #ifndef REGM_ROT
 #define REGM_ROT 0
 #endif
+#ifndef REGM_IL
+#define REGM_IL 0
+#endif
+static_assert(!REGM_IL || REGM_ROT, "interleaved rows are built into REGR only");
+/* REGR's activation warps taking whole chunks in turn (-DNVFP4_SM90_REGR_ACT_ROT,
+ * nineteenth session; the NVFP4 path -- the REGM_BF16 twins always do) */
+#define REGM_ACT_ROT (NVFP4_SM90_REGR_ACT_ROT && REGM_ROT && !REGM_BF16)
 static_assert(!REGM_ROT || (REGM_WA && REGM_TW == 1 && REGM_ROT > 1), "the rotating warps are built on REGM_WA, TW = 1");
 /* dev_mode (the parts left out of dev/cuda timings, REGM_DEV_*): read at run
  * time, or with -DNVFP4_SM90_REG_STATIC=1 (sixteenth session; not in the
@@ -33,7 +45,8 @@ static_assert(!REGM_ROT || (REGM_WA && REGM_TW == 1 && REGM_ROT > 1), "the rotat
 #define REGM_DEV_MODE (p.dev_mode)
 #endif
 #define REGM_U (REGM_WA ? 2 : 1)             /* 8-row units (box rows / 8) per chain */
-#define REGM_STAGE(mt, tmax) (REGM_WA ? REGW_STAGE_BYTES(mt, tmax) : REGM_STAGE_BYTES(mt, tmax))
+#define REGM_STAGE(mt, tmax)                                                                       \
+    (REGM_IL ? REGR_IL_STAGE_BYTES(mt, tmax) : REGM_WA ? REGW_STAGE_BYTES(mt, tmax) : REGM_STAGE_BYTES(mt, tmax))
 #define REGM_NT (REGM_MT / 8)                /* n8 token tiles (activation warps) */
 #define REGM_NM (REGM_MT <= 16 ? 1 : 2)      /* m16 token tiles of the mma */
 #define REGM_NQ (REGM_WA ? REGM_NT : REGM_NM) /* token tiles per chain and block: mma per block */
@@ -273,10 +286,10 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
         _Pragma("unroll") for (int b = 0; b < 16; b++) FA[b][0] = FA[b][1] = FA[b][2] = FA[b][3] = 0; \
     } else                                                                                         \
         _Pragma("unroll") for (int bp = 0; bp < 8; bp++) {                                         \
-            const int cw = crow0 + ((bp << 4) ^ gx);                                               \
+            const int cw = crow0 + ((bp << 4) ^ gxw);                                              \
             const uint32_t w0 = *(const uint32_t *)((ST) + cw), w1 = *(const uint32_t *)((ST) + cw + 8); \
-            const uint32_t w2 = *(const uint32_t *)((ST) + cw + 1024);                             \
-            const uint32_t w3 = *(const uint32_t *)((ST) + cw + 1032);                             \
+            const uint32_t w2 = *(const uint32_t *)((ST) + cw + crow_hi);                          \
+            const uint32_t w3 = *(const uint32_t *)((ST) + cw + crow_hi + 8);                      \
             uint2 sp = *(const uint2 *)((ST) + sfo0 + bp * 64);                                    \
             if (2 * bp >= (NB)) sp = make_uint2(0u, 0u);                                           \
             REGW_AFRAG(ptx_prmt(w0, w2, xsel), sp.x, FA[2 * bp][0], FA[2 * bp][1], FA[2 * bp][2],  \
@@ -338,13 +351,21 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
         ptx_mbar_arrive(&empty[s]); /* this lane's loads of the stage are done */                 \
     }
 
+/* The weight row of the mma's A row g + 8 H of the CTA's chain I: with
+ * REGM_IL line l0 + 4 I + (g & 3) of subgroup (g >> 2) + 2 H of the CTA's
+ * group, else the chain's 16 consecutive rows. */
+#if REGM_IL
+#define REGW_ROW_N(I, H) (il_grp * 128 + 32 * ((g >> 2) + 2 * (H)) + il_l0 + 4 * (I) + (g & 3))
+#else
+#define REGW_ROW_N(I, H) (tile0 * 8 + 16 * (I) + g + 8 * (H))
+#endif
 /* The REGW / REGR epilogue of chain I (16 rows): ACC[u][e] is output (m =
  * 8u + 2t + (e & 1), n = the chain's row g + 8 (e >> 1)): raw, and out =
  * BF16(FP32(alpha * raw) [+ bias]). */
 #define REGW_EPILOGUE(I, ACC)                                                                      \
     {                                                                                              \
         _Pragma("unroll") for (int h_ = 0; h_ < 2; h_++) {                                         \
-            const int n_ = tile0 * 8 + 16 * (I) + g + 8 * h_;                                      \
+            const int n_ = REGW_ROW_N(I, h_);                                                      \
             const float bias_n_ = p.bias ? p.bias[n_] : 0.0f;                                      \
             _Pragma("unroll") for (int u_ = 0; u_ < REGM_NT; u_++)                                 \
                 _Pragma("unroll") for (int e_ = 0; e_ < 2; e_++) {                                 \
@@ -418,10 +439,19 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
  * row R of the chunk in stage `st` (the 128x4-tiled layout: row r of a
  * 128-row group at (r % 32) * 16 + ((r % 128) / 32) * 4 of each 512-byte
  * chunk q). */
+#if REGM_IL
+/* (REGM_IL: CTA row R = 16 i + a, the mma's A row a of chain i, is line 4 i +
+ * (a & 3) of subgroup a >> 2; the box is [4 chunks][REGR_IL_LINES][16 bytes].) */
+#define REGM_WSCALE_WORD(R, Q)                                                                     \
+    (*(const uint32_t *)(st + wsc_off + (Q) * 16 * REGR_IL_LINES + (4 * ((R) >> 4) + ((R) & 3)) * 16 + \
+                         (((R) & 15) >> 2) * 4) &                                                  \
+     0x7F7F7F7Fu)
+#else
 #define REGM_WSCALE_WORD(R, Q)                                                                     \
     (*(const uint32_t *)(st + wsc_off + ((tile0 * 8 + (R)) / 128 - group0) * 2048 +                \
                          ((tile0 * 8 + (R)) % 32) * 16 + (((tile0 * 8 + (R)) % 128) / 32) * 4 + (Q) * 512) & \
      0x7F7F7F7Fu)
+#endif
 #if REGM_WA
 /* The scale words q of rows g and g + 8 of chain i (CTA rows 16 i + g,
  * + 8) -> for blocks 4q .. 4q + 3 the FP16 pairs {s(g), s(g + 8)} * 64,
@@ -473,7 +503,27 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
         }                                                                                          \
     }
 #endif
-#define REGM_ACT_SW(BP) (*(const uint32_t *)(st + act_sc + ((BP) >> 1) * 256 * SPLIT_AH(REGM_MT)))
+/* The loader's weight boxes of chunk C into stage ST (dm: its dev_mode):
+ * codes, then scales. */
+#if REGM_IL
+#define REGM_WEIGHT_BOXES(ST, BAR, C)                                                              \
+    {                                                                                              \
+        if (!(dm & REGM_DEV_NO_WCODES)) ptx_tma_load_4d(ST, &p.tm_b_codes, BAR, (C) * 128, il_l0, 0, il_grp); \
+        if (!(dm & REGM_DEV_NO_WSCALE))                                                            \
+            ptx_tma_load_4d((ST) + wsc_off, &p.tm_b_scales, BAR, 0, il_l0, 4 * (C), il_grp);       \
+    }
+#else
+#define REGM_WEIGHT_BOXES(ST, BAR, C)                                                              \
+    {                                                                                              \
+        if (!(dm & REGM_DEV_NO_WCODES)) ptx_tma_load_2d(ST, &p.tm_b_codes, BAR, (C) * 128, tile0 * 8); \
+        if (!(dm & REGM_DEV_NO_WSCALE))                                                            \
+            ptx_tma_load_4d((ST) + wsc_off, &p.tm_b_scales, BAR, 0, 0, 4 * (C), group0);           \
+    }
+#endif
+/* the activation scale box's 512-byte chunk stride in the stage (REGM_IL: the
+ * lines of rows 0 .. MT - 1 only) */
+#define REGM_ASC_Q (REGM_IL ? 16 * REGM_MT : 256 * SPLIT_AH(REGM_MT))
+#define REGM_ACT_SW(BP) (*(const uint32_t *)(st + act_sc + ((BP) >> 1) * REGM_ASC_Q))
 
 extern "C" __global__ void REGM_BOUNDS
     REGM_NAME(const __grid_constant__ nvfp4_sm90_regm_params p)
@@ -492,17 +542,28 @@ extern "C" __global__ void REGM_BOUNDS
     /* offsets inside a stage (sm90_heuristics.cuh) */
     const int act_codes_off = p.tmax * 1024;
     const int wsc_off = act_codes_off + REGM_MT * 128;
-    const int asc_off = wsc_off + REGM_SGMAX(p.tmax) * 2048;
-    const int frag_off = asc_off + SPLIT_AH(REGM_MT) * 1024;
+    const int asc_off = wsc_off + (REGM_IL ? p.tmax * 128 : REGM_SGMAX(p.tmax) * 2048);
+    const int frag_off = asc_off + (REGM_IL ? REGM_MT * 64 : SPLIT_AH(REGM_MT) * 1024);
     const int wsf_off = frag_off + 16 * REGM_FB;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#if REGM_IL
+    /* this CTA's chains: REGR_IL_CPG CTAs a 128-row group, REGR_IL_PER
+     * chains each (the group's last fewer) -- lines [l0, l0 + 4 chains) of
+     * its four 32-row subgroups; the boxes span REGR_IL_LINES lines (past
+     * the group's 32: zeros, not loaded).  (p.tmax == 2 REGR_IL_PER: the
+     * launcher.) */
+    const int il_grp = (int)blockIdx.x / REGR_IL_CPG, il_q0 = (int)blockIdx.x % REGR_IL_CPG * REGR_IL_PER;
+    const int il_l0 = 4 * il_q0;
+    const int chains = 8 - il_q0 < REGR_IL_PER ? 8 - il_q0 : REGR_IL_PER;
+#else
     /* this CTA's 8-row units (box rows / 8): [tile0, tile0 + tcount), whole
      * chains of REGM_U units balanced over the grid */
     const int tile0 = REGM_U * (int)((int64_t)blockIdx.x * (p.tiles / REGM_U) / gridDim.x);
     const int tcount = REGM_U * (int)((int64_t)(blockIdx.x + 1) * (p.tiles / REGM_U) / gridDim.x) - tile0;
     const int chains = tcount / REGM_U;
     const int group0 = tile0 * 8 / 128; /* the first 128-row scale group */
+#endif
     const int nblocks = p.k / 16;
     const int nch = (p.k + REGM_KC - 1) / REGM_KC;
     /* MMA warps with a chain of their own (a CTA one chain short of tmax
@@ -518,10 +579,10 @@ extern "C" __global__ void REGM_BOUNDS
     if (threadIdx.x == 0) {
         for (int s = 0; s < p.stages; s++) {
             ptx_mbar_init(&full[s], 1);
-            /* REGM_BF16: one activation warp per chunk (below) */
-            ptx_mbar_init(&act_full[s], 32 * (REGM_BF16 ? 1 : REGM_AWN));
+            /* REGM_BF16, REGM_ACT_ROT: one activation warp per chunk (below) */
+            ptx_mbar_init(&act_full[s], 32 * (REGM_BF16 || REGM_ACT_ROT ? 1 : REGM_AWN));
             /* every reader lane arrives */
-            ptx_mbar_init(&empty[s], 32 * ((REGM_ROT ? chains : mma_live) + (REGM_BF16 ? 1 : REGM_AWN)));
+            ptx_mbar_init(&empty[s], 32 * ((REGM_ROT ? chains : mma_live) + (REGM_BF16 || REGM_ACT_ROT ? 1 : REGM_AWN)));
         }
         if (REGM_ROT && !NVFP4_SM90_NBAR)
             for (int i = 0; i < mma_live; i++) ptx_mbar_init(&acc_ready[i], 32);
@@ -540,10 +601,10 @@ extern "C" __global__ void REGM_BOUNDS
         const int dm = REGM_DEV_MODE;
         /* the activation boxes (none when the activation warps quantize BF16 themselves) */
         const int abox = !REGM_BF16 && !(dm & REGM_DEV_NO_ABOX);
-        const uint32_t bytes = (dm & REGM_DEV_NO_WCODES ? 0u : (uint32_t)p.tmax * 1024u) +
-                               (dm & REGM_DEV_NO_WSCALE ? 0u : (uint32_t)REGM_SGMAX(p.tmax) * 2048u) +
-                               (abox ? (uint32_t)REGM_MT * 128u + 1024u * SPLIT_AH(REGM_MT) : 0u) +
-                               (REGM_BF16 ? (uint32_t)p.x_rows * 512u : 0u);
+        const uint32_t bytes =
+            (dm & REGM_DEV_NO_WCODES ? 0u : (uint32_t)p.tmax * 1024u) +
+            (dm & REGM_DEV_NO_WSCALE ? 0u : REGM_IL ? (uint32_t)p.tmax * 128u : (uint32_t)REGM_SGMAX(p.tmax) * 2048u) +
+            (abox ? (uint32_t)REGM_MT * 128u + 4u * REGM_ASC_Q : 0u) + (REGM_BF16 ? (uint32_t)p.x_rows * 512u : 0u);
         /* Weights first: the first ring's worth does not depend on the
          * previous kernel (the fused linear's quantizer, our programmatic
          * prerequisite), so it streams while that kernel finishes. */
@@ -551,9 +612,7 @@ extern "C" __global__ void REGM_BOUNDS
         for (int c = warp; c < pro; c += p.loaders) {
             uint8_t *st = ring + (size_t)c * stage_bytes;
             ptx_mbar_arrive_expect_tx(&full[c], bytes);
-            if (!(dm & REGM_DEV_NO_WCODES)) ptx_tma_load_2d(st, &p.tm_b_codes, &full[c], c * 128, tile0 * 8);
-            if (!(dm & REGM_DEV_NO_WSCALE))
-                ptx_tma_load_4d(st + wsc_off, &p.tm_b_scales, &full[c], 0, 0, 4 * c, group0);
+            REGM_WEIGHT_BOXES(st, &full[c], c)
             /* BF16 x was written before the amax pass began: no wait */
             if (REGM_BF16) ptx_tma_load_2d(st + xbox_off, &p.tm_x, &full[c], c * REGM_KC, 0);
         }
@@ -570,9 +629,7 @@ extern "C" __global__ void REGM_BOUNDS
             ptx_mbar_wait(&empty[s], (uint32_t)((c / p.stages - 1) & 1)); /* the stage's last use is read */
             uint8_t *st = ring + (size_t)s * stage_bytes;
             ptx_mbar_arrive_expect_tx(&full[s], bytes);
-            if (!(dm & REGM_DEV_NO_WCODES)) ptx_tma_load_2d(st, &p.tm_b_codes, &full[s], c * 128, tile0 * 8);
-            if (!(dm & REGM_DEV_NO_WSCALE))
-                ptx_tma_load_4d(st + wsc_off, &p.tm_b_scales, &full[s], 0, 0, 4 * c, group0);
+            REGM_WEIGHT_BOXES(st, &full[s], c)
             if (abox) {
                 ptx_tma_load_2d(st + act_codes_off, &p.tm_a_codes, &full[s], c * 128, 0);
                 ptx_tma_load_3d(st + asc_off, &p.tm_a_scales, &full[s], 0, 0, 4 * c);
@@ -616,7 +673,7 @@ extern "C" __global__ void REGM_BOUNDS
             const uint32_t zw[8] = {0, 0, 0, 0, 0, 0, 0, 0};
             zcw = q_block_codes(zw, qtab, pts, rcp_pts, p.cuda_variant, &zs8);
         }
-#else
+#elif !REGM_ACT_ROT
         /* warp aw: n8 tile u = aw % NT, block pairs aw / NT, + REGM_APS, ... */
         const int u = aw % REGM_NT, bp0 = aw / REGM_NT, r = 8 * u + g;
         /* the row's code words (block pair 0, before the swizzle) and scale
@@ -687,6 +744,51 @@ extern "C" __global__ void REGM_BOUNDS
             ptx_mbar_arrive(&act_full[s]); /* releases this lane's fragment and scale stores */
             ptx_mbar_arrive(&empty[s]);    /* ... and its reads of the stage */
         }
+#elif REGM_ACT_ROT
+        /* Warp aw takes whole chunks aw, aw + act_rot, ... (as the REGM_BF16
+         * twins do): every n8 tile's 8 block pairs (lane (g, t): token row 8 u
+         * + g) and the chunk's weight-scale items, so act_rot chunks are in
+         * flight where the split over block pairs had every warp on every
+         * chunk in turn.  act_rot divides the ring's depth (the launcher):
+         * the stage's previous use was this warp's, so its full[] parity is
+         * never a phase ahead. */
+        if (aw >= p.act_rot) return;
+        for (int c = aw; c < nch; c += p.act_rot) {
+            const int s = c % p.stages;
+            ptx_mbar_wait(&full[s], (uint32_t)(c / p.stages) & 1u);
+            uint8_t *st = ring + (size_t)s * stage_bytes;
+            const int nbp = (nblocks - 16 * c < 16 ? nblocks - 16 * c : 16) / 2; /* block pairs */
+            if (!(REGM_DEV_MODE & REGM_DEV_NO_ACT)) {
+#pragma unroll
+                for (int u = 0; u < REGM_NT; u++) {
+                    const int r = 8 * u + g;
+                    const int act_row = act_codes_off + r * 128 + (t >> 1) * 4;
+                    const int act_sc = asc_off + (r / 16) * 256 + (r % 16) * 16;
+                    const int act_dst = frag_off + u * 256 + lane * 8;
+                    if (nbp == 8) { /* every load first, so the units overlap */
+                        uint32_t w_[8][2], sw_[8];
+#pragma unroll
+                        for (int bp = 0; bp < 8; bp++) {
+                            REGM_ACT_LD(bp, w_[bp][0], w_[bp][1]);
+                            sw_[bp] = REGM_ACT_SW(bp);
+                        }
+#pragma unroll
+                        for (int bp = 0; bp < 8; bp++) REGM_ACT_UNIT(bp, w_[bp][0], w_[bp][1], sw_[bp]);
+                    } else {
+#pragma unroll
+                        for (int bp = 0; bp < 8; bp++)
+                            if (bp < nbp) {
+                                uint32_t w0, w1;
+                                REGM_ACT_LD(bp, w0, w1);
+                                REGM_ACT_UNIT(bp, w0, w1, REGM_ACT_SW(bp));
+                            }
+                    }
+                }
+                for (int i = lane; i < wsc_items; i += 32) REGM_WSCALE_ITEM(i);
+            }
+            ptx_mbar_arrive(&act_full[s]); /* releases this lane's fragment and scale stores */
+            ptx_mbar_arrive(&empty[s]);    /* ... and its reads of the stage */
+        }
 #else
         int s = 0;
         uint32_t ph = 0;
@@ -750,7 +852,18 @@ extern "C" __global__ void REGM_BOUNDS
     const int mw = warp - p.loaders - REGM_AWN;
     if (mw >= mma_live) return;
     const int jr = mw / REGM_ROT, rr = mw % REGM_ROT;
-    const int crow0 = (16 * jr + g) * 128 + (t >> 1) * 4, sfo0 = wsf_off + (64 * jr + g) * 8;
+    /* the lane's code words: box row wrow for the mma's A row g, + crow_hi
+     * bytes for A row g + 8 (REGM_IL: rows (g >> 2) L + 4 jr + (g & 3) and +
+     * 2 L of the [4][L] box, L = REGR_IL_LINES = 12: both have the swizzle
+     * phase gxw, and over g = 0..7 the phases are 0..7, conflict-free) */
+#if REGM_IL
+    const int wrow = (g >> 2) * REGR_IL_LINES + 4 * jr + (g & 3), crow_hi = 2 * REGR_IL_LINES * 128;
+    const int gxw = (wrow & 7) << 4;
+    (void)gx; /* (the activation rows' swizzle phase; unused by the REGM_BF16 twins) */
+#else
+    const int wrow = 16 * jr + g, crow_hi = 1024, gxw = gx;
+#endif
+    const int crow0 = wrow * 128 + (t >> 1) * 4, sfo0 = wsf_off + (64 * jr + g) * 8;
     const int act_ld = frag_off + lane * 8;
     float4 *slot = (float4 *)(ring + (size_t)p.stages * stage_bytes) + jr * REGM_NT * 32 + lane;
 #if REGM_BF16
@@ -962,6 +1075,11 @@ extern "C" __global__ void REGM_BOUNDS
 #undef REGM_BF16
 #undef REGM_WA
 #undef REGM_ROT
+#undef REGM_IL
+#undef REGM_ACT_ROT
+#undef REGW_ROW_N
+#undef REGM_ASC_Q
+#undef REGM_WEIGHT_BOXES
 #undef REGM_DEV_MODE
 #ifdef REGM_XFRAG
 #undef REGM_XFRAG

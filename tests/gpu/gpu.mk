@@ -167,9 +167,21 @@ ALT_FLAGS_nbar      := -DNVFP4_SM90_NBAR=1 $(ALT_WERROR)
 ALT_FLAGS_nbardev   := -DNVFP4_SM90_NBAR=1 -DNVFP4_SM90_DEV
 ALT_FLAGS_turn2     := -DNVFP4_SM90_REGR_TURN=2 $(ALT_WERROR)
 ALT_FLAGS_nbarturn2 := -DNVFP4_SM90_NBAR=1 -DNVFP4_SM90_REGR_TURN=2 $(ALT_WERROR)
-ALTS     ?= pair regbal regstatic lean all pick base nbar turn2
-ALT_FULL ?= all pick base
-ALT_DEV  ?= all_dev1 all_dev4 all_dev5 all_dev6 nbardev
+# Nineteenth session (built without a device: to be measured, see
+# dev/cuda/session19.sh): `il`, REGR with interleaved rows where N % 128 ==
+# 0 (-DNVFP4_SM90_REGR_IL, sm90_heuristics.cuh REGR_IL_STAGE_BYTES: each
+# CTA loads its own rows' scales only, 14 KB stages at FC2 M = 1 instead of
+# 17.5); `actrot`, REGR's activation warps taking whole chunks in turn
+# (-DNVFP4_SM90_REGR_ACT_ROT); `ilrot` both; `ildev`, `ilrotdev` with
+# dev_mode (parts left out)
+ALT_FLAGS_il        := -DNVFP4_SM90_REGR_IL=1 $(ALT_WERROR)
+ALT_FLAGS_actrot    := -DNVFP4_SM90_REGR_ACT_ROT=1 $(ALT_WERROR)
+ALT_FLAGS_ilrot     := -DNVFP4_SM90_REGR_IL=1 -DNVFP4_SM90_REGR_ACT_ROT=1 $(ALT_WERROR)
+ALT_FLAGS_ildev     := -DNVFP4_SM90_REGR_IL=1 -DNVFP4_SM90_DEV
+ALT_FLAGS_ilrotdev  := -DNVFP4_SM90_REGR_IL=1 -DNVFP4_SM90_REGR_ACT_ROT=1 -DNVFP4_SM90_DEV
+ALTS     ?= pair regbal regstatic lean all pick base nbar turn2 il actrot ilrot
+ALT_FULL ?= all pick base il ilrot
+ALT_DEV  ?= all_dev1 all_dev4 all_dev5 all_dev6 nbardev ildev ilrotdev
 $(foreach n,1 2 3 4 5 6 7,$(eval ALT_FLAGS_all_dev$(n) := $(ALT_DEFS_all) -DNVFP4_SM90_DEV_FIXED=$(n)))
 .PHONY: alts alt-objs
 alts: $(foreach a,$(ALTS),$(BUILD)/gpu/gemm_variants_$(a) $(BUILD)/gpu/test_gemm_cuda_$(a)) \

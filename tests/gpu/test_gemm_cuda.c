@@ -354,7 +354,13 @@ static void test_variants_small(int quick)
         {37, 128, 480}, {1, 16, 32},  {129, 208, 96},
         /* split kernel: several tiles per CTA, K % 128 = 32, M = 17..32, more tiles than 132 x 16 */
         {3, 8192, 224}, {32, 4224, 160}, {17, 112, 288}, {2, 65536, 96}, {4, 12800, 96},
-        {32, 12800, 96}, {1000, 2048, 480}};
+        {32, 12800, 96},
+        /* N % 128 == 0 with three 16-row chains a CTA (REGR; built with
+         * -DNVFP4_SM90_REGR_IL, the interleaved rows: three CTAs a 128-row
+         * group, the last with two chains), K tails of 14 and 2 blocks, one
+         * chunk */
+        {1, 4352, 480}, {13, 5376, 800}, {2, 4352, 32},
+        {1000, 2048, 480}};
     size_t nshapes = sizeof shapes / sizeof shapes[0] - (quick ? 1 : 0);
     for (size_t si = 0; si < nshapes; si++) {
         int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
