@@ -31,8 +31,8 @@
 # Two calls fit the device's 600 s: PARTS="layout sweep quick" (about 300
 # s), then PARTS="suites checks bench sanitize" with S the winner (il or
 # ilrot; gpu.mk's ALT_FULL builds nvfp4_ and test_linear_cuda_ for both).
-# The carry (dev/cuda/pack_carry.sh; 53 MB with every program, this set
-# about a third):
+# The carry (dev/cuda/pack_carry.sh; 53 MB with every program, 16 MB with
+# this list):
 #   ONLY="$(echo gemm_variants gemm_variants_il gemm_variants_actrot gemm_variants_ilrot \
 #     gemm_variants_dev gemm_variants_ildev gemm_variants_ilrotdev test_gemm_cuda_il \
 #     test_gemm_cuda_actrot test_gemm_cuda_ilrot test_linear_cuda_il test_linear_cuda_ilrot \

@@ -179,15 +179,16 @@ typedef struct nvfp4_sm90_variant {
  * every scale line it loads is its own rows' and nothing else: 128 bytes a
  * stage per 8-row unit, where the contiguous layout loads the whole chunks
  * of every group a CTA spans (FC2 M = 1, 48 rows: 768 bytes instead of
- * 4096).  Its stage: codes [4 subgroups][L lines][128] (L = 2 tmax, one
- * 4-D box) | act codes [MT][128] | weight scales [4 chunks][L][16] (one
- * 4-D box) | act scales [4 chunks][MT][16] | act fragments [16][MT * 32] |
- * scale pairs [tmax / 2 chains][8][8][8]. */
-/* Built for three chains a CTA (FC2 and attn-out at M <= 16: 336 chains on
- * 132 SMs), so that the box's L = 12 lines are a constant (immediate
- * offsets in the MMA warps' loads) and L % 8 == 4 (rows g = 0..7 of a
- * chain then fall in 8 swizzle phases: conflict-free); three CTAs a group,
- * the last with two chains (its box's lines 32..35 are zeros, not loaded). */
+ * 4096).  Its stage: codes [4 subgroups][L lines][128] (one 4-D box) | act
+ * codes [MT][128] | weight scales [4 chunks][L][16] (one 4-D box) | act
+ * scales [4 chunks][MT][16] | act fragments [16][MT * 32] | scale pairs
+ * [tmax / 2 chains][8][8][8].
+ * Built for three chains a CTA (FC2 and attn-out at M <= 16: 336 chains on
+ * 132 SMs), so that the box's L = REGR_IL_LINES = 12 lines are a constant
+ * (immediate offsets in the MMA warps' loads) and L % 8 == 4 (rows g =
+ * 0..7 of a chain then fall in 8 swizzle phases: conflict-free); three
+ * CTAs a group, the last with two chains (its box's lines 32..35 are
+ * zeros, not loaded). */
 #define REGR_IL_PER 3
 #define REGR_IL_LINES (4 * REGR_IL_PER)
 #define REGR_IL_CPG ((8 + REGR_IL_PER - 1) / REGR_IL_PER) /* CTAs per 128-row group */
