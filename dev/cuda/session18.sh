@@ -36,23 +36,11 @@ S=${SET:-nbar}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 SHAPES=${SHAPES:-"fc2:1 attn_out:1 fc2:16 attn_out:16"}
 if has handoff; then
-    for s in $SHAPES; do
-        case "$s" in *:1) vs="35,36,37" ;; *) vs="38,39,40" ;; esac
-        for prog in gemm_variants $(for a in $ALTS18; do echo "gemm_variants_$a"; done); do
-            n="${prog}_${s%%:*}_${s##*:}_r"
-            step "$n" 90 env NVFP4_VARIANTS=$vs "$B/gpu/$prog" "${s%%:*}" "${s##*:}" -1 200
-            grep -E "^(OK|MISMATCH|VARIANT)" "$L/$n.log" | sed "s/^/$prog /"
-        done
-    done
+    step_regr_vs r "$SHAPES" gemm_variants $(for a in $ALTS18; do echo "gemm_variants_$a"; done)
 fi
 if has sweep; then
-    for s in ${SWEEP_SHAPES:-fc2:1 attn_out:1 fc2:16}; do
-        for prog in gemm_variants_dev "gemm_variants_${S}dev"; do
-            n="${prog}_${s%%:*}_${s##*:}_sweep"
-            step "$n" 90 env NVFP4_DEV_SWEEP="0:0,64:0,32:0,96:0,2:0,66:0,0:0" "$B/gpu/$prog" "${s%%:*}" "${s##*:}" -1 200
-            grep -E "^(OK|MISMATCH|SWEEP)" "$L/$n.log" | sed "s/^/$prog /"
-        done
-    done
+    step_regr_sweep "0:0,64:0,32:0,96:0,2:0,66:0,0:0" "${SWEEP_SHAPES:-fc2:1 attn_out:1 fc2:16}" gemm_variants_dev \
+        "gemm_variants_${S}dev"
 fi
 if has quick; then
     for a in $ALTS18; do step "quick_$a" 200 "$B/gpu/test_gemm_cuda_$a" --quick; done
@@ -63,12 +51,7 @@ if has checks; then
     step "${S}_check1" 120 "$B/gpu/nvfp4_$S" check --rows 1 --json "$L/${S}_check1.json"
     step "${S}_streaming1" 120 "$B/gpu/nvfp4_$S" check --rows 1 --streaming-a --json "$L/${S}_streaming1.json"
 fi
-if has sanitize; then
-    step_race race_attn1 "${SAN_SECS:-120}" "gemm_variants_$S" attn_out 1
-    step_race race_fc2_16 "${SAN_SECS:-120}" "gemm_variants_$S" fc2 16
-    step_mem mem_attn1 "${SAN_SECS:-120}" "gemm_variants_$S" attn_out 1
-    grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|hazard" "$L"/race_*.log "$L"/mem_*.log | head -n 6
-fi
+if has sanitize; then step_regr_sanitize "$S" "${SAN_SECS:-120}"; fi
 if has final; then
     step gemm 240 "$B/gpu/test_gemm_cuda"
     step linear 200 "$B/gpu/test_linear_cuda"

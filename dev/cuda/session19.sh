@@ -47,24 +47,11 @@ S=${S:-ilrot}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 SHAPES=${SHAPES:-"fc2:1 attn_out:1 fc2:16 attn_out:16"}
 if has layout; then
-    for s in $SHAPES; do
-        case "$s" in *:1) vs="35,36,37" ;; *) vs="38,39,40" ;; esac
-        for prog in gemm_variants $(for a in $SETS; do echo "gemm_variants_$a"; done); do
-            n="${prog}_${s%%:*}_${s##*:}_layout"
-            step "$n" 90 env NVFP4_VARIANTS=$vs "$B/gpu/$prog" "${s%%:*}" "${s##*:}" -1 200
-            grep -E "^(OK|MISMATCH|VARIANT)" "$L/$n.log" | sed "s/^/$prog /"
-        done
-    done
+    step_regr_vs layout "$SHAPES" gemm_variants $(for a in $SETS; do echo "gemm_variants_$a"; done)
 fi
 if has sweep; then
-    for s in ${SWEEP_SHAPES:-fc2:1 attn_out:1 fc2:16}; do
-        for prog in gemm_variants_dev gemm_variants_ildev gemm_variants_ilrotdev; do
-            n="${prog}_${s%%:*}_${s##*:}_sweep"
-            step "$n" 90 env NVFP4_DEV_SWEEP="0:0,32:0,96:0,98:0,102:0,110:0,126:0,0:0" "$B/gpu/$prog" "${s%%:*}" \
-                "${s##*:}" -1 200
-            grep -E "^(OK|MISMATCH|SWEEP)" "$L/$n.log" | sed "s/^/$prog /"
-        done
-    done
+    step_regr_sweep "0:0,32:0,96:0,98:0,102:0,110:0,126:0,0:0" "${SWEEP_SHAPES:-fc2:1 attn_out:1 fc2:16}" \
+        gemm_variants_dev gemm_variants_ildev gemm_variants_ilrotdev
 fi
 if has quick; then
     for a in $SETS; do step "quick_$a" 200 "$B/gpu/test_gemm_cuda_$a" --quick; done
@@ -75,10 +62,5 @@ if has checks; then
     step "${S}_streaming1" 120 "$B/gpu/nvfp4_$S" check --rows 1 --streaming-a --json "$L/${S}_streaming1.json"
 fi
 if has bench; then step_bench_vs "$S" 1,16 150 10; fi
-if has sanitize; then
-    step_race race_attn1 "${SAN_SECS:-120}" "gemm_variants_$S" attn_out 1
-    step_race race_fc2_16 "${SAN_SECS:-120}" "gemm_variants_$S" fc2 16
-    step_mem mem_attn1 "${SAN_SECS:-120}" "gemm_variants_$S" attn_out 1
-    grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|hazard" "$L"/race_*.log "$L"/mem_*.log | head -n 6
-fi
+if has sanitize; then step_regr_sanitize "$S" "${SAN_SECS:-120}"; fi
 cd "$OUT" && tar czf logs.tgz logs && rm -rf logs

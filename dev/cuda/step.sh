@@ -9,7 +9,10 @@
 #   step_quant                     the quantizer kernels (below), and
 #   step_variant                   one gemm_variants program timed, and
 #   step_bench_vs, step_suites_of  an alternative build's bench and suites, and
-#   step_race, step_mem            a sanitizer on one gemm_variants program.
+#   step_race, step_mem            a sanitizer on one gemm_variants program, and
+#   step_regr_vs, step_regr_sweep  REGR (attn-out, FC2 at M <= 16) timed in
+#   step_regr_sanitize             several builds, parts left out, racecheck
+#                                  and memcheck.
 B=${1:-build}
 L=$OUT/logs
 mkdir -p "$L"
@@ -88,4 +91,40 @@ step_quant() {
         NVFP4_DEV_QUANTIZER=$qm step "quant_$qm" 200 "$B/gpu/inkernel_a" qkv:1,16,128 attn_out:1,16,128 fc1:1,16,128 fc2:1,16,128 --iters 100
         grep -E "M=" "$L/quant_$qm.log" | sed "s/^/q$qm /"
     done
+}
+# REGR at R = 2, 3, 4 (variants 35..37 at MT = 8 for M = 1, 38..40 at MT =
+# 16 otherwise) after the planned kernel, each checked bit for bit, then
+# timed (the list twice), on each linear:M of SHAPES for each gemm_variants
+# program PROG (logs PROG_linear_M_TAG): step_regr_vs TAG "SHAPES" PROG...
+step_regr_vs() {
+    tag=$1; shapes=$2; shift 2
+    for s in $shapes; do
+        case "$s" in *:1) vs="35,36,37" ;; *) vs="38,39,40" ;; esac
+        for prog in "$@"; do
+            n="${prog}_${s%%:*}_${s##*:}_$tag"
+            step "$n" 90 env NVFP4_VARIANTS=$vs "$B/gpu/$prog" "${s%%:*}" "${s##*:}" -1 200
+            grep -E "^(OK|MISMATCH|VARIANT)" "$L/$n.log" | sed "s/^/$prog /"
+        done
+    done
+}
+# Parts left out (NVFP4_DEV_SWEEP="MODE:LOADERS,...", dev builds) on each
+# linear:M of SHAPES for each PROG (logs PROG_linear_M_sweep):
+#   step_regr_sweep "MODES" "SHAPES" PROG...
+step_regr_sweep() {
+    modes=$1; shapes=$2; shift 2
+    for s in $shapes; do
+        for prog in "$@"; do
+            n="${prog}_${s%%:*}_${s##*:}_sweep"
+            step "$n" 90 env NVFP4_DEV_SWEEP="$modes" "$B/gpu/$prog" "${s%%:*}" "${s##*:}" -1 200
+            grep -E "^(OK|MISMATCH|SWEEP)" "$L/$n.log" | sed "s/^/$prog /"
+        done
+    done
+}
+# racecheck on REGR (attn-out M = 1: R = 3, FC2 M = 16: R = 2) and memcheck
+# (attn-out M = 1) on gemm_variants_SET: step_regr_sanitize SET SECS
+step_regr_sanitize() {
+    step_race race_attn1 "$2" "gemm_variants_$1" attn_out 1
+    step_race race_fc2_16 "$2" "gemm_variants_$1" fc2 16
+    step_mem mem_attn1 "$2" "gemm_variants_$1" attn_out 1
+    grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|hazard" "$L"/race_*.log "$L"/mem_*.log | head -n 6
 }

@@ -942,22 +942,31 @@ static nvfp4_status split_tensor_maps(encode_tiled_fn encode, const nvfp4_cuda_o
                      "activation");
 }
 
+/* A 4-D byte tensor map (dims, byte strides of dims 1..3, box), or the
+ * failure naming `what`. */
+static nvfp4_status encode_u8_4d(encode_tiled_fn encode, CUtensorMap *map, const void *base, const cuuint64_t dims[4],
+                                 const cuuint64_t strides[3], const cuuint32_t box[4], CUtensorMapSwizzle swizzle,
+                                 const char *what)
+{
+    const cuuint32_t estr[4] = {1, 1, 1, 1};
+    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)base, dims, strides, box, estr,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): %s tensor map failed (CUresult %d)", what, (int)r);
+    return NVFP4_OK;
+}
+
 /* The register kernel's weight scales: the 128x4-tiled layout as {256
  * bytes, 2 halves, ncb chunks, 128-row groups}; one box {256, 2, 4, SGMAX}
  * holds the 4 chunks of a 256-element chunk of K for every group a CTA spans. */
 static nvfp4_status regm_scale_map(encode_tiled_fn encode, CUtensorMap *map, const nvfp4_cuda_operand *op,
                                    int64_t rows, int ncb, int tmax)
 {
-    cuuint64_t dims[4] = {256, 2, (cuuint64_t)ncb, (cuuint64_t)((rows + 127) / 128)};
-    cuuint64_t strides[3] = {256, 512, (cuuint64_t)ncb * 512};
-    cuuint32_t box[4] = {256, 2, 4, (cuuint32_t)REGM_SGMAX(tmax)};
-    cuuint32_t estr[4] = {1, 1, 1, 1};
-    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)op->scales, dims, strides, box, estr,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-        return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): weight scale tensor map failed (CUresult %d)", (int)r);
-    return NVFP4_OK;
+    const cuuint64_t dims[4] = {256, 2, (cuuint64_t)ncb, (cuuint64_t)((rows + 127) / 128)};
+    const cuuint64_t strides[3] = {256, 512, (cuuint64_t)ncb * 512};
+    const cuuint32_t box[4] = {256, 2, 4, (cuuint32_t)REGM_SGMAX(tmax)};
+    return encode_u8_4d(encode, map, op->scales, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE, "weight scale");
 }
 
 /* REGR with interleaved rows (REGR_IL_STAGE_BYTES): the weights' codes as
@@ -970,30 +979,15 @@ static nvfp4_status regr_il_maps(encode_tiled_fn encode, CUtensorMap *codes, CUt
                                  const nvfp4_cuda_operand *op, int64_t n, int64_t k, int ncb)
 {
     const cuuint64_t row = (cuuint64_t)(k / 2), groups = (cuuint64_t)(n / 128);
-    const cuuint32_t lines = REGR_IL_LINES;
-    {
-        cuuint64_t dims[4] = {row, 32, 4, groups};
-        cuuint64_t strides[3] = {row, 32 * row, 128 * row};
-        cuuint32_t box[4] = {128, lines, 4, 1};
-        cuuint32_t estr[4] = {1, 1, 1, 1};
-        CUresult r = encode(codes, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)op->codes, dims, strides, box, estr,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-        if (r != CUDA_SUCCESS)
-            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): weight code tensor map (interleaved) failed (CUresult %d)",
-                              (int)r);
-    }
-    cuuint64_t dims[4] = {16, 32, (cuuint64_t)ncb, groups};
-    cuuint64_t strides[3] = {16, 512, (cuuint64_t)ncb * 512};
-    cuuint32_t box[4] = {16, lines, 4, 1};
-    cuuint32_t estr[4] = {1, 1, 1, 1};
-    CUresult r = encode(scales, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)op->scales, dims, strides, box, estr,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-        return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): weight scale tensor map (interleaved) failed (CUresult %d)",
-                          (int)r);
-    return NVFP4_OK;
+    const cuuint64_t cdims[4] = {row, 32, 4, groups}, cstrides[3] = {row, 32 * row, 128 * row};
+    const cuuint32_t cbox[4] = {128, REGR_IL_LINES, 4, 1};
+    nvfp4_status st = encode_u8_4d(encode, codes, op->codes, cdims, cstrides, cbox, CU_TENSOR_MAP_SWIZZLE_128B,
+                                   "weight code (interleaved rows)");
+    if (st != NVFP4_OK) return st;
+    const cuuint64_t sdims[4] = {16, 32, (cuuint64_t)ncb, groups}, sstrides[3] = {16, 512, (cuuint64_t)ncb * 512};
+    const cuuint32_t sbox[4] = {16, REGR_IL_LINES, 4, 1};
+    return encode_u8_4d(encode, scales, op->scales, sdims, sstrides, sbox, CU_TENSOR_MAP_SWIZZLE_NONE,
+                        "weight scale (interleaved rows)");
 }
 
 /* Launch a GEMM kernel (one parameter struct) on the stream; after_producer:
