@@ -35,8 +35,8 @@ extern "C" {
 /* Kernel options (sm90_gemm_body.cuh), the default since the H200 timed
  * them (docs/KERNEL.md, seventeenth session); -DNVFP4_SM90_X=0 builds the
  * kernels without one (tests/gpu/gpu.mk flag set `base`: none of them).
- * After them REGR's options (sm90_regm_body.cuh, eighteenth session), not
- * the default. */
+ * After them REGR's options (sm90_regm_body.cuh, eighteenth and
+ * nineteenth sessions), none the default. */
 #ifndef NVFP4_SM90_PAIR
 #define NVFP4_SM90_PAIR 1 /* wgmma groups of two chunks (64x128, 128x128) */
 #endif
