@@ -4,7 +4,7 @@
 #   [ONLY="PROG ..."] sh dev/cuda/pack_carry.sh [BUILD]       (default build)
 # builds the library, the nvfp4 command, the GPU programs (make gpu-tests),
 # the kernel options and the parts-left-out builds (tests/gpu/gpu.mk alts
-# dev-fixed), then writes .carry/carry.tar.xz: BUILD's nvfp4 and gpu/ under
+# dev-fixed; with ONLY, just the programs it names), then writes .carry/carry.tar.xz: BUILD's nvfp4 and gpu/ under
 # t/, at most 64 MiB (a call's carry limit).  On the device:
 #   tar xJf .carry/carry.tar.xz -C .carry && OUT=$OUT PARTS="..." \
 #     sh dev/cuda/session16.sh .carry/t/build
@@ -15,7 +15,13 @@ B=${1:-build}
 J=${JOBS:-8}
 make -j"$J" BUILD="$B" >/dev/null
 make -j"$J" BUILD="$B" gpu-tests >/dev/null
-make -j"$J" -f tests/gpu/gpu.mk BUILD="$B" alts dev-fixed >/dev/null
+# with ONLY, just those programs (each option's library is its own compile
+# of sm90_gemm.cu, about a minute on 2 cores: all of them half an hour)
+if [ -n "${ONLY:-}" ]; then
+    make -j"$J" -f tests/gpu/gpu.mk BUILD="$B" $(for p in $ONLY; do echo "$B/gpu/$p"; done) >/dev/null
+else
+    make -j"$J" -f tests/gpu/gpu.mk BUILD="$B" alts dev-fixed >/dev/null
+fi
 rm -rf .carry/t && mkdir -p .carry/t/"$B"/gpu
 cp "$B/nvfp4" .carry/t/"$B"/
 # the programs, not their objects (ONLY="NAME ..." keeps those alone: the

@@ -6,6 +6,15 @@
  *            cost per box, per box row, or per byte?  (From DRAM.)
  *   tma-l2   the same from an L2-resident tensor, each GEMM box shape also as
  *            one 1-D bulk copy of its bytes.
+ *   bcast    the wgmma tile's activation feed at M = 128: every CTA (84, as
+ *            attn-out's and FC2's 64x128 tiles) reads the same 2 MiB of
+ *            L2-resident boxes (128 rows x 128 bytes, 16 KiB a chunk) in
+ *            the same order, optionally with 2 KiB of its own DRAM bytes a
+ *            chunk (the weight codes); plain, or in clusters of 2 or 4
+ *            whose CTAs each load 1/c of the box and multicast it to the
+ *            cluster (the ring's stages freed by every CTA of the cluster:
+ *            the pipeline a multicast GEMM needs).  Does the L2 limit the
+ *            broadcast feed, and does multicast lift it?
  *   ops      warp instructions per cycle per SM of the dequantization's
  *            instructions: F2FP (cvt.rn.f16x2.e4m3x2), PRMT, LOP3, HMUL2, IMAD,
  *            and F2FP mixed with LOP3 (do they issue in parallel?);
@@ -16,7 +25,7 @@
  *            bit for bit, on NVFP4-like operands (every step a set of exact
  *            products: the condition for an FP16-subnormal dequantization).
  *
- *   probe_rates [tma|tma-l2|ops|mma|subnorm|all]
+ *   probe_rates [tma|tma-l2|bcast|ops|mma|subnorm|all]
  *   probe_rates subnorm-model [SMS]   host only: the C oracle on the subnorm
  *                                     operands (SMS: the GPU's count, 132)
  * Build: make gpu-tests (build/gpu/probe_rates).  Exit 1 if subnorm differs. */
@@ -190,6 +199,167 @@ static void probe_tma(int l2)
         DEV_CUDA_OK(cudaEventDestroy(e1));
     }
     DEV_CUDA_OK(cudaFree(buf));
+    DEV_CUDA_OK(cudaFree(dclk));
+}
+
+/* ------------------------------------------------------------------------ */
+/* The broadcast feed, with and without cluster multicast                     */
+
+#define BC_ACT_BYTES 16384 /* one chunk: 128 rows x 128 bytes (64 K x 128 tokens, FP16) */
+#define BC_WT_BYTES 2048   /* a CTA's own bytes a chunk: 16 rows x 128 bytes */
+#define BC_STAGES 10
+#define BC_ACT_CHUNKS 128  /* distinct chunks: 2 MiB, read again and again (L2-resident) */
+
+/* Warp 0 lane 0 issues, warp 1 lane 0 consumes (waits for each stage and
+ * frees it in every CTA of the cluster).  The stage a producer fills in
+ * multicast is in every CTA of its cluster, so it waits on its own `empty`,
+ * which counts one arrival per CTA of the cluster. */
+__global__ void bcast_kernel(const __grid_constant__ CUtensorMap act, const __grid_constant__ CUtensorMap wts,
+                             int chunks, int csize, int multicast, int weights, int disjoint,
+                             unsigned long long *clocks)
+{
+    extern __shared__ __align__(1024) uint8_t smem_raw[];
+    uint8_t *smem = smem_raw + ((1024u - (ptx_smem_addr(smem_raw) & 1023u)) & 1023u);
+    __shared__ uint64_t full[BC_STAGES], empty[BC_STAGES];
+    const uint32_t rank = csize > 1 ? ptx_cluster_rank() : 0;
+    const uint32_t stage_bytes = BC_ACT_BYTES + (weights ? BC_WT_BYTES : 0);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < BC_STAGES; s++) {
+            ptx_mbar_init(&full[s], 1);
+            ptx_mbar_init(&empty[s], (uint32_t)csize);
+        }
+        ptx_fence_mbar_init();
+    }
+    if (csize > 1)
+        ptx_cluster_sync();
+    else
+        __syncthreads();
+    const long long t0 = clock64();
+    if (threadIdx.x == 0) {
+        const int slice_rows = 128 / csize;
+        for (int i = 0; i < chunks; i++) {
+            const int s = i % BC_STAGES;
+            if (i >= BC_STAGES) ptx_mbar_wait(&empty[s], (uint32_t)((i / BC_STAGES - 1) & 1));
+            ptx_mbar_arrive_expect_tx(&full[s], stage_bytes);
+            const int c = (disjoint ? i + (int)blockIdx.x * 7 : i) % BC_ACT_CHUNKS;
+            const int x = (c % 32) * 128, y = (c / 32) * 128;
+            uint8_t *dst = smem + (size_t)s * stage_bytes;
+            if (multicast)
+                ptx_tma_load_2d_multicast(dst + (size_t)rank * slice_rows * 128, &act, &full[s], x,
+                                          y + (int)rank * slice_rows, (uint16_t)((1u << csize) - 1));
+            else
+                ptx_tma_load_2d(dst, &act, &full[s], x, y);
+            if (weights) {
+                const long long j = (long long)blockIdx.x * chunks + i;
+                ptx_tma_load_2d(dst + BC_ACT_BYTES, &wts, &full[s], (int)(j % 32) * 128, (int)(j / 32) * 16);
+            }
+        }
+    } else if (threadIdx.x == 32) {
+        for (int i = 0; i < chunks; i++) {
+            const int s = i % BC_STAGES;
+            ptx_mbar_wait(&full[s], (uint32_t)((i / BC_STAGES) & 1));
+            if (csize > 1)
+                for (int r = 0; r < csize; r++) ptx_mbar_arrive_cluster(&empty[s], (uint32_t)r);
+            else
+                ptx_mbar_arrive(&empty[s]);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) clocks[blockIdx.x] = (unsigned long long)(clock64() - t0);
+    /* no CTA leaves while another may still arrive on its barriers */
+    if (csize > 1) ptx_cluster_sync();
+}
+
+static void probe_bcast(void)
+{
+    void *fn = NULL;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) !=
+            cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+        fprintf(stderr, "bcast: no cuTensorMapEncodeTiled\n");
+        exit(2);
+    }
+    encode_fn encode = (encode_fn)fn;
+    const int act_rows = BC_ACT_CHUNKS / 32 * 128;  /* [512][4096] bytes: 2 MiB */
+    const int wt_rows = 1 << 18;                    /* [262144][4096] bytes: 1 GiB */
+    uint8_t *act_buf, *wt_buf;
+    DEV_CUDA_OK(cudaMalloc(&act_buf, (size_t)act_rows * TMA_ROWBYTES));
+    DEV_CUDA_OK(cudaMalloc(&wt_buf, (size_t)wt_rows * TMA_ROWBYTES));
+    DEV_CUDA_OK(cudaMemset(act_buf, 0x3C, (size_t)act_rows * TMA_ROWBYTES));
+    DEV_CUDA_OK(cudaMemset(wt_buf, 0x5A, (size_t)wt_rows * TMA_ROWBYTES));
+    unsigned long long *dclk;
+    DEV_CUDA_OK(cudaMalloc(&dclk, sizeof(unsigned long long) * 1024));
+    const int smem = BC_STAGES * (BC_ACT_BYTES + BC_WT_BYTES) + 1024;
+    DEV_CUDA_OK(cudaFuncSetAttribute(bcast_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    DEV_CUDA_OK(cudaFuncSetAttribute(bcast_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    struct bc_cfg {
+        int ctas, csize, multicast, weights, disjoint;
+    };
+    static const struct bc_cfg cfg[] = {
+        {84, 1, 0, 0, 1}, {84, 1, 0, 0, 0}, {84, 2, 0, 0, 0}, {84, 2, 1, 0, 0}, {84, 4, 1, 0, 0},
+        {84, 1, 0, 1, 0}, {84, 2, 1, 1, 0}, {84, 4, 1, 1, 0}, {132, 1, 0, 1, 0}, {132, 2, 1, 1, 0},
+        {132, 4, 1, 1, 0}};
+    const int chunks = 112 * 8;
+    printf("bcast: %d chunks a CTA of 16 KiB activation boxes (2 MiB, L2-resident, %s), ring %d deep\n", chunks,
+           "every CTA the same sequence unless disjoint", BC_STAGES);
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        const int csize = cfg[c].csize;
+        CUtensorMap tm_act, tm_wt;
+        cuuint64_t adims[2] = {TMA_ROWBYTES, (cuuint64_t)act_rows}, wdims[2] = {TMA_ROWBYTES, (cuuint64_t)wt_rows};
+        cuuint64_t strides[1] = {TMA_ROWBYTES};
+        cuuint32_t abox[2] = {128, (cuuint32_t)(cfg[c].multicast ? 128 / csize : 128)}, wbox[2] = {128, 16};
+        cuuint32_t estr[2] = {1, 1};
+        if (encode(&tm_act, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, act_buf, adims, strides, abox, estr,
+                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS ||
+            encode(&tm_wt, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, wt_buf, wdims, strides, wbox, estr,
+                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+            printf("  config %zu: encode failed\n", c);
+            continue;
+        }
+        cudaLaunchConfig_t lc = {};
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = (unsigned)csize;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        lc.gridDim = dim3((unsigned)cfg[c].ctas);
+        lc.blockDim = dim3(64);
+        lc.dynamicSmemBytes = (size_t)smem;
+        lc.attrs = attr;
+        lc.numAttrs = 1;
+        int clusters = 0;
+        DEV_CUDA_OK(cudaOccupancyMaxActiveClusters(&clusters, bcast_kernel, &lc));
+        cudaEvent_t e0, e1;
+        DEV_CUDA_OK(cudaEventCreate(&e0));
+        DEV_CUDA_OK(cudaEventCreate(&e1));
+        DEV_CUDA_OK(cudaLaunchKernelEx(&lc, bcast_kernel, tm_act, tm_wt, BC_STAGES * 2, csize, cfg[c].multicast,
+                                       cfg[c].weights, cfg[c].disjoint, dclk)); /* warm-up */
+        DEV_CUDA_OK(cudaEventRecord(e0));
+        DEV_CUDA_OK(cudaLaunchKernelEx(&lc, bcast_kernel, tm_act, tm_wt, chunks, csize, cfg[c].multicast,
+                                       cfg[c].weights, cfg[c].disjoint, dclk));
+        DEV_CUDA_OK(cudaEventRecord(e1));
+        DEV_CUDA_OK(cudaEventSynchronize(e1));
+        float ms = 0;
+        DEV_CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+        unsigned long long clk[1024], cmax = 0;
+        DEV_CUDA_OK(cudaMemcpy(clk, dclk, sizeof(unsigned long long) * (size_t)cfg[c].ctas, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < cfg[c].ctas; i++) cmax = clk[i] > cmax ? clk[i] : cmax;
+        const double act = (double)cfg[c].ctas * chunks * BC_ACT_BYTES; /* into shared memory, all CTAs */
+        const double l2_act = cfg[c].multicast ? act / csize : act;      /* read from L2 */
+        printf("  %3d CTAs, cluster %d%s%s%s: %6.1f cycles a chunk, %5.1f B/clk/SM into shared memory, "
+               "activations %6.0f GB/s delivered, %6.0f GB/s read from L2, %.1f us (%d clusters fit)\n",
+               cfg[c].ctas, csize, cfg[c].multicast ? " multicast" : "", cfg[c].weights ? " + 2 KiB own" : "",
+               cfg[c].disjoint ? " disjoint" : "", (double)cmax / chunks,
+               (double)chunks * (BC_ACT_BYTES + (cfg[c].weights ? BC_WT_BYTES : 0)) / (double)cmax,
+               act / (ms * 1e6), l2_act / (ms * 1e6), ms * 1e3, clusters);
+        DEV_CUDA_OK(cudaEventDestroy(e0));
+        DEV_CUDA_OK(cudaEventDestroy(e1));
+    }
+    DEV_CUDA_OK(cudaFree(act_buf));
+    DEV_CUDA_OK(cudaFree(wt_buf));
     DEV_CUDA_OK(cudaFree(dclk));
 }
 
@@ -526,6 +696,7 @@ int main(int argc, char **argv)
     const int all = strcmp(what, "all") == 0;
     if (all || !strcmp(what, "tma")) probe_tma(0);
     if (all || !strcmp(what, "tma-l2")) probe_tma(1);
+    if (all || !strcmp(what, "bcast")) probe_bcast();
     if (all || !strcmp(what, "ops")) probe_ops();
     if (all || !strcmp(what, "mma")) probe_mma_rate();
     if (all || !strcmp(what, "subnorm")) rc |= probe_subnorm();

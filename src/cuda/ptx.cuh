@@ -98,6 +98,50 @@ NVFP4_DEV void ptx_bulk_load(void *dst, const void *src, uint32_t bytes, uint64_
         : "memory");
 }
 
+/* ---- cluster ------------------------------------------------------------- */
+NVFP4_DEV uint32_t ptx_cluster_rank(void)
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+/* Every thread of every CTA of the cluster meets (release / acquire): after
+ * it, the cluster's mbarriers are initialised and may be arrived on remotely.
+ * Not .aligned: the threads of a warp may arrive apart (a producer warp's
+ * issuing lane after the others). */
+NVFP4_DEV void ptx_cluster_sync(void)
+{
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+
+/* Arrive on the mbarrier at the same shared offset as `bar` in cluster CTA
+ * `rank` (release at cluster scope: this thread's earlier shared reads of
+ * the stage are done before that CTA's producer overwrites it). */
+NVFP4_DEV void ptx_mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
+{
+    asm volatile(
+        "{\n"
+        ".reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+        "}\n" ::"r"(ptx_smem_addr(bar)),
+        "r"(rank)
+        : "memory");
+}
+
+/* ptx_tma_load_2d, written to the same shared offset of every CTA of the
+ * cluster in `mask` and counted on each one's barrier at `bar`'s offset. */
+NVFP4_DEV void ptx_tma_load_2d_multicast(void *dst, const void *tmap, uint64_t *bar, int32_t x, int32_t y,
+                                         uint16_t mask)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(ptx_smem_addr(dst)),
+        "l"(tmap), "r"(ptx_smem_addr(bar)), "r"(x), "r"(y), "h"(mask)
+        : "memory");
+}
+
 NVFP4_DEV void ptx_prefetch_tmap(const void *tmap)
 {
     asm volatile("prefetch.tensormap [%0];" ::"l"(tmap) : "memory");

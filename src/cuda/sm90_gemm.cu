@@ -72,6 +72,14 @@ extern "C" {
 #ifndef NVFP4_SM90_REGR_ACT_ROT
 #define NVFP4_SM90_REGR_ACT_ROT 0 /* REGR: activation warps take whole chunks in turn */
 #endif
+/* Twentieth session (no device; to be measured): the wgmma kernel's
+ * activation boxes multicast over clusters of two CTAs where both run the
+ * same activation tile through the same chunks (one data-parallel tile a
+ * CTA, one activation tile: attn-out and FC2 at 32 < M <= 128), so each
+ * activation byte leaves L2 once for two SMs (sm90_gemm_body.cuh). */
+#ifndef NVFP4_SM90_MCAST
+#define NVFP4_SM90_MCAST 0 /* wgmma kernel: activation boxes multicast to a cluster of two */
+#endif
 #include "cuda/sm90_wgmma.cuh"
 #include "formats/layout.h"
 #include "cuda/sm90_small_m.cuh"
@@ -991,20 +999,30 @@ static nvfp4_status regr_il_maps(encode_tiled_fn encode, CUtensorMap *codes, CUt
 }
 
 /* Launch a GEMM kernel (one parameter struct) on the stream; after_producer:
- * as the programmatic dependent of the kernel before it. */
+ * as the programmatic dependent of the kernel before it; cluster: CTAs per
+ * cluster (1: no cluster). */
 static cudaError_t launch_small(const void *kern, int grid, int threads, size_t smem, cudaStream_t stream,
-                                int after_producer, void *params)
+                                int after_producer, int cluster, void *params)
 {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)grid);
     cfg.blockDim = dim3((unsigned)threads);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute attr[2];
+    unsigned n = 0;
+    if (after_producer) {
+        attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[n++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cluster > 1) {
+        attr[n].id = cudaLaunchAttributeClusterDimension;
+        attr[n].val.clusterDim.x = (unsigned)cluster;
+        attr[n].val.clusterDim.y = 1;
+        attr[n++].val.clusterDim.z = 1;
+    }
     cfg.attrs = attr;
-    cfg.numAttrs = after_producer ? 1 : 0;
+    cfg.numAttrs = n;
     void *kargs[1] = {params};
     cudaError_t e = cudaLaunchKernelExC(&cfg, kern, kargs);
     if (e != cudaSuccess) {
@@ -1186,7 +1204,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
                               var.bn, plan.tiles_per_cta);
         nvfp4_status sst = raise_smem_to(smem_set, plan.smem, (const void *)kern);
         if (sst != NVFP4_OK) return sst;
-        cudaError_t e = launch_small((const void *)kern, plan.grid, threads, plan.smem, stream, after_producer, &rp);
+        cudaError_t e = launch_small((const void *)kern, plan.grid, threads, plan.smem, stream, after_producer, 1, &rp);
         if (e != cudaSuccess)
             return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): register small-M kernel launch (mt=%d, tw=%d): %s",
                               var.bn, tw, cudaGetErrorString(e));
@@ -1220,7 +1238,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         nvfp4_status sst = raise_smem_to(&dev->split_smem_set[mi][tw - 1], plan.smem, (const void *)kern);
         if (sst != NVFP4_OK) return sst;
         cudaError_t e = launch_small((const void *)kern, plan.grid, SPLIT_THREADS_OF(var.bn, tw), plan.smem,
-                                     stream, after_producer, &sp);
+                                     stream, after_producer, 1, &sp);
         if (e != cudaSuccess)
             return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): split small-M kernel launch (mt=%d): %s",
                               var.bn, cudaGetErrorString(e));
@@ -1335,6 +1353,23 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     p.ncb = ncb;
     p.num_at = (int)((m + var.bn - 1) / var.bn);
     p.stages = plan.stages;
+#if NVFP4_SM90_MCAST
+    /* activation multicast over clusters of two (sm90_gemm_body.cuh) */
+    p.mcast = nvfp4_sm90_plan_mcast(&plan, m);
+    if (p.mcast) {
+        cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)m};
+        cuuint64_t strides[1] = {(cuuint64_t)k * 2};
+        cuuint32_t box[2] = {64, (cuuint32_t)(var.bn / 2)};
+        cuuint32_t estr[2] = {1, 1};
+        CUresult r = encode(&p.tmap_act_half, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, args->workspace, dims,
+                            strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS)
+            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): half activation tensor map failed (CUresult %d)",
+                              (int)r);
+        p.producer &= ~SM90_PROD_ACT3D; /* half boxes of one chunk each */
+    }
+#endif
 #if defined(NVFP4_SM90_PAIR) && NVFP4_SM90_PAIR
     /* NOTES: a consumer of the chunk-pair build holds three pairs at once
      * (the pair in flight, the one before it until wait_group retires it,
@@ -1385,7 +1420,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     const int dependent = var.kind != NVFP4_SM90_SS && (!act_ready || after_producer);
     e = launch_small((const void *)kern, (int)plan.grid,
                      var.kind == NVFP4_SM90_SS ? SS_THREADS(var.nc) : 128 * (var.nc + 1), plan.smem, stream,
-                     dependent, &p);
+                     dependent, p.mcast ? 2 : 1, &p);
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): kernel launch (bn=%d, nc=%d): %s", var.bn,
                           var.nc, cudaGetErrorString(e));

@@ -41,6 +41,27 @@
 #define SM90_STAGE_BYTES \
     (((SM90_ACT_BYTES + SM90_CODE_BYTES + 512 * SM90_KSUB) + 1023) / 1024 * 1024)
 
+/* Activation multicast (NVFP4_SM90_MCAST builds, on where the host
+ * launched a cluster of two: p.mcast; the tiles of NVFP4_SM90_MCAST_TILE):
+ * both CTAs of the cluster run the same activation tile through the same K
+ * chunks, each loads half of every activation box into both CTAs' stages,
+ * and a consumer frees a stage in both CTAs (SM90_RELEASE) -- so half the
+ * activation bytes come from L2.  Why: at M = 128 the 84 CTAs of attn-out
+ * and FC2 each read the whole activation tile a chunk (16 KB of a stage's
+ * 18.5), ~174 MB from L2, and copies alone ran at about the L2's rate
+ * (docs/KERNEL.md, twentieth session). */
+#if defined(NVFP4_SM90_MCAST) && NVFP4_SM90_MCAST && NVFP4_SM90_MCAST_TILE(SM90_BN)
+#define SM90_MCAST 1
+#define SM90_RELEASE(SLOT)                                                                         \
+    {                                                                                              \
+        ptx_mbar_arrive(&empty[SLOT]);                                                             \
+        if (p.mcast) ptx_mbar_arrive_cluster(&empty[SLOT], peer);                                  \
+    }
+#else
+#define SM90_MCAST 0
+#define SM90_RELEASE(SLOT) ptx_mbar_arrive(&empty[SLOT])
+#endif
+
 /* Consumer helpers.  Chunk kc (64 K-elements) lives in ring slot s at
  * sub-chunk `sub` of its stage. */
 #define SM90_STAGE(S) (smem + (size_t)(S) * SM90_STAGE_BYTES)
@@ -184,7 +205,7 @@
         if (rel_) {                                                                                \
             /* the stage was only read (LDS, wgmma): no proxy fence */                             \
             __syncwarp();                                                                          \
-            if (lane == 0) ptx_mbar_arrive(&empty[rel_slot_]);                                     \
+            if (lane == 0) SM90_RELEASE(rel_slot_);                                     \
         }                                                                                          \
         if (!more_) break;                                                                         \
         if (!SM90_LOAD_AHEAD && SM90_DEQUANT_ON) raw_ = SM90_LOAD();                               \
@@ -294,8 +315,8 @@
             /* the stages were only read (LDS, wgmma): no proxy fence */                           \
             __syncwarp();                                                                          \
             if (lane == 0) {                                                                       \
-                ptx_mbar_arrive(&empty[rel0_]);                                                    \
-                if (SM90_KSUB == 1) ptx_mbar_arrive(&empty[rel1_]);                                \
+                SM90_RELEASE(rel0_);                                                    \
+                if (SM90_KSUB == 1) SM90_RELEASE(rel1_);                                \
             }                                                                                      \
         }                                                                                          \
         if (!more_) break;                                                                         \
@@ -370,6 +391,9 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
 
     const int tid = threadIdx.x;
     const int wg = tid / 128;
+#if SM90_MCAST
+    const uint32_t peer = ptx_cluster_rank() ^ 1u; /* the other CTA of the cluster (p.mcast) */
+#endif
     const int num_kc = (p.k + 63) / 64;
     /* Chunks of 64 K-elements; K % 32 == 0, so a partial last chunk holds
      * exactly 2 blocks (the host rejects other K). */
@@ -380,11 +404,20 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
     if (tid == 0) {
         for (int s = 0; s < stages; s++) {
             ptx_mbar_init(&full[s], 1);
+#if SM90_MCAST
+            ptx_mbar_init(&empty[s], 4 * SM90_NC * (p.mcast ? 2 : 1)); /* both CTAs' consumer warps */
+#else
             ptx_mbar_init(&empty[s], 4 * SM90_NC);
+#endif
         }
         ptx_fence_mbar_init();
     }
-    __syncthreads();
+#if SM90_MCAST
+    if (p.mcast) /* the other CTA's barriers are ready before any copy or arrival reaches them */
+        ptx_cluster_sync();
+    else
+#endif
+        __syncthreads();
     /* launched as the programmatic dependent of the kernel that wrote the
      * activations (and maybe the per-tensor scale) and zeroed the stream-K
      * counters: nothing global is read or written before it has completed
@@ -443,9 +476,19 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                     if (act3d && kc0 + SM90_KSUB <= num_full) {
                         if (do_act0) ptx_tma_load_3d(st, &p.tmap_act3, &full[s], 0, m0, kc0);
                     } else {
-                        for (int j = 0; j < nsub; j++)
-                            if ((j % 2 == 0) ? do_act0 : do_act1)
-                                ptx_tma_load_2d(st + j * SM90_ACT_BOX, &p.tmap_act, &full[s], (kc0 + j) * 64, m0);
+                        for (int j = 0; j < nsub; j++) {
+                            if (!((j % 2 == 0) ? do_act0 : do_act1)) continue;
+#if SM90_MCAST
+                            if (p.mcast) { /* this CTA's half of the box, into both CTAs' stages */
+                                const int half = (int)(peer ^ 1u);
+                                ptx_tma_load_2d_multicast(st + j * SM90_ACT_BOX + half * (SM90_ACT_BOX / 2),
+                                                          &p.tmap_act_half, &full[s], (kc0 + j) * 64,
+                                                          m0 + half * (SM90_BN / 2), 3);
+                                continue;
+                            }
+#endif
+                            ptx_tma_load_2d(st + j * SM90_ACT_BOX, &p.tmap_act, &full[s], (kc0 + j) * 64, m0);
+                        }
                     }
                     if (do_codes) ptx_tma_load_2d(st + SM90_ACT_BYTES, &p.tmap_codes, &full[s], kc0 * 32, n0);
                     /* a tensor copy, not a 1-D bulk copy of the same bytes: racecheck
@@ -548,8 +591,8 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                 /* the last pair's stages (reads only: no proxy fence) */
                 __syncwarp();
                 if (lane == 0) {
-                    ptx_mbar_arrive(&empty[prev_slot]);
-                    if (SM90_KSUB == 1) ptx_mbar_arrive(&empty[prev_slot2]);
+                    SM90_RELEASE(prev_slot);
+                    if (SM90_KSUB == 1) SM90_RELEASE(prev_slot2);
                 }
             }
             if (kstop > kpair_end) {
@@ -569,7 +612,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                 SM90_FENCE_FRAGS(fa, 4)
                 if (SM90_KSUB == 1 || kend == kstop) {
                     __syncwarp();
-                    if (lane == 0) ptx_mbar_arrive(&empty[s]);
+                    if (lane == 0) SM90_RELEASE(s);
                 }
                 SM90_NEXT_CHUNK();
             }
@@ -603,13 +646,13 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
 #if SM90_DEPTH == 3
                 if (prev2_last && kstop - kbeg > 1) { /* chunk kstop - 2, if it ended a stage */
                     __syncwarp();
-                    if (lane == 0) ptx_mbar_arrive(&empty[prev2_slot]);
+                    if (lane == 0) SM90_RELEASE(prev2_slot);
                 }
 #endif
                 if (prev_last) {
                     /* (reads only: no proxy fence) */
                     __syncwarp();
-                    if (lane == 0) ptx_mbar_arrive(&empty[prev_slot]);
+                    if (lane == 0) SM90_RELEASE(prev_slot);
                 }
             }
 #endif
@@ -634,7 +677,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                     for (int j = 0; j < 4; j++) ptx_fence_reg_u32(fa[kb][j]);
                 /* (reads only: no proxy fence) */
                 __syncwarp();
-                if (lane == 0) ptx_mbar_arrive(&empty[s]);
+                if (lane == 0) SM90_RELEASE(s);
                 SM90_NEXT_CHUNK();
             }
             if (sub != 0) { /* the tile's last stage held fewer than KSUB chunks */
@@ -665,9 +708,16 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
             }
         }
     }
+#if SM90_MCAST
+    /* no CTA leaves while the other may still copy into its stages or
+     * arrive on its barriers */
+    if (p.mcast) ptx_cluster_sync();
+#endif
 }
 
 #undef SM90_CHUNK
+#undef SM90_MCAST
+#undef SM90_RELEASE
 #undef SM90_WGMMA_CHUNK
 #undef SM90_FENCE_FRAGS
 #undef SM90_PAIR

@@ -134,6 +134,13 @@ static int sm90_wave_bn(int64_t m, int64_t n, int64_t k, int num_sms, int sk_all
     return best_bn;
 }
 
+int nvfp4_sm90_plan_mcast(const nvfp4_sm90_plan *plan, int64_t m)
+{
+    const nvfp4_sm90_variant *v = &nvfp4_sm90_variants[plan->variant];
+    return v->kind == NVFP4_SM90_WGMMA && NVFP4_SM90_MCAST_TILE(v->bn) && m <= v->bn &&
+           plan->sk_tile0 >= plan->tiles && plan->tiles == plan->grid && plan->grid % 2 == 0;
+}
+
 /* Testing hook (nvfp4_sm90_force_loaders): loader warps of the register kernel, 0 = planned. */
 static int sm90_regm_loaders = 0;
 void nvfp4_sm90_force_loaders(int lw) { sm90_regm_loaders = lw; }

@@ -246,6 +246,20 @@ typedef struct nvfp4_sm90_plan {
  * where it cannot apply).  Every mode gives the same bits.  Not thread-safe. */
 void nvfp4_sm90_force_stream_k(int ctas);
 
+/* Activation multicast (the NVFP4_SM90_MCAST build; sm90_gemm_body.cuh):
+ * the tiles whose half activation box (bn / 2 rows of 128 bytes) starts on
+ * a 1024-byte boundary of the stage, where the 128-byte swizzle pattern
+ * repeats, so that two halves land as one box would. */
+#define NVFP4_SM90_MCAST_TILE(bn) ((bn) % 16 == 0)
+
+/* Whether a planned GEMM of M rows can multicast its activation boxes over
+ * clusters of two CTAs: both CTAs of a cluster must run the same activation
+ * tile through the same chunks -- a wgmma tile of NVFP4_SM90_MCAST_TILE,
+ * one activation tile (M <= bn), one data-parallel tile a CTA (no
+ * stream-K) and an even grid.  At 32 < M <= 128 that is attn-out's and
+ * FC2's 84 CTAs of 64 x bn; QKV and FC1 run stream-K there. */
+int nvfp4_sm90_plan_mcast(const nvfp4_sm90_plan *plan, int64_t m);
+
 /* Pick a variant, depth and grid for M x N x K (k_slices K slices, <= 1:
  * one chain; wgmma tiles with bn > 64 carry no second accumulator set, so
  * k_slices > 1 takes bn <= 64) on a device with num_sms

@@ -40,6 +40,15 @@ typedef struct nvfp4_sm90_params {
     int out_staged; /* out is 16-byte aligned: the wgmma kernel stores it staged (SM90_EPI_OUT) */
     int producer;  /* SM90_PROD_* bits: how the producer issues a stage */
     int dev_mode;  /* 0; dev/cuda experiments only (SM90_DEV_* bits: parts left out, results wrong) */
+    /* Activation multicast (NVFP4_SM90_MCAST builds, where
+     * nvfp4_sm90_plan_mcast allows it; the launch is then a cluster of two
+     * CTAs with the same activation tile and K chunks): each
+     * CTA loads half of every activation box (tmap_act_half: box {64,
+     * bn / 2}) into both CTAs' stages, and a stage is free when both CTAs'
+     * consumers have released it.  Last, so that the other fields keep
+     * their offsets in the kernels built without it. */
+    int mcast;
+    CUtensorMap tmap_act_half;
 } nvfp4_sm90_params;
 
 /* One CTA's work list in the persistent wgmma kernel, in order: its

@@ -211,5 +211,27 @@ int main(void)
         CHECK(nvfp4_sm90_plan_gemm(1, 5376, 14336, 2, SMS, OPTIN, PER_SM, -1, &p) == 0 &&
               nvfp4_sm90_variants[p.variant].kind != NVFP4_SM90_REGR);
     }
+    TEST("activation multicast only where a cluster's two CTAs share every activation box") {
+        /* attn-out and FC2 at M = 64 and 128: 84 CTAs of one 64 x bn tile,
+         * one activation tile: yes; QKV and FC1 at M = 128 (stream-K), M =
+         * 2048 (several activation tiles), M <= 32 (register kernels), an
+         * odd grid (85 tiles), bn = 8 (a half box of 4 rows is not 1024
+         * bytes) and bn = 232 (116 rows): no */
+        static const struct { int64_t m, n, k; int variant, want; } cases[] = {
+            {128, 5376, 7168, -1, 1}, {128, 5376, 14336, -1, 1}, {64, 5376, 7168, -1, 1}, {100, 5376, 7168, -1, 1},
+            {128, 21504, 5376, -1, 0}, {128, 28672, 5376, -1, 0}, {2048, 5376, 7168, -1, 0}, {1, 5376, 7168, -1, 0},
+            {16, 5376, 14336, -1, 0}, {128, 5440, 7168, -1, 0}, {5, 464, 448, 0, 0}, {5, 464, 448, 1, 1},
+            {200, 464, 448, 28, 0}, {129, 208, 96, 7, 1}};
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            nvfp4_sm90_plan p;
+            const int rc = nvfp4_sm90_plan_gemm(cases[i].m, cases[i].n, cases[i].k, 1, SMS, OPTIN, PER_SM,
+                                                cases[i].variant, &p);
+            CHECKF(rc == 0 && nvfp4_sm90_plan_mcast(&p, cases[i].m) == cases[i].want,
+                   "M=%lld N=%lld K=%lld variant %d: rc %d, multicast %d (want %d), tiles %lld, grid %d",
+                   (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, cases[i].variant, rc,
+                   rc == 0 ? nvfp4_sm90_plan_mcast(&p, cases[i].m) : -1, cases[i].want,
+                   rc == 0 ? (long long)p.tiles : -1LL, rc == 0 ? p.grid : -1);
+        }
+    }
     return test_summary("sm90_plan");
 }
