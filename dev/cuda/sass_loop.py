@@ -77,12 +77,19 @@ def hottest_loop(code, mma):
     return best
 
 
-def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def loop_args(doc):
+    """The arguments every loop reader takes (a script's first doc paragraph
+    as its description): FILE, KERNEL, --mma."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("file", help="a cubin or an executable with sm_90a code")
     ap.add_argument("kernel", help="the function's name as cuobjdump prints it")
     ap.add_argument("--mma", default="HGMMA", help="opcode prefix that picks the loop (HGMMA, HMMA)")
+    return ap
+
+
+def main(argv):
+    ap = loop_args(__doc__)
     ap.add_argument("--list", action="store_true", help="print the loop's instructions")
     args = ap.parse_args(argv[1:])
     code = sass_of(args.file, args.kernel)

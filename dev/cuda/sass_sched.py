@@ -37,14 +37,13 @@ how long the warp waits after issuing the instruction before it may issue
 the next; a variable-latency instruction (shared and global loads,
 MUFU, SYNCS, ...) sets a scoreboard that later instructions wait on.
 """
-import argparse
 import os
 import re
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sass_loop  # noqa: E402  (its cuobjdump lookup, opcode(), hottest_loop())
+import sass_loop  # noqa: E402  (its cuobjdump lookup, opcode(), hottest_loop(), loop_args())
 
 INSN = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;\s*/\*\s*0x([0-9a-f]{16})\s*\*/")
 UPPER = re.compile(r"^\s+/\*\s*0x([0-9a-f]{16})\s*\*/\s*$")
@@ -194,11 +193,7 @@ def timeline(path, passes, chain, mma, latency, pipes, mio=False):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("file", help="a cubin or an executable with sm_90a code")
-    ap.add_argument("kernel", help="the function's name as cuobjdump prints it")
-    ap.add_argument("--mma", default="HGMMA", help="opcode prefix that picks the loop (HGMMA, HMMA)")
+    ap = sass_loop.loop_args(__doc__)
     ap.add_argument("--range", help="START:END hex addresses of the loop instead")
     ap.add_argument("--path", help="comma-separated block numbers of the path (default: fall-through)")
     ap.add_argument("--chain", type=int, default=0,
