@@ -6,10 +6,14 @@
 #   the same activation tile through the same chunks (nvfp4_sm90_plan_mcast),
 #   each loads half of every activation box into both CTAs' stages.
 # Usage: OUT=DIR [PARTS="..."] sh dev/cuda/session20.sh BUILD
-#   probe     probe_rates bcast: 84 CTAs reading the same 16 KiB boxes of an
-#             L2-resident 2 MiB tensor (with and without 2 KiB of their own
-#             DRAM bytes a chunk), plain and multicast over clusters of 2
-#             and 4, and 132 CTAs: the feed alone, no MMA
+#   probe     probe_chain: the 64x128 tile's pair step in parts on one
+#             warpgroup a CTA (the wgmma chain alone, the dequantization
+#             alone, both, and each beside a TMA stream): does the
+#             dequantization overlap the chain?  Then probe_rates bcast: 84
+#             CTAs reading the same 16 KiB boxes of an L2-resident 2 MiB
+#             tensor (with and without 2 KiB of their own DRAM bytes a
+#             chunk), plain and multicast over clusters of 2 and 4, and 132
+#             CTAs: the feed alone, no MMA
 #   mcast     gemm_variants against gemm_variants_mcast: attn-out and FC2 at
 #             M = 64 and 128 (multicast), QKV at M = 128 (stream-K: no
 #             multicast, what the option's branches cost), each checked bit
@@ -30,7 +34,7 @@
 # One call: PARTS="probe mcast parts quick" (about 300 s); then, if
 # multicast wins, PARTS="suites checks bench sanitize".
 # The carry (dev/cuda/pack_carry.sh), this list with session19.sh's:
-#   ONLY="$(echo probe_rates gemm_variants gemm_variants_mcast gemm_variants_dev1 \
+#   ONLY="$(echo probe_chain probe_rates gemm_variants gemm_variants_mcast gemm_variants_dev1 \
 #     gemm_variants_dev3 gemm_variants_dev5 gemm_variants_dev7 gemm_variants_mcastdev1 \
 #     gemm_variants_mcastdev3 test_gemm_cuda_mcast test_linear_cuda_mcast nvfp4_mcast)" \
 #     sh dev/cuda/pack_carry.sh
@@ -40,6 +44,8 @@
 PARTS=${PARTS:-probe mcast parts quick}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 if has probe; then
+    step probe_chain 60 "$B/gpu/probe_chain"
+    grep -E "cycles a step" "$L/probe_chain.log"
     step probe_bcast 120 "$B/gpu/probe_rates" bcast
     grep -E "CTAs" "$L/probe_bcast.log"
 fi

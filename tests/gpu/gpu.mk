@@ -55,6 +55,16 @@ $(BUILD)/gpu/probe_rates: dev/cuda/probe_rates.cu dev/cuda/dev_check.h src/cuda/
 	    -c -o $@.o $<
 	$(CC) -o $@ $@.o $(BUILD)/libnvfp4.a $(GPU_LIBS)
 
+# dev/cuda/probe_chain: the 64x128 tile's pair step in parts (wgmma chain,
+# dequantization, a TMA stream) on the H200
+all: $(BUILD)/gpu/probe_chain
+$(BUILD)/gpu/probe_chain: dev/cuda/probe_chain.cu dev/cuda/dev_check.h src/cuda/ptx.cuh src/cuda/sm90_internal.cuh \
+                          src/cuda/sm90_wgmma.cuh lib
+	@mkdir -p $(@D)
+	$(NVCC) -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall -Werror all-warnings \
+	    -Iinclude -Isrc/core -Isrc -c -o $@.o $<
+	$(CC) -o $@ $@.o $(BUILD)/libnvfp4.a $(GPU_LIBS)
+
 # dev/cuda/quantizer_coop: the four-lane quantizer kernel (not in the library yet), checked then timed
 all: $(BUILD)/gpu/quantizer_coop
 $(BUILD)/gpu/quantizer_coop: dev/cuda/quantizer_coop.cu dev/cuda/dev_check.h dev/cuda/dev_rand.h \
