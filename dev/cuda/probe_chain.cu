@@ -49,7 +49,10 @@ enum { MODE_CHAIN = 1, MODE_DEQUANT = 2, MODE_TMA = 4 };
 #define PC_SCALE_BYTES 1024     /* two 512-byte scale chunks */
 #define PC_RING 4               /* the producer's ring of 16 KiB boxes */
 #define PC_BOX 16384
-#define PC_SMEM (PC_B_BYTES + PC_CODE_BYTES + PC_SCALE_BYTES + PC_RING * PC_BOX + 1024)
+#define PC_SMEM_USED (PC_B_BYTES + PC_CODE_BYTES + PC_SCALE_BYTES + PC_RING * PC_BOX + 1024)
+/* asked for: more than half an SM's shared memory, so one CTA an SM */
+#define PC_SMEM (120 * 1024)
+static_assert(PC_SMEM >= PC_SMEM_USED, "probe_chain: the shared-memory layout outgrew the request");
 
 typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
                               const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
