@@ -205,7 +205,7 @@
         if (rel_) {                                                                                \
             /* the stage was only read (LDS, wgmma): no proxy fence */                             \
             __syncwarp();                                                                          \
-            if (lane == 0) SM90_RELEASE(rel_slot_);                                     \
+            if (lane == 0) SM90_RELEASE(rel_slot_);                                                \
         }                                                                                          \
         if (!more_) break;                                                                         \
         if (!SM90_LOAD_AHEAD && SM90_DEQUANT_ON) raw_ = SM90_LOAD();                               \
@@ -315,8 +315,8 @@
             /* the stages were only read (LDS, wgmma): no proxy fence */                           \
             __syncwarp();                                                                          \
             if (lane == 0) {                                                                       \
-                SM90_RELEASE(rel0_);                                                    \
-                if (SM90_KSUB == 1) SM90_RELEASE(rel1_);                                \
+                SM90_RELEASE(rel0_);                                                               \
+                if (SM90_KSUB == 1) SM90_RELEASE(rel1_);                                           \
             }                                                                                      \
         }                                                                                          \
         if (!more_) break;                                                                         \
@@ -480,7 +480,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                             if (!((j % 2 == 0) ? do_act0 : do_act1)) continue;
 #if SM90_MCAST
                             if (p.mcast) { /* this CTA's half of the box, into both CTAs' stages */
-                                const int half = (int)(peer ^ 1u);
+                                const int half = (int)(peer ^ 1u); /* this CTA's rank */
                                 ptx_tma_load_2d_multicast(st + j * SM90_ACT_BOX + half * (SM90_ACT_BOX / 2),
                                                           &p.tmap_act_half, &full[s], (kc0 + j) * 64,
                                                           m0 + half * (SM90_BN / 2), 3);

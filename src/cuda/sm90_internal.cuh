@@ -42,11 +42,11 @@ typedef struct nvfp4_sm90_params {
     int dev_mode;  /* 0; dev/cuda experiments only (SM90_DEV_* bits: parts left out, results wrong) */
     /* Activation multicast (NVFP4_SM90_MCAST builds, where
      * nvfp4_sm90_plan_mcast allows it; the launch is then a cluster of two
-     * CTAs with the same activation tile and K chunks): each
-     * CTA loads half of every activation box (tmap_act_half: box {64,
-     * bn / 2}) into both CTAs' stages, and a stage is free when both CTAs'
-     * consumers have released it.  Last, so that the other fields keep
-     * their offsets in the kernels built without it. */
+     * CTAs with the same activation tile and K chunks): each CTA loads half
+     * of every activation box (tmap_act_half: box {64, bn / 2}) into both
+     * CTAs' stages, and a stage is free when both CTAs' consumers have
+     * released it.  Last, so that the other fields keep their offsets in
+     * the kernels built without it. */
     int mcast;
     CUtensorMap tmap_act_half;
 } nvfp4_sm90_params;
