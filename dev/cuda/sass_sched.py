@@ -6,7 +6,8 @@ For judging a kernel change without a GPU: whether the instruction stream of
 one warp fits under the MMA chain it feeds.
 
     python3 dev/cuda/sass_sched.py FILE KERNEL [--mma HGMMA] [--blocks]
-        [--list] [--path A,B,...] [--chain CYCLES] [--lat OP=CYCLES ...]
+        [--list] [--path A,B,...] [--chain CYCLES] [--mio] [--lat OP=CYCLES ...]
+    python3 dev/cuda/sass_sched.py FILE KERNEL --loops
 
 The loop is sass_loop.py's (the backward branch densest in --mma), or
 --range START:END (hex addresses).  Reported:
@@ -203,6 +204,8 @@ def main(argv):
                     help="with --chain, also the timeline in which shared-memory instructions issued "
                          "after an MMA are served once it has started (a hypothesis)")
     ap.add_argument("--blocks", action="store_true", help="print the loop's basic blocks")
+    ap.add_argument("--loops", action="store_true",
+                    help="list every loop (backward branch) of the kernel instead: size, static cycles, key opcodes")
     ap.add_argument("--list", action="store_true", help="print the path's instructions with control bits")
     args = ap.parse_args(argv[1:])
 
@@ -212,6 +215,20 @@ def main(argv):
         latency[op] = int(n)
 
     code = sass_with_control(args.file, args.kernel)
+    if args.loops:
+        # every backward branch: its body's size, static cycles and what it does
+        for insn in code:
+            t = branch_target(insn) if insn.op == "BRA" else None
+            if t is None or t >= insn.addr:
+                continue
+            body = [i for i in code if t <= i.addr <= insn.addr]
+            ops = {}
+            for i in body:
+                ops[i.op] = ops.get(i.op, 0) + 1
+            keys = [k for k in ("HGMMA", "HMMA", "UTMALDG", "LDS", "STS", "F2FP", "SYNCS", "BAR") if k in ops]
+            print(f"  loop 0x{t:05x}..0x{insn.addr:05x}: {len(body):5d} insns, static {sum(i.stall for i in body):6d}  "
+                  + ", ".join(f"{k} {ops[k]}" for k in keys))
+        return
     if args.range:
         a, _, b = args.range.partition(":")
         lo, hi = int(a, 16), int(b, 16)
