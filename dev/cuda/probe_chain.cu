@@ -14,7 +14,11 @@
  *              ptxas would otherwise drop)
  *   both       the library's pair step: the 8 wgmmas of pair p, the loads of
  *              pair p + 1, wait_group 1, its conversion
- *   chain+tma, dequant+tma, both+tma
+ *   loads first  both, with the next pair's loads issued before this pair's
+ *              wgmmas (the library issues them after): if `both` is slow
+ *              because a warp's shared loads wait behind its wgmmas, this is
+ *              not
+ *   chain+tma, dequant+tma, both+tma, loads 1st+tma
  *              each while a producer warp streams 16 KiB TMA boxes from an
  *              L2-resident tensor into a ring of its own, as fast as they
  *              land, until the consumer is done (shared-memory writes as the
@@ -42,7 +46,10 @@
 
 #include "dev_check.h"
 
-enum { MODE_CHAIN = 1, MODE_DEQUANT = 2, MODE_TMA = 4 };
+/* LOADFIRST: the next pair's code and scale loads issued before this
+ * pair's wgmmas, not after (is a warp's shared-memory load served only once
+ * the wgmmas issued before it have started?  sass_sched.py --mio) */
+enum { MODE_CHAIN = 1, MODE_DEQUANT = 2, MODE_TMA = 4, MODE_LOADFIRST = 8 };
 #define PC_B_BYTES (2 * 16384)  /* a chunk pair's activation tiles: 2 x 128 rows x 128 bytes */
 #define PC_CODE_ROW 64          /* code bytes per weight row and stage (two chunks) */
 #define PC_CODE_BYTES (64 * PC_CODE_ROW)
@@ -81,13 +88,16 @@ __global__ void __launch_bounds__(160, 1)
     uint8_t *b_tile = smem, *codes = smem + PC_B_BYTES, *scales = codes + PC_CODE_BYTES;
     uint8_t *ring = scales + PC_SCALE_BYTES;
     __shared__ uint64_t full[PC_RING];
+    __shared__ uint64_t ready; /* a stage's `full`, already complete */
     __shared__ volatile int done;
     const int tid = threadIdx.x;
     for (int i = tid; i < (PC_B_BYTES + PC_CODE_BYTES + PC_SCALE_BYTES) / 4; i += blockDim.x)
         ((uint32_t *)smem)[i] = 0x3C003C00u ^ (uint32_t)(i * 0x9E3779B9u & 0x03FF03FFu);
     if (tid == 0) {
         for (int s = 0; s < PC_RING; s++) ptx_mbar_init(&full[s], 1);
+        ptx_mbar_init(&ready, 1);
         ptx_fence_mbar_init();
+        ptx_mbar_arrive(&ready); /* phase 0 complete */
         done = 0;
     }
     __syncthreads();
@@ -127,20 +137,28 @@ __global__ void __launch_bounds__(160, 1)
     }
     const uint64_t d0 = ptx_desc_sw128(ptx_smem_addr(b_tile));
     const int chain = (MODE & MODE_CHAIN) != 0, dequant = (MODE & MODE_DEQUANT) != 0;
+    const int load_first = (MODE & MODE_LOADFIRST) != 0;
     uint32_t fold = 0;
     const long long t0 = clock64();
     /* the pair step of sm90_gemm_body.cuh (SM90_PAIR_STEP), parts on or off */
+/* as the library: the stage's `full` wait (here a barrier whose phase 0
+ * completed at the start: it returns at once), then the loads -- the wait's
+ * loop is a branch, so ptxas cannot move the loads above it */
+#define PC_LOAD_PAIR(RA, RB)                                                                       \
+    {                                                                                              \
+        ptx_mbar_wait(&ready, 0);                                                                  \
+        RA = nvfp4_sm90_load_chunk(codes, PC_CODE_ROW, word_off, scales, r0, sc_off0, sc_off1);    \
+        RB = nvfp4_sm90_load_chunk(codes + 32, PC_CODE_ROW, word_off, scales + 512, r0, sc_off0, sc_off1); \
+    }
 #define PC_STEP(CUR, NXT)                                                                          \
     {                                                                                              \
+        nvfp4_sm90_chunk_raw ra_, rb_;                                                             \
+        if (dequant && load_first) PC_LOAD_PAIR(ra_, rb_)                                          \
         PC_FENCE_FRAGS(CUR)                                                                        \
         ptx_wgmma_fence();                                                                         \
         if (chain) PC_WGMMA_PAIR(CUR, d0)                                                          \
         ptx_wgmma_commit();                                                                        \
-        nvfp4_sm90_chunk_raw ra_, rb_;                                                             \
-        if (dequant) {                                                                             \
-            ra_ = nvfp4_sm90_load_chunk(codes, PC_CODE_ROW, word_off, scales, r0, sc_off0, sc_off1); \
-            rb_ = nvfp4_sm90_load_chunk(codes + 32, PC_CODE_ROW, word_off, scales + 512, r0, sc_off0, sc_off1); \
-        }                                                                                          \
+        if (dequant && !load_first) PC_LOAD_PAIR(ra_, rb_)                                         \
         ptx_wgmma_wait1();                                                                         \
         PC_FENCE_FRAGS(NXT)                                                                        \
         if (dequant) {                                                                             \
@@ -161,6 +179,7 @@ __global__ void __launch_bounds__(160, 1)
         PC_STEP(pb, pa)
     }
 #undef PC_STEP
+#undef PC_LOAD_PAIR
     ptx_wgmma_wait0();
 #pragma unroll
     for (int i = 0; i < 64; i++) ptx_fence_reg(acc[i]);
@@ -258,6 +277,9 @@ int main(int argc, char **argv)
     run_mode<MODE_CHAIN | MODE_TMA>("chain+tma", tm, pairs, ctas, dclk, dboxes, sink);
     run_mode<MODE_DEQUANT | MODE_TMA>("dequant+tma", tm, pairs, ctas, dclk, dboxes, sink);
     run_mode<MODE_CHAIN | MODE_DEQUANT | MODE_TMA>("both+tma", tm, pairs, ctas, dclk, dboxes, sink);
+    run_mode<MODE_CHAIN | MODE_DEQUANT | MODE_LOADFIRST>("loads first", tm, pairs, ctas, dclk, dboxes, sink);
+    run_mode<MODE_CHAIN | MODE_DEQUANT | MODE_LOADFIRST | MODE_TMA>("loads 1st+tma", tm, pairs, ctas, dclk, dboxes,
+                                                                    sink);
     DEV_CUDA_OK(cudaFree(buf));
     DEV_CUDA_OK(cudaFree(dclk));
     DEV_CUDA_OK(cudaFree(dboxes));

@@ -80,6 +80,12 @@ extern "C" {
 #ifndef NVFP4_SM90_MCAST
 #define NVFP4_SM90_MCAST 0 /* wgmma kernel: activation boxes multicast to a cluster of two */
 #endif
+/* And: the chunk-pair step's next codes and scales loaded before its
+ * wgmmas are issued, not after (sm90_gemm_body.cuh SM90_PAIR_STEP; the
+ * 64x128 and 128x128 tiles). */
+#ifndef NVFP4_SM90_LOAD_FIRST
+#define NVFP4_SM90_LOAD_FIRST 0 /* wgmma pair step: next pair's loads before this pair's wgmmas */
+#endif
 #include "cuda/sm90_wgmma.cuh"
 #include "formats/layout.h"
 #include "cuda/sm90_small_m.cuh"

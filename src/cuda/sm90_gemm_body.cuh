@@ -282,6 +282,25 @@
             RB = SM90_LOAD_AT(SM90_PAIR_S2(s), SM90_KSUB - 1);                                     \
         }                                                                                          \
     }
+/* The end of a pair step: retire the previous pair (wait_group 1), free
+ * its stages, dequantize the next pair (ra_, rb_) into NXT. */
+#define SM90_PAIR_RETIRE(NXT)                                                                      \
+        ptx_wgmma_wait1();                                                                         \
+        SM90_FENCE_FRAGS(NXT, 8)                                                                   \
+        if (rel_) {                                                                                \
+            /* the stages were only read (LDS, wgmma): no proxy fence */                           \
+            __syncwarp();                                                                          \
+            if (lane == 0) {                                                                       \
+                SM90_RELEASE(rel0_);                                                               \
+                if (SM90_KSUB == 1) SM90_RELEASE(rel1_);                                           \
+            }                                                                                      \
+        }                                                                                          \
+        if (!more_) break;                                                                         \
+        if (SM90_DEQUANT_ON) {                                                                     \
+            nvfp4_sm90_convert_chunk(ra_, xsel, NXT);                                              \
+            nvfp4_sm90_convert_chunk(rb_, xsel, NXT + 4);                                          \
+        }
+#if !(defined(NVFP4_SM90_LOAD_FIRST) && NVFP4_SM90_LOAD_FIRST)
 /* One step of the pair pipeline: the 8 wgmmas of the pair at s from CUR
  * (blocks 0..3 its first chunk, 4..7 its second); wait for and load the
  * next pair; retire the previous pair (wait_group 1) and free its stages;
@@ -309,22 +328,44 @@
         const int more_ = kc < kpair_end;                                                          \
         nvfp4_sm90_chunk_raw ra_, rb_;                                                             \
         if (more_) SM90_PAIR_WAIT_LOAD(ra_, rb_);                                                  \
-        ptx_wgmma_wait1();                                                                         \
-        SM90_FENCE_FRAGS(NXT, 8)                                                                   \
-        if (rel_) {                                                                                \
-            /* the stages were only read (LDS, wgmma): no proxy fence */                           \
-            __syncwarp();                                                                          \
-            if (lane == 0) {                                                                       \
-                SM90_RELEASE(rel0_);                                                               \
-                if (SM90_KSUB == 1) SM90_RELEASE(rel1_);                                           \
-            }                                                                                      \
-        }                                                                                          \
-        if (!more_) break;                                                                         \
-        if (SM90_DEQUANT_ON) {                                                                     \
-            nvfp4_sm90_convert_chunk(ra_, xsel, NXT);                                              \
-            nvfp4_sm90_convert_chunk(rb_, xsel, NXT + 4);                                          \
-        }                                                                                          \
+        SM90_PAIR_RETIRE(NXT)                                                                      \
     }
+#else
+/* NVFP4_SM90_LOAD_FIRST (twentieth session; an option): the same step with
+ * the next pair's `full` wait and its code and scale loads *before* this
+ * pair's wgmmas are issued.  In the library's order the loads follow 8
+ * dependent wgmmas and the wait's branch keeps ptxas from moving them up;
+ * if a warp's shared-memory loads are served only once the wgmmas issued
+ * before them have started (dev/cuda/probe_chain "both" against "loads
+ * first"; sass_sched.py --mio), the dequantization waits out most of the
+ * chain and cannot overlap it.  The same steps in the same order: the
+ * wait for a stage the ring has filled long before costs nothing. */
+#define SM90_PAIR_STEP(CUR, NXT)                                                                   \
+    {                                                                                              \
+        const int s2_ = SM90_PAIR_S2(s);                                                           \
+        const uint64_t d0_ = ptx_desc_sw128(ptx_smem_addr(SM90_STAGE(s)));                         \
+        const uint64_t d1_ = ptx_desc_sw128(ptx_smem_addr(SM90_STAGE(s2_) + (SM90_KSUB - 1) * SM90_ACT_BOX)); \
+        const int rel_ = kc > kbeg, rel0_ = prev_slot, rel1_ = prev_slot2;                         \
+        prev_slot = s;                                                                             \
+        prev_slot2 = s2_;                                                                          \
+        kc += 2;                                                                                   \
+        _Pragma("unroll") for (int a_ = 0; a_ < 3 - SM90_KSUB; a_++) if (++s == stages) {          \
+            s = 0;                                                                                 \
+            phase ^= 1;                                                                            \
+        }                                                                                          \
+        const int more_ = kc < kpair_end;                                                          \
+        nvfp4_sm90_chunk_raw ra_, rb_;                                                             \
+        if (more_) SM90_PAIR_WAIT_LOAD(ra_, rb_);                                                  \
+        SM90_FENCE_FRAGS(CUR, 8)                                                                   \
+        ptx_wgmma_fence();                                                                         \
+        if (SM90_MMA_ON) {                                                                         \
+            SM90_WGMMA_CHUNK(CUR, d0_)                                                             \
+            SM90_WGMMA_CHUNK(CUR + 4, d1_)                                                         \
+        }                                                                                          \
+        ptx_wgmma_commit();                                                                        \
+        SM90_PAIR_RETIRE(NXT)                                                                      \
+    }
+#endif
 #endif
 
 /* dev_mode (parts left out) only in dev builds (-DNVFP4_SM90_DEV,
@@ -724,6 +765,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
 #undef SM90_CONSUMER_REGS
 #undef SM90_REG_CAP
 #undef SM90_PAIR_STEP
+#undef SM90_PAIR_RETIRE
 #undef SM90_PAIR_WAIT_LOAD
 #undef SM90_PAIR_S2
 #undef SM90_PAIR_PH2

@@ -194,12 +194,14 @@ ALT_FLAGS_ilrotdev  := -DNVFP4_SM90_REGR_IL=1 -DNVFP4_SM90_REGR_ACT_ROT=1 -DNVFP
 # multicast over clusters of two CTAs where both run the same activation
 # tile through the same chunks (-DNVFP4_SM90_MCAST, sm90_gemm_body.cuh);
 # `mcastdevN` with the parts left out fixed as devN's (1: no
-# dequantization, 3: copies alone)
+# dequantization, 3: copies alone); `loadfirst`, the chunk-pair step's
+# next loads issued before its wgmmas (-DNVFP4_SM90_LOAD_FIRST)
 ALT_FLAGS_mcast     := -DNVFP4_SM90_MCAST=1 $(ALT_WERROR)
+ALT_FLAGS_loadfirst := -DNVFP4_SM90_LOAD_FIRST=1 $(ALT_WERROR)
 ALT_FLAGS_mcastdev1 := -DNVFP4_SM90_MCAST=1 -DNVFP4_SM90_DEV_FIXED=1
 ALT_FLAGS_mcastdev3 := -DNVFP4_SM90_MCAST=1 -DNVFP4_SM90_DEV_FIXED=3
-ALTS     ?= pair regbal regstatic lean all pick base nbar turn2 il actrot ilrot mcast
-ALT_FULL ?= all pick base il ilrot mcast
+ALTS     ?= pair regbal regstatic lean all pick base nbar turn2 il actrot ilrot mcast loadfirst
+ALT_FULL ?= all pick base il ilrot mcast loadfirst
 ALT_DEV  ?= all_dev1 all_dev4 all_dev5 all_dev6 nbardev ildev ilrotdev mcastdev1 mcastdev3
 $(foreach n,1 2 3 4 5 6 7,$(eval ALT_FLAGS_all_dev$(n) := $(ALT_DEFS_all) -DNVFP4_SM90_DEV_FIXED=$(n)))
 .PHONY: alts alt-objs
