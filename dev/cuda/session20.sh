@@ -13,8 +13,8 @@
 # Usage: OUT=DIR [PARTS="..."] [SETS="mcast loadfirst"] [S=SET] sh dev/cuda/session20.sh BUILD
 #   probe     probe_chain: the 64x128 tile's pair step in parts on one
 #             warpgroup a CTA (the wgmma chain alone, the dequantization
-#             alone, both, and each beside a TMA stream): does the
-#             dequantization overlap the chain?  Then probe_rates bcast: 84
+#             alone, both, both with the loads first, and each beside a TMA
+#             stream): does the dequantization overlap the chain?  Then probe_rates bcast: 84
 #             CTAs reading the same 16 KiB boxes of an L2-resident 2 MiB
 #             tensor (with and without 2 KiB of their own DRAM bytes a
 #             chunk), plain and multicast over clusters of 2 and 4, and 132
@@ -38,7 +38,8 @@
 #   bench     nvfp4 bench --m 64,128, the library then nvfp4_S, each with
 #             cuBLAS in its own run
 #   sanitize  racecheck and memcheck on gemm_variants_S (attn-out M = 128)
-# One call: PARTS="probe mcast parts quick" (about 350 s); then, for the
+# One call: PARTS="probe mcast parts quick" (about 450 s; `quick` can go
+# with the next call if the first runs long); then, for the
 # winner S, PARTS="suites checks bench sanitize" S=...  (Both winning: make
 # one the default, build, and run the other's set against it.)
 # The carry (dev/cuda/pack_carry.sh), this list with session19.sh's:
