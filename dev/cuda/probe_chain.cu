@@ -12,8 +12,8 @@
  *              and conversion (nvfp4_sm90_convert_chunk) of a chunk pair,
  *              no wgmma (and 16 XORs a pair that read the fragments, which
  *              ptxas would otherwise drop)
- *   both       the library's pair step: the 8 wgmmas of pair p, the loads of
- *              pair p + 1, wait_group 1, its conversion
+ *   both       the library's pair step: the 8 wgmmas of pair p, the stage
+ *              wait and loads of pair p + 1, wait_group 1, its conversion
  *   loads first  both, with the next pair's loads issued before this pair's
  *              wgmmas (the library issues them after): if `both` is slow
  *              because a warp's shared loads wait behind its wgmmas, this is

@@ -53,14 +53,9 @@ if has sweep; then
     step_regr_sweep "0:0,32:0,96:0,98:0,102:0,110:0,126:0,0:0" "${SWEEP_SHAPES:-fc2:1 attn_out:1 fc2:16}" \
         gemm_variants_dev gemm_variants_ildev gemm_variants_ilrotdev
 fi
-if has quick; then
-    for a in $SETS; do step "quick_$a" 200 "$B/gpu/test_gemm_cuda_$a" --quick; done
-fi
+if has quick; then step_quick_sets "$SETS"; fi
 if has suites; then step_suites_of "$S" 240; fi
-if has checks; then
-    step "${S}_check1" 120 "$B/gpu/nvfp4_$S" check --rows 1 --json "$L/${S}_check1.json"
-    step "${S}_streaming1" 120 "$B/gpu/nvfp4_$S" check --rows 1 --streaming-a --json "$L/${S}_streaming1.json"
-fi
+if has checks; then step_checks_of "$S" 1 120; fi
 if has bench; then step_bench_vs "$S" 1,16 150 10; fi
 if has sanitize; then step_regr_sanitize "$S" "${SAN_SECS:-120}"; fi
 cd "$OUT" && tar czf logs.tgz logs && rm -rf logs

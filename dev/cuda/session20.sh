@@ -79,14 +79,9 @@ if has parts; then
         done
     done
 fi
-if has quick; then
-    for a in $SETS; do step "quick_$a" 200 "$B/gpu/test_gemm_cuda_$a" --quick; done
-fi
+if has quick; then step_quick_sets "$SETS"; fi
 if has suites; then step_suites_of "$S" 300; fi
-if has checks; then
-    step "${S}_check128" 200 "$B/gpu/nvfp4_$S" check --rows 128 --json "$L/${S}_check128.json"
-    step "${S}_streaming128" 200 "$B/gpu/nvfp4_$S" check --rows 128 --streaming-a --json "$L/${S}_streaming128.json"
-fi
+if has checks; then step_checks_of "$S" 128 200; fi
 if has bench; then step_bench_vs "$S" 64,128 200 12; fi
 if has sanitize; then
     step_race "race_$S" 200 "gemm_variants_$S" attn_out 128

@@ -8,7 +8,8 @@
 #                                  checks, and
 #   step_quant                     the quantizer kernels (below), and
 #   step_variant                   one gemm_variants program timed, and
-#   step_bench_vs, step_suites_of  an alternative build's bench and suites, and
+#   step_bench_vs, step_suites_of  an alternative build's bench and suites,
+#   step_quick_sets, step_checks_of  quick suites and the P0 checks, and
 #   step_race, step_mem            a sanitizer on one gemm_variants program, and
 #   step_regr_vs, step_regr_sweep  REGR (attn-out, FC2 at M <= 16) timed in
 #   step_regr_sanitize             several builds, parts left out, racecheck
@@ -51,6 +52,16 @@ step_bench_vs() {
         step "bench_${c##*:}" "$3" "${c%:*}" bench --m "$2" --json "$L/bench_${c##*:}.json"
         tail -n "$4" "$L/bench_${c##*:}.log"
     done
+}
+# test_gemm_cuda_X --quick for each X in SETS: step_quick_sets "SETS"
+step_quick_sets() {
+    for a in $1; do step "quick_$a" 200 "$B/gpu/test_gemm_cuda_$a" --quick; done
+}
+# nvfp4_SET check and --streaming-a at M rows (logs SET_checkM,
+# SET_streamingM): step_checks_of SET M SECS
+step_checks_of() {
+    step "${1}_check$2" "$3" "$B/gpu/nvfp4_$1" check --rows "$2" --json "$L/${1}_check$2.json"
+    step "${1}_streaming$2" "$3" "$B/gpu/nvfp4_$1" check --rows "$2" --streaming-a --json "$L/${1}_streaming$2.json"
 }
 # test_gemm_cuda_SET in full and test_linear_cuda_SET: step_suites_of SET SECS
 step_suites_of() {

@@ -282,6 +282,22 @@
             RB = SM90_LOAD_AT(SM90_PAIR_S2(s), SM90_KSUB - 1);                                     \
         }                                                                                          \
     }
+/* The middle of a pair step (the pair at s is the one whose wgmmas this
+ * step issues; s2_ its second chunk's stage): note its stages for release,
+ * move s to the next pair, and wait for and load that pair (ra_, rb_). */
+#define SM90_PAIR_ADVANCE()                                                                        \
+        const int rel_ = kc > kbeg, rel0_ = prev_slot, rel1_ = prev_slot2;                         \
+        prev_slot = s;                                                                             \
+        prev_slot2 = s2_;                                                                          \
+        kc += 2;                                                                                   \
+        _Pragma("unroll") for (int a_ = 0; a_ < 3 - SM90_KSUB; a_++) if (++s == stages) {          \
+            s = 0;                                                                                 \
+            phase ^= 1;                                                                            \
+        }                                                                                          \
+        const int more_ = kc < kpair_end;                                                          \
+        nvfp4_sm90_chunk_raw ra_, rb_;                                                             \
+        if (more_) SM90_PAIR_WAIT_LOAD(ra_, rb_);
+
 /* The end of a pair step: retire the previous pair (wait_group 1), free
  * its stages, dequantize the next pair (ra_, rb_) into NXT. */
 #define SM90_PAIR_RETIRE(NXT)                                                                      \
@@ -317,17 +333,7 @@
             SM90_WGMMA_CHUNK(CUR + 4, d1_)                                                         \
         }                                                                                          \
         ptx_wgmma_commit();                                                                        \
-        const int rel_ = kc > kbeg, rel0_ = prev_slot, rel1_ = prev_slot2;                         \
-        prev_slot = s;                                                                             \
-        prev_slot2 = s2_;                                                                          \
-        kc += 2;                                                                                   \
-        _Pragma("unroll") for (int a_ = 0; a_ < 3 - SM90_KSUB; a_++) if (++s == stages) {          \
-            s = 0;                                                                                 \
-            phase ^= 1;                                                                            \
-        }                                                                                          \
-        const int more_ = kc < kpair_end;                                                          \
-        nvfp4_sm90_chunk_raw ra_, rb_;                                                             \
-        if (more_) SM90_PAIR_WAIT_LOAD(ra_, rb_);                                                  \
+        SM90_PAIR_ADVANCE()                                                                        \
         SM90_PAIR_RETIRE(NXT)                                                                      \
     }
 #else
@@ -345,17 +351,7 @@
         const int s2_ = SM90_PAIR_S2(s);                                                           \
         const uint64_t d0_ = ptx_desc_sw128(ptx_smem_addr(SM90_STAGE(s)));                         \
         const uint64_t d1_ = ptx_desc_sw128(ptx_smem_addr(SM90_STAGE(s2_) + (SM90_KSUB - 1) * SM90_ACT_BOX)); \
-        const int rel_ = kc > kbeg, rel0_ = prev_slot, rel1_ = prev_slot2;                         \
-        prev_slot = s;                                                                             \
-        prev_slot2 = s2_;                                                                          \
-        kc += 2;                                                                                   \
-        _Pragma("unroll") for (int a_ = 0; a_ < 3 - SM90_KSUB; a_++) if (++s == stages) {          \
-            s = 0;                                                                                 \
-            phase ^= 1;                                                                            \
-        }                                                                                          \
-        const int more_ = kc < kpair_end;                                                          \
-        nvfp4_sm90_chunk_raw ra_, rb_;                                                             \
-        if (more_) SM90_PAIR_WAIT_LOAD(ra_, rb_);                                                  \
+        SM90_PAIR_ADVANCE()                                                                        \
         SM90_FENCE_FRAGS(CUR, 8)                                                                   \
         ptx_wgmma_fence();                                                                         \
         if (SM90_MMA_ON) {                                                                         \
@@ -766,6 +762,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
 #undef SM90_REG_CAP
 #undef SM90_PAIR_STEP
 #undef SM90_PAIR_RETIRE
+#undef SM90_PAIR_ADVANCE
 #undef SM90_PAIR_WAIT_LOAD
 #undef SM90_PAIR_S2
 #undef SM90_PAIR_PH2
