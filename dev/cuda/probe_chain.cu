@@ -45,6 +45,7 @@
 #include "cuda/sm90_wgmma.cuh"
 
 #include "dev_check.h"
+#include "dev_tmap.h"
 
 /* LOADFIRST: the next pair's code and scale loads issued before this
  * pair's wgmmas, not after (is a warp's shared-memory load served only once
@@ -60,10 +61,6 @@ enum { MODE_CHAIN = 1, MODE_DEQUANT = 2, MODE_TMA = 4, MODE_LOADFIRST = 8 };
 /* asked for: more than half an SM's shared memory, so one CTA an SM */
 #define PC_SMEM (120 * 1024)
 static_assert(PC_SMEM >= PC_SMEM_USED, "probe_chain: the shared-memory layout outgrew the request");
-
-typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                              const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
-                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
 #define PC_FENCE_FRAGS(F)                                                                          \
     _Pragma("unroll") for (int kb_ = 0; kb_ < 8; kb_++)                                            \
@@ -243,15 +240,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: probe_chain [PAIRS >= 2] [CTAS 1..1024]\n");
         return 2;
     }
-    void *fn = NULL;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) !=
-            cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-        fprintf(stderr, "probe_chain: no cuTensorMapEncodeTiled\n");
-        return 2;
-    }
-    encode_fn encode = (encode_fn)fn;
+    encode_fn encode = dev_tensor_map_encoder("probe_chain");
     uint8_t *buf; /* 2 MiB, L2-resident: [512][4096] bytes */
     DEV_CUDA_OK(cudaMalloc(&buf, (size_t)512 * 4096));
     DEV_CUDA_OK(cudaMemset(buf, 0x3C, (size_t)512 * 4096));

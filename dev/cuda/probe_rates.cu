@@ -44,6 +44,7 @@ extern "C" {
 }
 
 #include "dev_check.h"
+#include "dev_tmap.h"
 
 static int g_sms = 132;
 
@@ -58,25 +59,6 @@ static unsigned long long max_clock(const unsigned long long *dclk)
 
 /* ------------------------------------------------------------------------ */
 /* TMA                                                                       */
-
-typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                              const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
-                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-/* The driver's cuTensorMapEncodeTiled (the runtime has no wrapper); exits
- * with `who` named if the driver lacks it. */
-static encode_fn tensor_map_encoder(const char *who)
-{
-    void *fn = NULL;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) !=
-            cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-        fprintf(stderr, "%s: no cuTensorMapEncodeTiled\n", who);
-        exit(2);
-    }
-    return (encode_fn)fn;
-}
 
 #define TMA_ROWBYTES 4096 /* the global tensor: [rows][4096] bytes */
 #define TMA_MAX_RING (192 * 1024)
@@ -129,7 +111,7 @@ __global__ void tma_kernel(const __grid_constant__ CUtensorMap tm, const uint8_t
  * is the cost per box row, or per byte? */
 static void probe_tma(int l2)
 {
-    encode_fn encode = tensor_map_encoder("tma");
+    encode_fn encode = dev_tensor_map_encoder("tma");
     const int rows = l2 ? 1 << 12 : 1 << 18; /* 16 MiB or 1 GiB */
     uint8_t *buf;
     DEV_CUDA_OK(cudaMalloc(&buf, (size_t)rows * TMA_ROWBYTES));
@@ -279,7 +261,7 @@ __global__ void bcast_kernel(const __grid_constant__ CUtensorMap act, const __gr
 
 static void probe_bcast(void)
 {
-    encode_fn encode = tensor_map_encoder("bcast");
+    encode_fn encode = dev_tensor_map_encoder("bcast");
     const int act_rows = BC_ACT_CHUNKS / 32 * 128;  /* [512][4096] bytes: 2 MiB */
     const int wt_rows = 1 << 18;                    /* [262144][4096] bytes: 1 GiB */
     uint8_t *act_buf, *wt_buf;

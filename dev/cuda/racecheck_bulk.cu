@@ -27,6 +27,7 @@
 #include "cuda/ptx.cuh"
 
 #include "dev_check.h"
+#include "dev_tmap.h"
 
 #define STAGES 2
 #define STAGE_BYTES 512
@@ -72,10 +73,6 @@ __global__ void __launch_bounds__(32 * (1 + CONSUMER_WARPS), 1)
     }
 }
 
-typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                              const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
-                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
 int main(int argc, char **argv)
 {
     const int tensor = argc > 1 && strcmp(argv[1], "tensor") == 0;
@@ -95,17 +92,10 @@ int main(int argc, char **argv)
     CUtensorMap tm;
     memset(&tm, 0, sizeof tm);
     if (tensor) {
-        void *fn = NULL;
-        cudaDriverEntryPointQueryResult q;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) !=
-                cudaSuccess ||
-            q != cudaDriverEntryPointSuccess) {
-            fprintf(stderr, "racecheck_bulk: no cuTensorMapEncodeTiled\n");
-            return 2;
-        }
+        const encode_fn encode = dev_tensor_map_encoder("racecheck_bulk");
         cuuint64_t dims[2] = {128, (cuuint64_t)chunks * 4}, strides[1] = {128};
         cuuint32_t box[2] = {128, 4}, estr[2] = {1, 1};
-        if (((encode_fn)fn)(&tm, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, src, dims, strides, box, estr,
+        if (encode(&tm, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, src, dims, strides, box, estr,
                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
                             CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
             fprintf(stderr, "racecheck_bulk: tensor map encode failed\n");

@@ -17,7 +17,6 @@
 #   bench   nvfp4 bench at M = 1, 16, 128, 2048
 . "$(dirname "$0")/step.sh"
 PARTS=${PARTS:-suites sanitize ncu parts ab checks bench}
-has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 if has suites; then
     step gemm 300 "$B/gpu/test_gemm_cuda"
     step linear 300 "$B/gpu/test_linear_cuda"

@@ -25,7 +25,6 @@
 #           of the wgmma kernel, memcheck of test_quantize_cuda --quick
 . "$(dirname "$0")/step.sh"
 PARTS=${PARTS:-ab quant sass prof suites checks bench sanitize}
-has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 if has ab; then
     for round in $(seq 1 "${ROUNDS:-2}"); do
         for b in ${BASE:+$BASE} $B; do

@@ -48,7 +48,6 @@
 . "$(dirname "$0")/step.sh"
 PARTS=${PARTS:-alts quant altbench parts prof suites checks bench sanitize}
 ALTS=${ALTS:-regbal pair all}
-has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 if has alts; then
     step gemm_all 300 "$B/gpu/test_gemm_cuda_all"
     for a in pair regbal regstatic lean; do step "gemm_$a" 200 "$B/gpu/test_gemm_cuda_$a" --quick; done

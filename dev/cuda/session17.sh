@@ -16,7 +16,6 @@
 . "$(dirname "$0")/step.sh"
 PARTS=${PARTS:-bench suites checks alts quant sanitize}
 S=${SET:-pick}
-has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 if has bench; then step_bench_vs "$S" 1,16,64,128,2048 200 21; fi
 if has suites; then step_suites_of "$S" 200; fi
 if has checks; then

@@ -33,7 +33,6 @@
 PARTS=${PARTS:-handoff sweep quick}
 ALTS18=${ALTS18:-nbar turn2 nbarturn2}
 S=${SET:-nbar}
-has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 SHAPES=${SHAPES:-"fc2:1 attn_out:1 fc2:16 attn_out:16"}
 if has handoff; then
     step_regr_vs r "$SHAPES" gemm_variants $(for a in $ALTS18; do echo "gemm_variants_$a"; done)

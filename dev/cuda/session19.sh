@@ -44,7 +44,6 @@
 PARTS=${PARTS:-layout sweep quick}
 SETS=${SETS:-il actrot ilrot}
 S=${S:-ilrot}
-has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 SHAPES=${SHAPES:-"fc2:1 attn_out:1 fc2:16 attn_out:16"}
 if has layout; then
     step_regr_vs layout "$SHAPES" gemm_variants $(for a in $SETS; do echo "gemm_variants_$a"; done)

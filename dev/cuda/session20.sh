@@ -54,7 +54,6 @@
 PARTS=${PARTS:-probe mcast parts quick}
 SETS=${SETS:-mcast loadfirst}
 S=${S:-mcast}
-has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 if has probe; then
     step probe_chain 60 "$B/gpu/probe_chain"
     grep -E "cycles a step" "$L/probe_chain.log"

@@ -1,5 +1,6 @@
 # step.sh -- sourced by the dev/cuda session scripts: B (build folder) and L
 # (log folder) set, L created, the GPU's clocks logged, and
+#   has PART                       whether PARTS names PART, and
 #   step NAME SECONDS COMMAND...   runs COMMAND into $L/NAME.log with a time
 #                                  limit and prints its exit status and
 #                                  failure / summary lines;
@@ -16,6 +17,9 @@
 #                                  and memcheck.
 B=${1:-build}
 L=$OUT/logs
+# has PART: whether PART is one of the words of $PARTS (read at the call,
+# so a script sets PARTS after sourcing this)
+has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 mkdir -p "$L"
 step() {
     name=$1; secs=$2; shift 2

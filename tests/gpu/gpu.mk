@@ -49,7 +49,7 @@ $(BUILD)/gpu/inkernel_a: dev/cuda/inkernel_a.c dev/cuda/dev_check.h dev/cuda/dev
 
 # dev/cuda/probe_rates: TMA, dequantization-instruction and mma.sync rates on the H200
 all: $(BUILD)/gpu/probe_rates
-$(BUILD)/gpu/probe_rates: dev/cuda/probe_rates.cu dev/cuda/dev_check.h src/cuda/ptx.cuh lib
+$(BUILD)/gpu/probe_rates: dev/cuda/probe_rates.cu dev/cuda/dev_check.h dev/cuda/dev_tmap.h src/cuda/ptx.cuh lib
 	@mkdir -p $(@D)
 	$(NVCC) -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall -Iinclude -Isrc/core -Isrc \
 	    -c -o $@.o $<
@@ -58,7 +58,7 @@ $(BUILD)/gpu/probe_rates: dev/cuda/probe_rates.cu dev/cuda/dev_check.h src/cuda/
 # dev/cuda/probe_chain: the 64x128 tile's pair step in parts (wgmma chain,
 # dequantization, a TMA stream) on the H200
 all: $(BUILD)/gpu/probe_chain
-$(BUILD)/gpu/probe_chain: dev/cuda/probe_chain.cu dev/cuda/dev_check.h src/cuda/ptx.cuh src/cuda/sm90_internal.cuh \
+$(BUILD)/gpu/probe_chain: dev/cuda/probe_chain.cu dev/cuda/dev_check.h dev/cuda/dev_tmap.h src/cuda/ptx.cuh src/cuda/sm90_internal.cuh \
                           src/cuda/sm90_wgmma.cuh lib
 	@mkdir -p $(@D)
 	$(NVCC) -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall -Werror all-warnings \
@@ -98,7 +98,7 @@ $(BUILD)/gpu/racecheck_handoff: dev/cuda/racecheck_handoff.cu dev/cuda/dev_check
 
 # dev/cuda/racecheck_bulk: the stage hand-off with a 1-D bulk copy or a 2-D tensor copy, for racecheck
 all: $(BUILD)/gpu/racecheck_bulk
-$(BUILD)/gpu/racecheck_bulk: dev/cuda/racecheck_bulk.cu dev/cuda/dev_check.h src/cuda/ptx.cuh
+$(BUILD)/gpu/racecheck_bulk: dev/cuda/racecheck_bulk.cu dev/cuda/dev_check.h dev/cuda/dev_tmap.h src/cuda/ptx.cuh
 	@mkdir -p $(@D)
 	$(NVCC) -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall -Isrc -o $@ $<
 
