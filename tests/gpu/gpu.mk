@@ -159,10 +159,10 @@ ALT_QFLAGS_all      := -DNVFP4_Q_COOP=2 $(ALT_WERROR)
 # REG_STATIC (slower on REGR), the four-lane quantizer only where the
 # one-thread kernel ran (at M = 128 the table kernel measured faster).
 # `pick` builds the seventeenth session's library (the eighteenth's
-# named-barrier hand-off left out: -DNVFP4_SM90_NBAR=0), and `base` the
+# named-barrier hand-off and the twenty-first's load order left out), and `base` the
 # fifteenth session's (none of the options), for A/B runs against it.
 ALT_FLAGS_pick      := -DNVFP4_SM90_PAIR=1 -DNVFP4_SM90_REGBAL=1 -DNVFP4_SM90_LEAN=1 -DNVFP4_SM90_NBAR=0 \
-                       $(ALT_WERROR)
+                       -DNVFP4_SM90_LOAD_FIRST=0 $(ALT_WERROR)
 ALT_QFLAGS_pick     := -DNVFP4_Q_COOP=1 $(ALT_WERROR)
 ALT_FLAGS_base      := -DNVFP4_SM90_PAIR=0 -DNVFP4_SM90_REGBAL=0 -DNVFP4_SM90_LEAN=0 -DNVFP4_SM90_NBAR=0 \
                        $(ALT_WERROR)
@@ -196,12 +196,17 @@ ALT_FLAGS_ilrotdev  := -DNVFP4_SM90_REGR_IL=1 -DNVFP4_SM90_REGR_ACT_ROT=1 -DNVFP
 # `mcastdevN` with the parts left out fixed as devN's (1: no
 # dequantization, 3: copies alone); `loadfirst`, the chunk-pair step's
 # next loads issued before its wgmmas (-DNVFP4_SM90_LOAD_FIRST)
+# Twenty-first session (H100): `loadfirst` measured 2.4-2.8 % faster at
+# attn-out / FC2 M = 128 and made the default (its set now builds the
+# library's kernels); `loadlast` (-DNVFP4_SM90_LOAD_FIRST=0) is the previous
+# order, for A/B runs.  `mcast` measured 2x slower (docs/KERNEL.md).
 ALT_FLAGS_mcast     := -DNVFP4_SM90_MCAST=1 $(ALT_WERROR)
 ALT_FLAGS_loadfirst := -DNVFP4_SM90_LOAD_FIRST=1 $(ALT_WERROR)
+ALT_FLAGS_loadlast  := -DNVFP4_SM90_LOAD_FIRST=0 $(ALT_WERROR)
 ALT_FLAGS_mcastdev1 := -DNVFP4_SM90_MCAST=1 -DNVFP4_SM90_DEV_FIXED=1
 ALT_FLAGS_mcastdev3 := -DNVFP4_SM90_MCAST=1 -DNVFP4_SM90_DEV_FIXED=3
-ALTS     ?= pair regbal regstatic lean all pick base nbar turn2 il actrot ilrot mcast loadfirst
-ALT_FULL ?= all pick base il ilrot mcast loadfirst
+ALTS     ?= pair regbal regstatic lean all pick base nbar turn2 il actrot ilrot mcast loadlast
+ALT_FULL ?= all pick base il ilrot mcast loadlast
 ALT_DEV  ?= all_dev1 all_dev4 all_dev5 all_dev6 nbardev ildev ilrotdev mcastdev1 mcastdev3
 $(foreach n,1 2 3 4 5 6 7,$(eval ALT_FLAGS_all_dev$(n) := $(ALT_DEFS_all) -DNVFP4_SM90_DEV_FIXED=$(n)))
 .PHONY: alts alt-objs
