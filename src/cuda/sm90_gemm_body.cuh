@@ -317,10 +317,11 @@
             nvfp4_sm90_convert_chunk(rb_, xsel, NXT + 4);                                          \
         }
 #if !(defined(NVFP4_SM90_LOAD_FIRST) && NVFP4_SM90_LOAD_FIRST)
-/* One step of the pair pipeline: the 8 wgmmas of the pair at s from CUR
- * (blocks 0..3 its first chunk, 4..7 its second); wait for and load the
- * next pair; retire the previous pair (wait_group 1) and free its stages;
- * dequantize the next pair into NXT. */
+/* One step of the pair pipeline (NVFP4_SM90_LOAD_FIRST=0, flag set
+ * `loadlast`; the default's order is below): the 8 wgmmas of the pair at s
+ * from CUR (blocks 0..3 its first chunk, 4..7 its second); wait for and
+ * load the next pair; retire the previous pair (wait_group 1) and free its
+ * stages; dequantize the next pair into NXT. */
 #define SM90_PAIR_STEP(CUR, NXT)                                                                   \
     {                                                                                              \
         SM90_FENCE_FRAGS(CUR, 8)                                                                   \
