@@ -25,7 +25,11 @@
  *            bit for bit, on NVFP4-like operands (every step a set of exact
  *            products: the condition for an FP16-subnormal dequantization).
  *
- *   probe_rates [tma|tma-l2|bcast|ops|mma|subnorm|all]
+ *   ring     the bcast ring in clusters of 2 (plain and multicast) under
+ *            five variants of its cross-CTA release and waits (bc_release,
+ *            bc_wait): which one makes a cluster launch 6-7x slower?
+ *
+ *   probe_rates [tma|tma-l2|bcast|ring|ops|mma|subnorm|all]
  *   probe_rates subnorm-model [SMS]   host only: the C oracle on the subnorm
  *                                     operands (SMS: the GPU's count, 132)
  * Build: make gpu-tests (build/gpu/probe_rates).  Exit 1 if subnorm differs. */
@@ -199,12 +203,70 @@ static void probe_tma(int l2)
 #define BC_STAGES 10
 #define BC_ACT_CHUNKS 128  /* distinct chunks: 2 MiB, read again and again (L2-resident) */
 
+/* The ring protocol's variants (`probe_rates ring`): the twenty-first
+ * session measured any cluster launch of this ring 6-7x slower than the
+ * same ring in single CTAs, multicast or not; the only difference is the
+ * cross-CTA release.  Each variant changes one thing:
+ *   BC_RELEASE   the GEMM's: every release `mbarrier.arrive.release.cluster`
+ *                through `mapa` (its own CTA's too), waits `try_wait.parity`
+ *   BC_RELAXED   the arrivals `.relaxed.cluster` (no release ordering)
+ *   BC_OWN_LOCAL its own CTA's arrival a plain local arrive, only the other
+ *                CTAs' through `mapa`
+ *   BC_TEST_WAIT every wait a `test_wait.parity` spin (never suspends)
+ *   BC_ACQ_CLUSTER every wait `try_wait.parity.acquire.cluster` */
+enum { BC_RELEASE, BC_RELAXED, BC_OWN_LOCAL, BC_TEST_WAIT, BC_ACQ_CLUSTER, BC_NPROTO };
+static const char *bc_proto_names[BC_NPROTO] = {"release.cluster arrive, try_wait", "relaxed.cluster arrive",
+                                                "own CTA arrives locally", "test_wait spins",
+                                                "try_wait.acquire.cluster"};
+
+__device__ __forceinline__ void bc_wait(uint64_t *bar, uint32_t parity, int proto)
+{
+    if (proto == BC_TEST_WAIT) {
+        uint32_t done = 0;
+        while (!done)
+            asm volatile("{\n.reg .pred p;\n"
+                         "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                         "selp.u32 %0, 1, 0, p;\n}\n"
+                         : "=r"(done)
+                         : "r"(ptx_smem_addr(bar)), "r"(parity)
+                         : "memory");
+    } else if (proto == BC_ACQ_CLUSTER) {
+        asm volatile("{\n.reg .pred done;\n"
+                     "WAITC_%=:\n"
+                     "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+                     "@!done bra WAITC_%=;\n}\n" ::"r"(ptx_smem_addr(bar)),
+                     "r"(parity)
+                     : "memory");
+    } else {
+        ptx_mbar_wait(bar, parity);
+    }
+}
+
+/* Free stage `bar` in every CTA of a cluster of csize (this one is rank). */
+__device__ __forceinline__ void bc_release(uint64_t *bar, int csize, uint32_t rank, int proto)
+{
+    for (int r = 0; r < csize; r++) {
+        if (proto == BC_OWN_LOCAL && (uint32_t)r == rank) {
+            ptx_mbar_arrive(bar);
+        } else if (proto == BC_RELAXED) {
+            asm volatile("{\n.reg .b32 remote;\n"
+                         "mapa.shared::cluster.u32 remote, %0, %1;\n"
+                         "mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(
+                             ptx_smem_addr(bar)),
+                         "r"((uint32_t)r)
+                         : "memory");
+        } else {
+            ptx_mbar_arrive_cluster(bar, (uint32_t)r);
+        }
+    }
+}
+
 /* Warp 0 lane 0 issues, warp 1 lane 0 consumes (waits for each stage and
  * frees it in every CTA of the cluster).  The stage a producer fills in
  * multicast is in every CTA of its cluster, so it waits on its own `empty`,
  * which counts one arrival per CTA of the cluster. */
 __global__ void bcast_kernel(const __grid_constant__ CUtensorMap act, const __grid_constant__ CUtensorMap wts,
-                             int chunks, int csize, int multicast, int weights, int disjoint,
+                             int chunks, int csize, int multicast, int weights, int disjoint, int proto,
                              unsigned long long *clocks)
 {
     extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -228,7 +290,7 @@ __global__ void bcast_kernel(const __grid_constant__ CUtensorMap act, const __gr
         const int slice_rows = 128 / csize;
         for (int i = 0; i < chunks; i++) {
             const int s = i % BC_STAGES;
-            if (i >= BC_STAGES) ptx_mbar_wait(&empty[s], (uint32_t)((i / BC_STAGES - 1) & 1));
+            if (i >= BC_STAGES) bc_wait(&empty[s], (uint32_t)((i / BC_STAGES - 1) & 1), proto);
             ptx_mbar_arrive_expect_tx(&full[s], stage_bytes);
             const int c = (disjoint ? i + (int)blockIdx.x * 7 : i) % BC_ACT_CHUNKS;
             const int x = (c % 32) * 128, y = (c / 32) * 128;
@@ -246,9 +308,9 @@ __global__ void bcast_kernel(const __grid_constant__ CUtensorMap act, const __gr
     } else if (threadIdx.x == 32) {
         for (int i = 0; i < chunks; i++) {
             const int s = i % BC_STAGES;
-            ptx_mbar_wait(&full[s], (uint32_t)((i / BC_STAGES) & 1));
+            bc_wait(&full[s], (uint32_t)((i / BC_STAGES) & 1), proto);
             if (csize > 1)
-                for (int r = 0; r < csize; r++) ptx_mbar_arrive_cluster(&empty[s], (uint32_t)r);
+                bc_release(&empty[s], csize, rank, proto);
             else
                 ptx_mbar_arrive(&empty[s]);
         }
@@ -259,7 +321,7 @@ __global__ void bcast_kernel(const __grid_constant__ CUtensorMap act, const __gr
     if (csize > 1) ptx_cluster_sync();
 }
 
-static void probe_bcast(void)
+static void probe_bcast(int ring)
 {
     encode_fn encode = dev_tensor_map_encoder("bcast");
     const int act_rows = BC_ACT_CHUNKS / 32 * 128;  /* [512][4096] bytes: 2 MiB */
@@ -275,16 +337,27 @@ static void probe_bcast(void)
     DEV_CUDA_OK(cudaFuncSetAttribute(bcast_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     DEV_CUDA_OK(cudaFuncSetAttribute(bcast_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     struct bc_cfg {
-        int ctas, csize, multicast, weights, disjoint;
+        int ctas, csize, multicast, weights, disjoint, proto;
     };
-    static const struct bc_cfg cfg[] = {
-        {84, 1, 0, 0, 1}, {84, 1, 0, 0, 0}, {84, 2, 0, 0, 0}, {84, 2, 1, 0, 0}, {84, 4, 1, 0, 0},
-        {84, 1, 0, 1, 0}, {84, 2, 1, 1, 0}, {84, 4, 1, 1, 0}, {132, 1, 0, 1, 0}, {132, 2, 1, 1, 0},
-        {132, 4, 1, 1, 0}};
+    static const struct bc_cfg feed_cfg[] = {
+        {84, 1, 0, 0, 1, 0}, {84, 1, 0, 0, 0, 0}, {84, 2, 0, 0, 0, 0}, {84, 2, 1, 0, 0, 0}, {84, 4, 1, 0, 0, 0},
+        {84, 1, 0, 1, 0, 0}, {84, 2, 1, 1, 0, 0}, {84, 4, 1, 1, 0, 0}, {132, 1, 0, 1, 0, 0}, {132, 2, 1, 1, 0, 0},
+        {132, 4, 1, 1, 0, 0}};
+    /* `ring`: the attn-out M = 128 feed (84 CTAs + their own 2 KiB) in
+     * single CTAs, then in clusters of 2, plain and multicast, under each
+     * protocol variant */
+    static const struct bc_cfg ring_cfg[] = {
+        {84, 1, 0, 1, 0, 0},
+        {84, 2, 0, 1, 0, BC_RELEASE}, {84, 2, 0, 1, 0, BC_RELAXED}, {84, 2, 0, 1, 0, BC_OWN_LOCAL},
+        {84, 2, 0, 1, 0, BC_TEST_WAIT}, {84, 2, 0, 1, 0, BC_ACQ_CLUSTER},
+        {84, 2, 1, 1, 0, BC_RELEASE}, {84, 2, 1, 1, 0, BC_RELAXED}, {84, 2, 1, 1, 0, BC_OWN_LOCAL},
+        {84, 2, 1, 1, 0, BC_TEST_WAIT}, {84, 2, 1, 1, 0, BC_ACQ_CLUSTER}};
+    const struct bc_cfg *cfg = ring ? ring_cfg : feed_cfg;
+    const size_t ncfg = ring ? sizeof ring_cfg / sizeof ring_cfg[0] : sizeof feed_cfg / sizeof feed_cfg[0];
     const int chunks = 112 * 8;
     printf("bcast: %d chunks a CTA of 16 KiB activation boxes (2 MiB, L2-resident, %s), ring %d deep\n", chunks,
            "every CTA the same sequence unless disjoint", BC_STAGES);
-    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+    for (size_t c = 0; c < ncfg; c++) {
         const int csize = cfg[c].csize;
         CUtensorMap tm_act, tm_wt;
         cuuint64_t adims[2] = {TMA_ROWBYTES, (cuuint64_t)act_rows}, wdims[2] = {TMA_ROWBYTES, (cuuint64_t)wt_rows};
@@ -317,10 +390,10 @@ static void probe_bcast(void)
         DEV_CUDA_OK(cudaEventCreate(&e0));
         DEV_CUDA_OK(cudaEventCreate(&e1));
         DEV_CUDA_OK(cudaLaunchKernelEx(&lc, bcast_kernel, tm_act, tm_wt, BC_STAGES * 2, csize, cfg[c].multicast,
-                                       cfg[c].weights, cfg[c].disjoint, dclk)); /* warm-up */
+                                       cfg[c].weights, cfg[c].disjoint, cfg[c].proto, dclk)); /* warm-up */
         DEV_CUDA_OK(cudaEventRecord(e0));
         DEV_CUDA_OK(cudaLaunchKernelEx(&lc, bcast_kernel, tm_act, tm_wt, chunks, csize, cfg[c].multicast,
-                                       cfg[c].weights, cfg[c].disjoint, dclk));
+                                       cfg[c].weights, cfg[c].disjoint, cfg[c].proto, dclk));
         DEV_CUDA_OK(cudaEventRecord(e1));
         DEV_CUDA_OK(cudaEventSynchronize(e1));
         float ms = 0;
@@ -330,10 +403,11 @@ static void probe_bcast(void)
         for (int i = 0; i < cfg[c].ctas; i++) cmax = clk[i] > cmax ? clk[i] : cmax;
         const double act = (double)cfg[c].ctas * chunks * BC_ACT_BYTES; /* into shared memory, all CTAs */
         const double l2_act = cfg[c].multicast ? act / csize : act;      /* read from L2 */
-        printf("  %3d CTAs, cluster %d%s%s%s: %6.1f cycles a chunk, %5.1f B/clk/SM into shared memory, "
+        printf("  %3d CTAs, cluster %d%s%s%s%s%s: %6.1f cycles a chunk, %5.1f B/clk/SM into shared memory, "
                "activations %6.0f GB/s delivered, %6.0f GB/s read from L2, %.1f us (%d clusters fit)\n",
                cfg[c].ctas, csize, cfg[c].multicast ? " multicast" : "", cfg[c].weights ? " + 2 KiB own" : "",
-               cfg[c].disjoint ? " disjoint" : "", (double)cmax / chunks,
+               cfg[c].disjoint ? " disjoint" : "", ring && csize > 1 ? ", " : "",
+               ring && csize > 1 ? bc_proto_names[cfg[c].proto] : "", (double)cmax / chunks,
                (double)chunks * (BC_ACT_BYTES + (cfg[c].weights ? BC_WT_BYTES : 0)) / (double)cmax,
                act / (ms * 1e6), l2_act / (ms * 1e6), ms * 1e3, clusters);
         DEV_CUDA_OK(cudaEventDestroy(e0));
@@ -677,7 +751,8 @@ int main(int argc, char **argv)
     const int all = strcmp(what, "all") == 0;
     if (all || !strcmp(what, "tma")) probe_tma(0);
     if (all || !strcmp(what, "tma-l2")) probe_tma(1);
-    if (all || !strcmp(what, "bcast")) probe_bcast();
+    if (all || !strcmp(what, "bcast")) probe_bcast(0);
+    if (all || !strcmp(what, "ring")) probe_bcast(1);
     if (all || !strcmp(what, "ops")) probe_ops();
     if (all || !strcmp(what, "mma")) probe_mma_rate();
     if (all || !strcmp(what, "subnorm")) rc |= probe_subnorm();
