@@ -207,11 +207,11 @@ static void probe_tma(int l2)
  * session measured any cluster launch of this ring 6-7x slower than the
  * same ring in single CTAs, multicast or not; the only difference is the
  * cross-CTA release.  Each variant changes one thing:
- *   BC_RELEASE   the GEMM's: every release `mbarrier.arrive.release.cluster`
+ *   BC_RELEASE   `bcast`'s: every release `mbarrier.arrive.release.cluster`
  *                through `mapa` (its own CTA's too), waits `try_wait.parity`
  *   BC_RELAXED   the arrivals `.relaxed.cluster` (no release ordering)
  *   BC_OWN_LOCAL its own CTA's arrival a plain local arrive, only the other
- *                CTAs' through `mapa`
+ *                CTAs' through `mapa` (the GEMM's SM90_RELEASE)
  *   BC_TEST_WAIT every wait a `test_wait.parity` spin (never suspends)
  *   BC_ACQ_CLUSTER every wait `try_wait.parity.acquire.cluster` */
 enum { BC_RELEASE, BC_RELAXED, BC_OWN_LOCAL, BC_TEST_WAIT, BC_ACQ_CLUSTER, BC_NPROTO };
