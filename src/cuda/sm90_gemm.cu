@@ -72,11 +72,12 @@ extern "C" {
 #ifndef NVFP4_SM90_REGR_ACT_ROT
 #define NVFP4_SM90_REGR_ACT_ROT 0 /* REGR: activation warps take whole chunks in turn */
 #endif
-/* Twentieth session (no device; to be measured): the wgmma kernel's
- * activation boxes multicast over clusters of two CTAs where both run the
- * same activation tile through the same chunks (one data-parallel tile a
- * CTA, one activation tile: attn-out and FC2 at 32 < M <= 128), so each
- * activation byte leaves L2 once for two SMs (sm90_gemm_body.cuh). */
+/* Twentieth session: the wgmma kernel's activation boxes multicast over
+ * clusters of two CTAs where both run the same activation tile through the
+ * same chunks (one data-parallel tile a CTA, one activation tile: attn-out
+ * and FC2 at 32 < M <= 128), so each activation byte leaves L2 once for two
+ * SMs (sm90_gemm_body.cuh).  Off: measured 2x slower (H100, twenty-first
+ * session) -- any cluster launch of the ring collapses (probe_rates ring). */
 #ifndef NVFP4_SM90_MCAST
 #define NVFP4_SM90_MCAST 0 /* wgmma kernel: activation boxes multicast to a cluster of two */
 #endif

@@ -189,8 +189,8 @@ ALT_FLAGS_actrot    := -DNVFP4_SM90_REGR_ACT_ROT=1 $(ALT_WERROR)
 ALT_FLAGS_ilrot     := -DNVFP4_SM90_REGR_IL=1 -DNVFP4_SM90_REGR_ACT_ROT=1 $(ALT_WERROR)
 ALT_FLAGS_ildev     := -DNVFP4_SM90_REGR_IL=1 -DNVFP4_SM90_DEV
 ALT_FLAGS_ilrotdev  := -DNVFP4_SM90_REGR_IL=1 -DNVFP4_SM90_REGR_ACT_ROT=1 -DNVFP4_SM90_DEV
-# Twentieth session (built without a device: to be measured, see
-# dev/cuda/session20.sh): `mcast`, the wgmma kernel's activation boxes
+# Twentieth session (built without a device; measured in the twenty-first,
+# below; dev/cuda/session20.sh): `mcast`, the wgmma kernel's activation boxes
 # multicast over clusters of two CTAs where both run the same activation
 # tile through the same chunks (-DNVFP4_SM90_MCAST, sm90_gemm_body.cuh);
 # `mcastdevN` with the parts left out fixed as devN's (1: no
