@@ -68,10 +68,15 @@ extern "C" {
 #endif
 /* Nineteenth session too: REGR's activation warps (NVFP4 activations) each
  * take whole chunks in turn, as the in-kernel A producer's do, instead of
- * all of them splitting every chunk's block pairs (sm90_regm_body.cuh). */
+ * all of them splitting every chunk's block pairs (sm90_regm_body.cuh).
+ * The value is the smallest MT that does it (0: none, 1: all, flag sets
+ * `actsplit` and `actrot`).  The default since the twenty-second session,
+ * 16: at MT = 16 (two activation warps) attn-out and FC2 M = 16 ran 8-9 %
+ * faster on the H200; at MT = 8 (four warps) 1 % slower (docs/KERNEL.md). */
 #ifndef NVFP4_SM90_REGR_ACT_ROT
-#define NVFP4_SM90_REGR_ACT_ROT 0 /* REGR: activation warps take whole chunks in turn */
+#define NVFP4_SM90_REGR_ACT_ROT 16 /* REGR at MT >= this: activation warps take whole chunks */
 #endif
+#define NVFP4_SM90_REGR_ACT_ROT_AT(MT) (NVFP4_SM90_REGR_ACT_ROT > 0 && (MT) >= NVFP4_SM90_REGR_ACT_ROT)
 /* Twentieth session: the wgmma kernel's activation boxes multicast over
  * clusters of two CTAs where both run the same activation tile through the
  * same chunks (one data-parallel tile a CTA, one activation tile: attn-out
@@ -1177,7 +1182,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
             rp.cuda_variant = src->cuda_variant;
             after_producer = !src->static_pts; /* the amax pass's programmatic dependent */
         }
-        if (src || (rot && NVFP4_SM90_REGR_ACT_ROT)) {
+        if (src || (rot && NVFP4_SM90_REGR_ACT_ROT_AT(var.bn))) {
             /* as many activation warps as divide the ring's depth take chunks in turn */
             const int aw = rot ? REGR_AW(var.bn) : REGM_AW(var.bn, var.r);
             rp.act_rot = aw;

@@ -28,9 +28,10 @@
 #define REGM_IL 0
 #endif
 static_assert(!REGM_IL || REGM_ROT, "interleaved rows are built into REGR only");
-/* REGR's activation warps taking whole chunks in turn (-DNVFP4_SM90_REGR_ACT_ROT,
- * nineteenth session; the NVFP4 path -- the REGM_BF16 twins always do) */
-#define REGM_ACT_ROT (NVFP4_SM90_REGR_ACT_ROT && REGM_ROT && !REGM_BF16)
+/* REGR's activation warps taking whole chunks in turn (NVFP4_SM90_REGR_ACT_ROT,
+ * nineteenth session; at MT = 16 by default; the NVFP4 path -- the REGM_BF16
+ * twins always do) */
+#define REGM_ACT_ROT (NVFP4_SM90_REGR_ACT_ROT_AT(REGM_MT) && REGM_ROT && !REGM_BF16)
 static_assert(!REGM_ROT || (REGM_WA && REGM_TW == 1 && REGM_ROT > 1), "the rotating warps are built on REGM_WA, TW = 1");
 /* dev_mode (the parts left out of dev/cuda timings, REGM_DEV_*): read at run
  * time, or with -DNVFP4_SM90_REG_STATIC=1 (sixteenth session; not in the

@@ -159,13 +159,14 @@ ALT_QFLAGS_all      := -DNVFP4_Q_COOP=2 $(ALT_WERROR)
 # REG_STATIC (slower on REGR), the four-lane quantizer only where the
 # one-thread kernel ran (at M = 128 the table kernel measured faster).
 # `pick` builds the seventeenth session's library (the eighteenth's
-# named-barrier hand-off and the twenty-first's load order left out), and `base` the
+# named-barrier hand-off, the twenty-first's load order and the
+# twenty-second's whole-chunk activation warps left out), and `base` the
 # fifteenth session's (none of the options), for A/B runs against it.
 ALT_FLAGS_pick      := -DNVFP4_SM90_PAIR=1 -DNVFP4_SM90_REGBAL=1 -DNVFP4_SM90_LEAN=1 -DNVFP4_SM90_NBAR=0 \
-                       -DNVFP4_SM90_LOAD_FIRST=0 $(ALT_WERROR)
+                       -DNVFP4_SM90_LOAD_FIRST=0 -DNVFP4_SM90_REGR_ACT_ROT=0 $(ALT_WERROR)
 ALT_QFLAGS_pick     := -DNVFP4_Q_COOP=1 $(ALT_WERROR)
 ALT_FLAGS_base      := -DNVFP4_SM90_PAIR=0 -DNVFP4_SM90_REGBAL=0 -DNVFP4_SM90_LEAN=0 -DNVFP4_SM90_NBAR=0 \
-                       $(ALT_WERROR)
+                       -DNVFP4_SM90_LOAD_FIRST=0 -DNVFP4_SM90_REGR_ACT_ROT=0 $(ALT_WERROR)
 ALT_QFLAGS_base     := -DNVFP4_Q_COOP=0 $(ALT_WERROR)
 # `nbar` (eighteenth session; 2 % faster at M = 1, exact, but racecheck
 # reports its hand-off: docs/KERNEL.md): REGR's accumulator hand-off by named barriers
@@ -182,12 +183,17 @@ ALT_FLAGS_nbarturn2 := -DNVFP4_SM90_NBAR=1 -DNVFP4_SM90_REGR_TURN=2 $(ALT_WERROR
 # 0 (-DNVFP4_SM90_REGR_IL, sm90_heuristics.cuh REGR_IL_STAGE_BYTES: each
 # CTA loads its own rows' scales only, 14 KB stages at FC2 M = 1 instead of
 # 17.5); `actrot`, REGR's activation warps taking whole chunks in turn
-# (-DNVFP4_SM90_REGR_ACT_ROT); `ilrot` both; `ildev`, `ilrotdev` with
-# dev_mode (parts left out)
-ALT_FLAGS_il        := -DNVFP4_SM90_REGR_IL=1 $(ALT_WERROR)
+# (-DNVFP4_SM90_REGR_ACT_ROT=1: at every MT); `ilrot` both; `ildev`,
+# `ilrotdev` with dev_mode (parts left out).  Twenty-second session (H200):
+# whole chunks measured 8-9 % faster at MT = 16 (attn-out, FC2 M = 16) and
+# 1 % slower at MT = 8, and are the default at MT >= 16
+# (NVFP4_SM90_REGR_ACT_ROT=16); `actsplit` (=0) is the previous library's
+# split, for A/B runs.  `il` and `ildev` pin the split (=0), as measured.
+ALT_FLAGS_il        := -DNVFP4_SM90_REGR_IL=1 -DNVFP4_SM90_REGR_ACT_ROT=0 $(ALT_WERROR)
 ALT_FLAGS_actrot    := -DNVFP4_SM90_REGR_ACT_ROT=1 $(ALT_WERROR)
+ALT_FLAGS_actsplit  := -DNVFP4_SM90_REGR_ACT_ROT=0 $(ALT_WERROR)
 ALT_FLAGS_ilrot     := -DNVFP4_SM90_REGR_IL=1 -DNVFP4_SM90_REGR_ACT_ROT=1 $(ALT_WERROR)
-ALT_FLAGS_ildev     := -DNVFP4_SM90_REGR_IL=1 -DNVFP4_SM90_DEV
+ALT_FLAGS_ildev     := -DNVFP4_SM90_REGR_IL=1 -DNVFP4_SM90_REGR_ACT_ROT=0 -DNVFP4_SM90_DEV
 ALT_FLAGS_ilrotdev  := -DNVFP4_SM90_REGR_IL=1 -DNVFP4_SM90_REGR_ACT_ROT=1 -DNVFP4_SM90_DEV
 # Twentieth session (built without a device; measured in the twenty-first,
 # below; dev/cuda/session20.sh): `mcast`, the wgmma kernel's activation boxes
@@ -205,7 +211,7 @@ ALT_FLAGS_loadfirst := -DNVFP4_SM90_LOAD_FIRST=1 $(ALT_WERROR)
 ALT_FLAGS_loadlast  := -DNVFP4_SM90_LOAD_FIRST=0 $(ALT_WERROR)
 ALT_FLAGS_mcastdev1 := -DNVFP4_SM90_MCAST=1 -DNVFP4_SM90_DEV_FIXED=1
 ALT_FLAGS_mcastdev3 := -DNVFP4_SM90_MCAST=1 -DNVFP4_SM90_DEV_FIXED=3
-ALTS     ?= pair regbal regstatic lean all pick base nbar turn2 il actrot ilrot mcast loadlast
+ALTS     ?= pair regbal regstatic lean all pick base nbar turn2 il actrot actsplit ilrot mcast loadlast
 ALT_FULL ?= all pick base il ilrot mcast loadlast
 ALT_DEV  ?= all_dev1 all_dev4 all_dev5 all_dev6 nbardev ildev ilrotdev mcastdev1 mcastdev3
 $(foreach n,1 2 3 4 5 6 7,$(eval ALT_FLAGS_all_dev$(n) := $(ALT_DEFS_all) -DNVFP4_SM90_DEV_FIXED=$(n)))
