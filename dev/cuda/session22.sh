@@ -18,21 +18,39 @@
 #             single-CTA ring where the H100 took 309)
 #   sanitize  racecheck on REGR at attn-out and FC2 M = 16 (the new MT = 16
 #             kernels) and attn-out M = 1, memcheck at attn-out M = 16
-# Two calls (each under the 600 s limit): PARTS="ab final", then
-# PARTS="parts sanitize".
+# Default PARTS="final sanitize ab" (one call); then PARTS=parts.
 # The carry:
 #   JOBS=2 ONLY="test_gemm_cuda test_linear_cuda test_quantize_cuda gemm_variants \
 #     gemm_variants_actsplit gemm_variants_dev1 gemm_variants_dev3 gemm_variants_dev5 \
 #     gemm_variants_dev7 probe_rates" sh dev/cuda/pack_carry.sh
 . "$(dirname "$0")/step.sh"
-PARTS=${PARTS:-ab final}
-if has ab; then step_regr_vs ab "attn_out:16 fc2:16 attn_out:1 fc2:1" gemm_variants gemm_variants_actsplit; fi
+PARTS=${PARTS:-final sanitize ab}
+# the parts run in the order final, sanitize, ab, parts; one that would
+# start with less than 100 s left of BUDGET seconds (default 560) is skipped,
+# so that the logs are always packed before the call's limit
+T0=$(date +%s)
+room() {
+    if [ $(( $(date +%s) - T0 )) -gt $(( ${BUDGET:-560} - 100 )) ]; then
+        echo "== $1: skipped (too little of the call left)"
+        return 1
+    fi
+}
 if has final; then
     step_suites
     step_checks
     step_bench
 fi
-if has parts; then
+if has sanitize && room sanitize; then
+    step_race race_attn16 100 gemm_variants attn_out 16
+    step_race race_fc2_16 100 gemm_variants fc2 16
+    step_race race_attn1 100 gemm_variants attn_out 1
+    step_mem mem_attn16 100 gemm_variants attn_out 16
+    grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|hazard" "$L"/race_*.log "$L"/mem_*.log | head -n 8
+fi
+if has ab && room ab; then
+    step_regr_vs ab "attn_out:16 fc2:16 attn_out:1 fc2:1" gemm_variants gemm_variants_actsplit
+fi
+if has parts && room parts; then
     for s in attn_out:128 fc2:128; do
         step_variant gemm_variants "$s" 120
         for n in 1 3 5 7; do
@@ -43,12 +61,5 @@ if has parts; then
     done
     step probe_ring 120 "$B/gpu/probe_rates" ring
     grep -E "CTAs" "$L/probe_ring.log"
-fi
-if has sanitize; then
-    step_race race_attn16 200 gemm_variants attn_out 16
-    step_race race_fc2_16 200 gemm_variants fc2 16
-    step_race race_attn1 200 gemm_variants attn_out 1
-    step_mem mem_attn16 150 gemm_variants attn_out 16
-    grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|hazard" "$L"/race_*.log "$L"/mem_*.log | head -n 8
 fi
 cd "$OUT" && tar czf logs.tgz logs && rm -rf logs
