@@ -18,7 +18,9 @@
 #             single-CTA ring where the H100 took 309)
 #   sanitize  racecheck on REGR at attn-out and FC2 M = 16 (the new MT = 16
 #             kernels) and attn-out M = 1, memcheck at attn-out M = 16
-# Default PARTS="final sanitize ab" (one call); then PARTS=parts.
+# Default PARTS="final sanitize ab" (one call); then PARTS=parts.  BUDGET
+# (seconds, default 560) and SAN_SECS (each sanitizer run, default 100) fit
+# it to a shorter call.
 # The carry:
 #   JOBS=2 ONLY="test_gemm_cuda test_linear_cuda test_quantize_cuda gemm_variants \
 #     gemm_variants_actsplit gemm_variants_dev1 gemm_variants_dev3 gemm_variants_dev5 \
@@ -41,10 +43,10 @@ if has final; then
     step_bench
 fi
 if has sanitize && room sanitize; then
-    step_race race_attn16 100 gemm_variants attn_out 16
-    step_race race_fc2_16 100 gemm_variants fc2 16
-    step_race race_attn1 100 gemm_variants attn_out 1
-    step_mem mem_attn16 100 gemm_variants attn_out 16
+    step_race race_attn16 "${SAN_SECS:-100}" gemm_variants attn_out 16
+    step_race race_fc2_16 "${SAN_SECS:-100}" gemm_variants fc2 16
+    step_race race_attn1 "${SAN_SECS:-100}" gemm_variants attn_out 1
+    step_mem mem_attn16 "${SAN_SECS:-100}" gemm_variants attn_out 16
     grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|hazard" "$L"/race_*.log "$L"/mem_*.log | head -n 8
 fi
 if has ab && room ab; then
