@@ -82,7 +82,9 @@ extern "C" {
  * same chunks (one data-parallel tile a CTA, one activation tile: attn-out
  * and FC2 at 32 < M <= 128), so each activation byte leaves L2 once for two
  * SMs (sm90_gemm_body.cuh).  Off: measured 2x slower (H100, twenty-first
- * session) -- any cluster launch of the ring collapses (probe_rates ring). */
+ * session).  `probe_rates ring` (H200, twenty-second) traced that to the
+ * remote arrival's `.release.cluster` (3x slower ring; relaxed arrivals
+ * cost 13 %) and found multicast no faster than plain loads without it. */
 #ifndef NVFP4_SM90_MCAST
 #define NVFP4_SM90_MCAST 0 /* wgmma kernel: activation boxes multicast to a cluster of two */
 #endif
