@@ -15,7 +15,7 @@
 #             wgmma chain and its barriers alone, 7 neither); then
 #             probe_rates ring again on a warm card (the first call ran it
 #             first thing after the card started: 557 cycles a chunk for the
-#             single-CTA ring where the H100 took 309)
+#             single-CTA ring where the H100 took 309; warm, it matched)
 #   sanitize  racecheck on REGR at attn-out and FC2 M = 16 (the new MT = 16
 #             kernels) and attn-out M = 1, memcheck at attn-out M = 16
 # Default PARTS="final sanitize ab" (one call); then PARTS=parts.  BUDGET
