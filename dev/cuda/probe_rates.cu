@@ -28,6 +28,8 @@
  *   ring     the bcast ring in clusters of 2 (plain and multicast) under
  *            five variants of its cross-CTA release and waits (bc_release,
  *            bc_wait): which one makes a cluster launch 6-7x slower?
+ *            (H200, twenty-second session: the `.release.cluster`
+ *            arrivals; relaxed ones cost 13 % over single CTAs)
  *
  *   probe_rates [tma|tma-l2|bcast|ring|ops|mma|subnorm|all]
  *   probe_rates subnorm-model [SMS]   host only: the C oracle on the subnorm

@@ -48,8 +48,10 @@
  * and a consumer frees a stage in both CTAs (SM90_RELEASE) -- so half the
  * activation bytes come from L2.  Why it was tried: at M = 128 the 84 CTAs
  * of attn-out and FC2 each read the whole activation tile a chunk (16 KB of
- * a stage's 18.5), ~174 MB from L2.  Measured 2x slower, and the feed was
- * not the limit (docs/KERNEL.md, twenty-first session). */
+ * a stage's 18.5), ~174 MB from L2.  Measured 2x slower (twenty-first
+ * session): the `.release.cluster` arrival of SM90_RELEASE collapses a
+ * cluster ring, and without it multicast was no faster in the probe
+ * (docs/KERNEL.md, twenty-second session). */
 #if defined(NVFP4_SM90_MCAST) && NVFP4_SM90_MCAST && NVFP4_SM90_MCAST_TILE(SM90_BN)
 #define SM90_MCAST 1
 #define SM90_RELEASE(SLOT)                                                                         \
