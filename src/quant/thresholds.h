@@ -189,9 +189,45 @@ NVFP4_HOST_DEVICE uint32_t thr_search(double cand, uint32_t lo, double scale, do
     return c;
 }
 
+/* thr_search's answer where the candidate's neighbours bracket it, without
+ * a branch: *bracketed = 0 where they do not (the caller walks then).  The
+ * test is monotone, so the answer is the candidate c when c passes and c - 1
+ * (if >= lo) does not, c + 1 when c fails and c + 1 passes.  Why: the walk's
+ * loops kept an entry's seven searches one after another (about 2,200
+ * cycles an entry on the device, dev/cuda/probe_table); these seven are
+ * independent straight-line code. */
+NVFP4_HOST_DEVICE uint32_t thr_near(double cand, uint32_t lo, double scale, double bound, int strict,
+                                    int *bracketed)
+{
+    uint32_t c = cand > 0x1.fffffep127 ? THR_INF_BITS : thr_bits((float)cand);
+    c = c < lo ? lo : c;
+    const int above_lo = c > lo, below_inf = c < THR_INF_BITS;
+    const int p0 = thr_pass(c, scale, bound, strict);
+    const int pm = above_lo & thr_pass(c - (uint32_t)above_lo, scale, bound, strict);
+    const int pp = below_inf ? thr_pass(c + (uint32_t)below_inf, scale, bound, strict) : 1;
+    *bracketed = (p0 && !pm) || (!p0 && pp); /* ints: no branch is needed */
+    return p0 ? c : c + 1u;
+}
+
+/* The smallest FP32 pattern at or above a positive double (above FLT_MAX:
+ * Inf), i.e. the double rounded up to FP32: one instruction on the device. */
+NVFP4_HOST_DEVICE uint32_t thr_f32_up(double x)
+{
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(__double2float_ru(x));
+#else
+    if (x > 0x1.fffffep127) return THR_INF_BITS; /* (float)x would be out of range */
+    const float f = (float)x; /* to nearest: at most one pattern below */
+    const uint32_t b = thr_bits(f);
+    return (double)f < x ? b + 1u : b;
+#endif
+}
+
 /* The kind of entry (pts, s8) of a variant and, for THR_TABLE, its seven
- * thresholds as FP32 patterns: code magnitude = #{i : |v| >= thr[i]}. */
-NVFP4_HOST_DEVICE int thr_build(int cuda_variant, float pts, uint32_t s8, uint32_t thr[7])
+ * thresholds as FP32 patterns: code magnitude = #{i : |v| >= thr[i]}.
+ * walk_only: every threshold by thr_search's walk (the reference form of
+ * the same answer, tests/unit/test_thresholds.c). */
+NVFP4_HOST_DEVICE int thr_build_x(int cuda_variant, float pts, uint32_t s8, uint32_t thr[7], int walk_only)
 {
     /* mid_i: theta_i -+ half an ulp (odd i: the tie goes up, even i: down) */
     const double mid[7] = {0x1.000001p-2, 0x1.7fffffp-1, 0x1.400001p0, 0x1.bfffffp0,
@@ -218,12 +254,40 @@ NVFP4_HOST_DEVICE int thr_build(int cuda_variant, float pts, uint32_t s8, uint32
         inv = (double)t; /* the bound t * mid_i is exact */
         lo = 1u;
     }
-    THR_UNROLL
-    for (int i = 0; i < 7; i++) {
-        const double bound = cuda_variant ? mid[i] : inv * mid[i];
-        thr[i] = thr_search(mid[i] * inv, lo, scale, bound, (i & 1) == 0);
+    uint32_t walk = walk_only ? 0x7Fu : 0u; /* bit i: threshold i needs the walk */
+    if (cuda_variant) {
+        THR_UNROLL
+        for (int i = 0; i < 7; i++) {
+            int bracketed;
+            thr[i] = thr_near(mid[i] * inv, lo, scale, mid[i], (i & 1) == 0, &bracketed);
+            walk |= (uint32_t)!bracketed << i;
+        }
+    } else {
+        /* eager: c passes when c >= t * mid_i (exact in double), or > for
+         * even i: the bound rounded up to FP32, one pattern up where a
+         * strict test meets it exactly.  Never below lo = 1 (the bound is
+         * positive); Inf where it passes FLT_MAX. */
+        THR_UNROLL
+        for (int i = 0; i < 7; i++) {
+            const double bound = inv * mid[i];
+            const uint32_t c = thr_f32_up(bound);
+            thr[i] = c + (uint32_t)((i & 1) == 0 && c < THR_INF_BITS && (double)thr_float(c) == bound);
+        }
+    }
+    if (walk) {
+        THR_UNROLL /* constant indices keep thr[] in registers on the device */
+        for (int i = 0; i < 7; i++)
+            if ((walk >> i) & 1u) {
+                const double bound = cuda_variant ? mid[i] : inv * mid[i];
+                thr[i] = thr_search(mid[i] * inv, lo, scale, bound, (i & 1) == 0);
+            }
     }
     return THR_TABLE;
+}
+
+NVFP4_HOST_DEVICE int thr_build(int cuda_variant, float pts, uint32_t s8, uint32_t thr[7])
+{
+    return thr_build_x(cuda_variant, pts, s8, thr, 0);
 }
 
 /* The smallest BF16 pattern at or above an FP32 threshold pattern. */

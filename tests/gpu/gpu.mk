@@ -74,6 +74,14 @@ $(BUILD)/gpu/quantizer_coop: dev/cuda/quantizer_coop.cu dev/cuda/dev_check.h dev
 	    -Iinclude -Isrc/core -Isrc -c -o $@.o $<
 	$(CC) -o $@ $@.o $(BUILD)/libnvfp4.a $(GPU_LIBS)
 
+# dev/cuda/probe_table: the quantizer's threshold table -- build, load and per-block cycles, checked against the host
+all: $(BUILD)/gpu/probe_table
+$(BUILD)/gpu/probe_table: dev/cuda/probe_table.cu dev/cuda/dev_check.h src/cuda/quantize_internal.h src/quant/thresholds.h lib
+	@mkdir -p $(@D)
+	$(NVCC) -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -fmad=false -Xcompiler -Wall -Werror all-warnings \
+	    -Iinclude -Isrc/core -Isrc -c -o $@.o $<
+	$(CC) -o $@ $@.o $(BUILD)/libnvfp4.a $(GPU_LIBS)
+
 # The cuBLAS-contract proof (issue 12): cuBLAS GemmEx, nvfp4_explain, our kernel.
 $(BUILD)/gpu/cublas_explain: tests/gpu/cublas_explain.c lib
 	@mkdir -p $(@D)

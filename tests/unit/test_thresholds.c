@@ -340,6 +340,31 @@ int main(void)
         CHECKF(n_mismatch == 0, "%ld mismatching elements in all", n_mismatch);
     }
 
+    /* thr_build takes each threshold from its candidate's neighbours and
+     * walks only where they do not bracket it; thr_build_x(..., 1) walks
+     * always (the reference).  Kinds and thresholds must be equal: the
+     * sweep's scales and 20000 random ones (every exponent, both signs,
+     * subnormals, the specials), every scale byte. */
+    TEST("thresholds from the neighbours equal the walk's")
+    {
+        long compared = 0, differ = 0;
+        for (int cv = 0; cv < 2; cv++)
+            for (int i = 0; i < npts + 20000; i++) {
+                const float pts = i < npts ? pts_set[i] : b2f((uint32_t)test_rand(&rng));
+                for (uint32_t s8 = 0; s8 < 256; s8++) {
+                    uint32_t fast[7], walk[7];
+                    const int kf = thr_build(cv, pts, s8, fast), kw = thr_build_x(cv, pts, s8, walk, 1);
+                    int same = kf == kw;
+                    for (int t = 0; same && kf == THR_TABLE && t < 7; t++) same = fast[t] == walk[t];
+                    compared++;
+                    if (!same && differ++ == 0)
+                        fprintf(stderr, "FAIL variant %s pts 0x%08x s8 0x%02x: kind %d / %d, first thresholds 0x%08x / 0x%08x\n",
+                                vname(cv), f2b(pts), s8, kf, kw, fast[0], walk[0]);
+                }
+            }
+        CHECKF(differ == 0 && compared == 2L * (npts + 20000) * 256, "%ld of %ld entries differ", differ, compared);
+    }
+
     TEST("the SWAR form against the scalar form")
     {
         const float some[] = {1.0f / 2688.0f, 0.0173f / 2688.0f, 0x1p-126f, 0.0f, 1e30f,
