@@ -11,6 +11,7 @@
  *
  *   inkernel_a [LINEAR[:M,...] ...] [--iters N]
  *     LINEAR  qkv | attn_out | fc1 | fc2 (default: all four at M = 1, 2, 4, 8, 16)
+ *   NVFP4_DEV_VARIANT=cuda  the quantizer's cuda variant (default eager)
  *   NVFP4_DEV_QUANTIZER=MODE  the two-kernel path's quantizer kernel
  *     (nvfp4_q_force_launch: 0 the threshold-table kernel, 1 the exact one
  *     with a thread a block, 2 the exact one with four lanes a block)
@@ -31,6 +32,13 @@
 
 static const struct { const char *name; int64_t n, k; } LINEARS[4] = {
     {"qkv", 21504, 5376}, {"attn_out", 5376, 7168}, {"fc1", 28672, 5376}, {"fc2", 5376, 14336}};
+
+/* NVFP4_DEV_VARIANT=cuda: the cuda variant, else eager */
+static nvfp4_variant dev_variant(void)
+{
+    const char *v = getenv("NVFP4_DEV_VARIANT");
+    return v && !strcmp(v, "cuda") ? NVFP4_VARIANT_CUDA : NVFP4_VARIANT_EAGER;
+}
 
 static int cmp_float(const void *a, const void *b)
 {
@@ -127,7 +135,7 @@ static int run_case(int li, int64_t m, int iters)
     float us[2][2], pre[2]; /* [in-kernel][dynamic], the prequantized GEMM [dynamic] */
     for (int dyn = 0; dyn < 2; dyn++) {
         nvfp4_linear_args la = {.x = x, .x_dtype = NVFP4_DTYPE_BF16, .m = m, .k = k, .weight = &w,
-                                .input_scale = dyn ? NULL : &static_scale, .variant = NVFP4_VARIANT_EAGER,
+                                .input_scale = dyn ? NULL : &static_scale, .variant = dev_variant(),
                                 .raw = raw_cpu, .model = NVFP4_MODEL_SM90};
         if (nvfp4_linear_cpu(&la) != NVFP4_OK) {
             fprintf(stderr, "nvfp4_linear_cpu: %s\n", nvfp4_last_error());
@@ -135,7 +143,7 @@ static int run_case(int li, int64_t m, int iters)
         }
         for (int ik = 0; ik < 2; ik++) {
             nvfp4_cuda_linear_args a = {.x = d_x, .m = m, .k = k, .weight = &wop,
-                                        .input_scale = dyn ? NULL : d_f + 1, .variant = NVFP4_VARIANT_EAGER,
+                                        .input_scale = dyn ? NULL : d_f + 1, .variant = dev_variant(),
                                         .raw = d_raw, .out = d_out, .workspace = d_work, .workspace_bytes = ws};
             if (ik == 0) a.x_codes = d_xc, a.x_scales = d_xs, a.x_scale = d_f + 2; /* for the GEMM below */
             nvfp4_sm90_force_inkernel_a(ik);

@@ -21,6 +21,14 @@
 #             probe_table, quantizer_coop and inkernel_a side by side, then
 #             the quantizer and linear suites and the P0 checks at 1 and 128
 #             rows (--streaming-a too) of the new library
+#   qmode     probe_table (now closed form for cuda too) against *_old, and
+#             the fused linear with the planned quantizer kernel against the
+#             table kernel forced (NVFP4_DEV_QUANTIZER=0), eager and cuda
+#             (NVFP4_DEV_VARIANT), two passes; then the quantizer and
+#             linear suites and the P0 checks at 1 and 128 rows
+#   rule      the new quantizer rule (eager before REGR: the table kernel),
+#             short: inkernel_a at attn-out M = 16, FC2 M = 1 and 16, then
+#             test_linear_cuda and the --streaming-a checks at 1 and 128 rows
 #   final     one nvfp4 bench with cuBLAS (M = 1, 16, 128, 2048) and the P0
 #             checks at 2048 rows (plain and --streaming-a)
 # Default PARTS="table quant fused ncu" (first call); then PARTS="ab final", with the
@@ -69,6 +77,39 @@ if has ab; then
     for m in 1 128; do
         step check$m 240 "$B/nvfp4" check --rows $m --json "$L/check$m.json"
         step streaming$m 240 "$B/nvfp4" check --rows $m --streaming-a --json "$L/streaming$m.json"
+    done
+fi
+if has qmode; then
+    for v in _old ""; do
+        step "probe_table$v" 60 "$B/gpu/probe_table$v"
+        grep -E "^variant|mismatch" "$L/probe_table$v.log" | sed "s/^/probe_table$v /" | cut -c1-125
+    done
+    for pass in 1 2; do
+        for var in eager cuda; do
+            for q in rule 0; do
+                n="qmode_${var}_${q}_$pass"
+                if [ "$q" = rule ]; then
+                    NVFP4_DEV_VARIANT=$var step "$n" 120 "$B/gpu/inkernel_a" ${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,16 fc1:16} --iters 100
+                else
+                    NVFP4_DEV_QUANTIZER=$q NVFP4_DEV_VARIANT=$var step "$n" 120 "$B/gpu/inkernel_a" ${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,16 fc1:16} --iters 100
+                fi
+                grep -E "static" "$L/$n.log" | sed "s/^/$var q=$q: /" | cut -c1-118
+            done
+        done
+    done
+    step test_quantize_cuda 200 "$B/gpu/test_quantize_cuda"
+    step test_linear_cuda 300 "$B/gpu/test_linear_cuda"
+    for m in 1 128; do
+        step check$m 240 "$B/nvfp4" check --rows $m --json "$L/check$m.json"
+        step streaming$m 240 "$B/nvfp4" check --rows $m --streaming-a --json "$L/streaming$m.json"
+    done
+fi
+if has rule; then
+    step rule_inkernel_a 60 "$B/gpu/inkernel_a" attn_out:16 fc2:1,16 --iters 100
+    grep -E "static|MISMATCH" "$L/rule_inkernel_a.log" | cut -c1-118
+    step test_linear_cuda 120 "$B/gpu/test_linear_cuda"
+    for m in 1 128; do
+        step streaming$m 120 "$B/nvfp4" check --rows $m --streaming-a --json "$L/streaming$m.json"
     done
 fi
 if has final; then

@@ -469,6 +469,9 @@ typedef struct nvfp4_q_launch {
     const float *static_pts;
     const uint32_t *amax_bits;
     int cuda_variant;
+    /* the table kernel even where the rule would take four lanes a block
+     * (the fused linear: eager before a REGR GEMM) */
+    int table_first;
     uint8_t *codes;
     uint8_t *scales;
     uint16_t *act;

@@ -31,6 +31,8 @@ extern "C" nvfp4_status nvfp4_sm90_gemm_from_f16(const nvfp4_cuda_gemm_args *arg
  * programmatic dependent (the split kernel prefetches weights meanwhile). */
 extern "C" nvfp4_status nvfp4_sm90_gemm_after_quantizer(const nvfp4_cuda_gemm_args *args);
 extern "C" int nvfp4_sm90_gemm_takes_nvfp4_act(int64_t m, int64_t n, int64_t k, int k_slices);
+/* ... and whether that kernel is the rotating register kernel (REGR) */
+extern "C" int nvfp4_sm90_gemm_plans_regr(int64_t m, int64_t n, int64_t k, int k_slices);
 /* ... and where its workspace keeps the wgmma kernel's stream-K counters
  * (their number; 0 where it has none): the quantizer zeroes them. */
 extern "C" int nvfp4_sm90_gemm_sk_counters(void *workspace, int64_t m, int64_t n, int64_t k, unsigned **counters);
@@ -176,6 +178,11 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
     q.static_pts = args->input_scale;
     q.amax_bits = amax_slot;
     q.cuda_variant = args->variant == NVFP4_VARIANT_CUDA;
+    /* eager before REGR (attn-out, FC2 at M <= 16): the table kernel, where
+     * four lanes a block measured 0.8-1.1 us slower in the fused linear
+     * (docs/STREAMING_A.md, twenty-third session; QKV and FC1, on REGM and
+     * REGW, the other way round) */
+    q.table_first = !q.cuda_variant && nvfp4_act && nvfp4_sm90_gemm_plans_regr(m, n, kp, args->k_slices);
     q.codes = codes;
     q.scales = scales;
     /* The producer writes the exact FP16 operands straight into the GEMM's

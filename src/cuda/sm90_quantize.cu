@@ -361,7 +361,9 @@ nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
      * docs/STREAMING_A.md), by four lanes a block (2) with NVFP4_Q_COOP >= 1
      * (the default: measured faster there, seventeenth session); with
      * NVFP4_Q_COOP = 2 also where the table kernel would give each thread at
-     * most two blocks (M = 128 on the seed's linears: measured slower). */
+     * most two blocks (M = 128 on the seed's linears: measured slower).
+     * table_first (the fused linear, eager before a REGR GEMM): the table
+     * kernel all the same (measured faster there, twenty-third session). */
     int mode = want <= sms ? 1 : 0;
 #if NVFP4_Q_COOP >= 1
     if (mode == 1) mode = 2;
@@ -369,6 +371,7 @@ nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
 #if NVFP4_Q_COOP >= 2
     if (want <= 2 * cap) mode = 2;
 #endif
+    if (q->table_first && mode == 2) mode = 0;
     if (q_forced_launch >= 0) mode = q_forced_launch;
     if (mode == 2) {
         const int64_t threads = prows * nb * Q_COOP_LANES;
