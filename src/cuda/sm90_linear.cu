@@ -179,7 +179,7 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
     q.amax_bits = amax_slot;
     q.cuda_variant = args->variant == NVFP4_VARIANT_CUDA;
     /* eager before REGR (attn-out, FC2 at M <= 16): the table kernel, where
-     * four lanes a block measured 0.8-1.1 us slower in the fused linear
+     * four lanes a block measured 0.7-1.6 us slower in the fused linear
      * (docs/STREAMING_A.md, twenty-third session; QKV and FC1, on REGM and
      * REGW, the other way round) */
     q.table_first = !q.cuda_variant && nvfp4_act && nvfp4_sm90_gemm_plans_regr(m, n, kp, args->k_slices);

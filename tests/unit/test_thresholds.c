@@ -354,7 +354,7 @@ int main(void)
             for (int i = 0; i < npts + 20000; i++) {
                 const float pts = i < npts ? pts_set[i] : b2f((uint32_t)test_rand(&rng));
                 for (uint32_t s8 = 0; s8 < 256; s8++) {
-                    uint32_t fast[7], walk[7];
+                    uint32_t fast[7] = {0, 0, 0, 0, 0, 0, 0}, walk[7] = {0, 0, 0, 0, 0, 0, 0};
                     const int kf = thr_build(cv, pts, s8, fast), kw = thr_build_x(cv, pts, s8, walk, 1);
                     int same = kf == kw;
                     for (int t = 0; same && kf == THR_TABLE && t < 7; t++) same = fast[t] == walk[t];
