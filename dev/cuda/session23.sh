@@ -37,6 +37,15 @@
 #     test_quantize_cuda" sh dev/cuda/pack_carry.sh
 . "$(dirname "$0")/step.sh"
 PARTS=${PARTS:-table quant fused ncu}
+# the quantizer and linear suites, the P0 checks at 1 and 128 rows
+suites_and_checks() {
+    step test_quantize_cuda 200 "$B/gpu/test_quantize_cuda"
+    step test_linear_cuda 300 "$B/gpu/test_linear_cuda"
+    for m in 1 128; do
+        step check$m 240 "$B/nvfp4" check --rows $m --json "$L/check$m.json"
+        step streaming$m 240 "$B/nvfp4" check --rows $m --streaming-a --json "$L/streaming$m.json"
+    done
+}
 if has table; then
     step probe_table 60 "$B/gpu/probe_table"
     cat "$L/probe_table.log"
@@ -72,12 +81,7 @@ if has ab; then
         step "inkernel_a$v" 240 "$B/gpu/inkernel_a$v" ${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,128 fc1:1} --iters 100
         grep -E "static" "$L/inkernel_a$v.log" | sed "s/^/a$v /" | cut -c1-120
     done
-    step test_quantize_cuda 200 "$B/gpu/test_quantize_cuda"
-    step test_linear_cuda 300 "$B/gpu/test_linear_cuda"
-    for m in 1 128; do
-        step check$m 240 "$B/nvfp4" check --rows $m --json "$L/check$m.json"
-        step streaming$m 240 "$B/nvfp4" check --rows $m --streaming-a --json "$L/streaming$m.json"
-    done
+    suites_and_checks
 fi
 if has qmode; then
     for v in _old ""; do
@@ -97,12 +101,7 @@ if has qmode; then
             done
         done
     done
-    step test_quantize_cuda 200 "$B/gpu/test_quantize_cuda"
-    step test_linear_cuda 300 "$B/gpu/test_linear_cuda"
-    for m in 1 128; do
-        step check$m 240 "$B/nvfp4" check --rows $m --json "$L/check$m.json"
-        step streaming$m 240 "$B/nvfp4" check --rows $m --streaming-a --json "$L/streaming$m.json"
-    done
+    suites_and_checks
 fi
 if has rule; then
     step rule_inkernel_a 60 "$B/gpu/inkernel_a" attn_out:16 fc2:1,16 --iters 100

@@ -1443,26 +1443,28 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     return NVFP4_OK;
 }
 
-extern "C" int nvfp4_sm90_gemm_takes_nvfp4_act(int64_t m, int64_t n, int64_t k, int k_slices)
+/* The variant the GEMM of this shape would run on this device, or NULL. */
+static const nvfp4_sm90_variant *planned_variant(int64_t m, int64_t n, int64_t k, int k_slices)
 {
     sm90_device_info *dev = NULL;
     nvfp4_sm90_plan plan;
-    if (device_info(&dev) != NVFP4_OK) return 0;
+    if (device_info(&dev) != NVFP4_OK) return NULL;
     if (nvfp4_sm90_plan_gemm(m, n, k, k_slices, dev->num_sms, dev->smem_optin, dev->smem_per_sm,
                              sm90_forced_variant, &plan) != 0)
-        return 0;
-    return NVFP4_SM90_IS_SMALL(&nvfp4_sm90_variants[plan.variant]);
+        return NULL;
+    return &nvfp4_sm90_variants[plan.variant];
+}
+
+extern "C" int nvfp4_sm90_gemm_takes_nvfp4_act(int64_t m, int64_t n, int64_t k, int k_slices)
+{
+    const nvfp4_sm90_variant *v = planned_variant(m, n, k, k_slices);
+    return v && NVFP4_SM90_IS_SMALL(v);
 }
 
 extern "C" int nvfp4_sm90_gemm_plans_regr(int64_t m, int64_t n, int64_t k, int k_slices)
 {
-    sm90_device_info *dev = NULL;
-    nvfp4_sm90_plan plan;
-    if (device_info(&dev) != NVFP4_OK) return 0;
-    if (nvfp4_sm90_plan_gemm(m, n, k, k_slices, dev->num_sms, dev->smem_optin, dev->smem_per_sm,
-                             sm90_forced_variant, &plan) != 0)
-        return 0;
-    return nvfp4_sm90_variants[plan.variant].kind == NVFP4_SM90_REGR;
+    const nvfp4_sm90_variant *v = planned_variant(m, n, k, k_slices);
+    return v && v->kind == NVFP4_SM90_REGR;
 }
 
 extern "C" int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, int k_slices, int static_scale)
