@@ -37,6 +37,13 @@
 #     test_quantize_cuda" sh dev/cuda/pack_carry.sh
 . "$(dirname "$0")/step.sh"
 PARTS=${PARTS:-table quant fused ncu}
+# probe_table of the first call's build (probe_table_old), then this one's
+probe_table_ab() {
+    for v in _old ""; do
+        step "probe_table$v" 60 "$B/gpu/probe_table$v"
+        grep -E "^variant|mismatch" "$L/probe_table$v.log" | sed "s/^/probe_table$v /" | cut -c1-150
+    done
+}
 # the quantizer and linear suites, the P0 checks at 1 and 128 rows
 suites_and_checks() {
     step test_quantize_cuda 200 "$B/gpu/test_quantize_cuda"
@@ -69,10 +76,7 @@ if has ncu; then
     done
 fi
 if has ab; then
-    for v in _old ""; do
-        step "probe_table$v" 60 "$B/gpu/probe_table$v"
-        grep -E "^variant|mismatch" "$L/probe_table$v.log" | sed "s/^/probe_table$v /" | cut -c1-150
-    done
+    probe_table_ab
     for v in _old ""; do
         step "quantizer_coop$v" 120 "$B/gpu/quantizer_coop$v" --iters 100
         grep -E "^kind 0|RESULT" "$L/quantizer_coop$v.log" | sed "s/^/q$v /"
@@ -84,10 +88,7 @@ if has ab; then
     suites_and_checks
 fi
 if has qmode; then
-    for v in _old ""; do
-        step "probe_table$v" 60 "$B/gpu/probe_table$v"
-        grep -E "^variant|mismatch" "$L/probe_table$v.log" | sed "s/^/probe_table$v /" | cut -c1-125
-    done
+    probe_table_ab
     for pass in 1 2; do
         for var in eager cuda; do
             for q in rule 0; do
