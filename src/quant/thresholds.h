@@ -174,12 +174,19 @@ NVFP4_HOST_DEVICE int thr_pass(uint32_t c, double scale, double bound, int stric
     return strict ? x > bound : x >= bound;
 }
 
+/* A candidate double as an FP32 pattern to nearest (above FLT_MAX: Inf), at
+ * least lo: where thr_search and thr_near start. */
+NVFP4_HOST_DEVICE uint32_t thr_candidate(double cand, uint32_t lo)
+{
+    const uint32_t c = cand > 0x1.fffffep127 ? THR_INF_BITS : thr_bits((float)cand);
+    return c < lo ? lo : c;
+}
+
 /* The smallest pattern c >= lo that passes, from a candidate within an ulp
  * or two: the test is monotone in c and Inf always passes. */
 NVFP4_HOST_DEVICE uint32_t thr_search(double cand, uint32_t lo, double scale, double bound, int strict)
 {
-    uint32_t c = cand > 0x1.fffffep127 ? THR_INF_BITS : thr_bits((float)cand);
-    if (c < lo) c = lo;
+    uint32_t c = thr_candidate(cand, lo);
     if (thr_pass(c, scale, bound, strict)) {
         while (c > lo && thr_pass(c - 1u, scale, bound, strict)) c--;
     } else {
@@ -199,8 +206,7 @@ NVFP4_HOST_DEVICE uint32_t thr_search(double cand, uint32_t lo, double scale, do
 NVFP4_HOST_DEVICE uint32_t thr_near(double cand, uint32_t lo, double scale, double bound, int strict,
                                     int *bracketed)
 {
-    uint32_t c = cand > 0x1.fffffep127 ? THR_INF_BITS : thr_bits((float)cand);
-    c = c < lo ? lo : c;
+    const uint32_t c = thr_candidate(cand, lo);
     const int above_lo = c > lo, below_inf = c < THR_INF_BITS;
     const int p0 = thr_pass(c, scale, bound, strict);
     const int pm = above_lo & thr_pass(c - (uint32_t)above_lo, scale, bound, strict);
