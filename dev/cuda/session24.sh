@@ -1,0 +1,81 @@
+#!/bin/sh
+# session24.sh -- the twenty-fourth session's calls: the quantizer's
+# threshold table built in FP32 arithmetic as BF16 thresholds
+# (thr_build16, src/quant/thresholds.h) and 32-bit block indices in the
+# quantizer kernels, against the previous library (the *_old programs,
+# built from the previous commit).
+# Usage: OUT=DIR [PARTS="..."] sh dev/cuda/session24.sh BUILD
+#   ab      probe_table (build cycles per entry, each entry checked against
+#           the host's tables first), quantizer_coop (the kernels alone,
+#           every byte checked) and inkernel_a (the fused linear against the
+#           prequantized GEMM, checked against the CPU linear), old and new
+#           side by side: eager twice, cuda once
+#   qmode   the new library's fused linear with the planned quantizer kernel
+#           against the table kernel forced (NVFP4_DEV_QUANTIZER=0), eager
+#           and cuda, two passes
+#   suites  test_quantize_cuda, test_linear_cuda, and memcheck on the
+#           quantizer suite (--quick)
+#   ncu     the quantizer kernel's and the GEMM's durations (ncu, clocks
+#           free, serialised) at attn-out M = 16, 128 and FC2 M = 128
+#   final   the P0 checks at 1, 128, 2048 rows (plain and --streaming-a)
+#           and one nvfp4 bench with cuBLAS at M = 1, 16, 128, 2048
+# First call PARTS="ab qmode suites", second "final ncu".  The carry:
+#   the new build's nvfp4 and gpu/{probe_table,quantizer_coop,inkernel_a,
+#   test_linear_cuda,test_quantize_cuda}, and the previous commit's
+#   probe_table, quantizer_coop, inkernel_a as gpu/*_old.
+. "$(dirname "$0")/step.sh"
+PARTS=${PARTS:-ab qmode suites}
+SHAPES=${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,16,128 fc1:1,16}
+if has ab; then
+    for v in _old ""; do
+        step "probe_table$v" 60 "$B/gpu/probe_table$v"
+        grep -E "^variant|mismatch" "$L/probe_table$v.log" | sed "s/^/probe_table$v /" | cut -c1-150
+    done
+    for v in _old ""; do
+        step "quantizer_coop$v" 100 "$B/gpu/quantizer_coop$v" --iters 100
+        grep -E "^kind 0|RESULT" "$L/quantizer_coop$v.log" | sed "s/^/q$v /"
+    done
+    for v in _old "" _old ""; do
+        step "inkernel_a$v" 100 "$B/gpu/inkernel_a$v" $SHAPES --iters 100
+        grep -E "static" "$L/inkernel_a$v.log" | sed "s/^/a$v /" | cut -c1-120
+    done
+    for v in _old ""; do
+        NVFP4_DEV_VARIANT=cuda step "inkernel_a_cuda$v" 100 "$B/gpu/inkernel_a$v" $SHAPES --iters 100
+        grep -E "static" "$L/inkernel_a_cuda$v.log" | sed "s/^/cuda$v /" | cut -c1-120
+    done
+fi
+if has qmode; then
+    for pass in 1 2; do
+        for var in eager cuda; do
+            for q in rule 0; do
+                n="qmode_${var}_${q}_$pass"
+                if [ "$q" = rule ]; then
+                    NVFP4_DEV_VARIANT=$var step "$n" 60 "$B/gpu/inkernel_a" attn_out:1,16 fc2:1,16 qkv:1,16 fc1:16 --iters 100
+                else
+                    NVFP4_DEV_QUANTIZER=$q NVFP4_DEV_VARIANT=$var step "$n" 60 "$B/gpu/inkernel_a" attn_out:1,16 fc2:1,16 qkv:1,16 fc1:16 --iters 100
+                fi
+                grep -E "static" "$L/$n.log" | sed "s/^/$var q=$q: /" | cut -c1-118
+            done
+        done
+    done
+fi
+if has suites; then
+    step test_quantize_cuda 150 "$B/gpu/test_quantize_cuda"
+    step test_linear_cuda 200 "$B/gpu/test_linear_cuda"
+    step mem_quant 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/test_quantize_cuda" --quick
+fi
+if has ncu; then
+    for s in attn_out:16 attn_out:128 fc2:128; do
+        n="ncu_${s%%:*}_${s##*:}"
+        step "$n" 90 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+            "$B/gpu/inkernel_a" "$s" --iters 3
+        # kernel name and duration (ns), one line per launch, the last 12
+        grep -E '"gpu__time_duration.sum"' "$L/$n.log" | awk -F'","' '{print $5 " " $NF}' | \
+            sed 's/(.*)//; s/"$//' | tail -n 12
+    done
+fi
+if has final; then
+    step_checks
+    step_bench
+fi
+cd "$OUT" && tar czf logs.tgz logs && rm -rf logs
