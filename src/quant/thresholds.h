@@ -333,16 +333,6 @@ NVFP4_HOST_DEVICE uint32_t thr_mul_ru_bits(float a, float b)
 #endif
 }
 
-/* RN(a / b) (IEEE on both sides). */
-NVFP4_HOST_DEVICE float thr_div_rn(float a, float b)
-{
-#ifdef __CUDA_ARCH__
-    return __fdiv_rn(a, b);
-#else
-    return a / b;
-#endif
-}
-
 /* Does the BF16 pattern v16 reach magnitude i + 1 (theta = theta_i)?
  *   cuda:  mul.ftz(v, enc) >= theta (odd i) or > theta (even i): the
  *          reference's own operation, so exact for every v;
@@ -364,63 +354,59 @@ NVFP4_HOST_DEVICE int thr_pass16(int cuda_variant, uint32_t v16, float s, float 
 }
 
 /* thr_build's entry as BF16 thresholds (the form the tables hold:
- * thr_bf16 of each), computed without FP64: per threshold a candidate
- * (t * theta rounded up, or theta / enc, rounded up to BF16), accepted
- * where the exact test passes it and fails the pattern below, or passes
- * the pattern above where it fails itself; else a walk over BF16 patterns
- * (the test is monotone).  Eager scales outside [2^-90, 2^90] take
- * thr_build's thresholds.  Why: the FP64 conversions and division of
- * thr_build cost a table-building thread 630-1,300 cycles
- * (dev/cuda/probe_table), on the path of the quantizer kernel's first
- * block (docs/STREAMING_A.md, twenty-fourth session). */
+ * thr_bf16 of each), computed in FP32 arithmetic, straight-line: per
+ * threshold a candidate c (t * theta rounded up, or theta * rcp(enc),
+ * rounded up to BF16) and the exact test on c - 2 .. c + 1; the answer is
+ * c - 1, c or c + 1 where the tests bracket it (the candidate is within a
+ * BF16 ulp of the boundary), else -- never seen, and for eager scales
+ * outside [2^-90, 2^90] -- the entry is thr_build's.  Why: thr_build's
+ * FP64 conversions and division cost a table-building thread 640-1,300
+ * cycles (dev/cuda/probe_table), on the path of the quantizer kernel's
+ * first block (docs/STREAMING_A.md, twenty-fourth session). */
 NVFP4_HOST_DEVICE int thr_build16(int cuda_variant, float pts, uint32_t s8, uint32_t thr16[7])
 {
     const float theta[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
     const float half_ulp[7] = {0x1p-26f, 0x1p-25f, 0x1p-24f, 0x1p-24f, 0x1p-23f, 0x1p-23f, 0x1p-22f};
     if ((s8 & 0x7Fu) == 0x7Fu) return THR_EXACT;
     const float s8f = thr_e4m3(s8);
-    float s;
+    float s, inv = 0.0f;
     uint32_t lo16;
+    int fast = 1;
     if (cuda_variant) {
         s = thr_min_fltmax(thr_rcp(thr_mul_ftz(pts, s8f)));
         const uint32_t eb = thr_bits(s);
         if (eb < 0x00800000u || eb >= THR_INF_BITS) return THR_EXACT;
-        lo16 = 0x0080u; /* mul.ftz flushes a subnormal v: code 0 */
+        inv = thr_rcp(s); /* for the candidates only */
+        lo16 = 0x0080u;   /* mul.ftz flushes a subnormal v: code 0 */
     } else {
         s = thr_mul_rn(pts, s8f);
         const uint32_t tb = thr_bits(s);
         if ((tb & 0x7FFFFFFFu) == 0u) return THR_ZERO;
         if (tb >= THR_INF_BITS) return THR_EXACT;
-        if (tb < 0x12800000u || tb > 0x6C800000u) { /* outside 2^-90 .. 2^90 */
-            uint32_t thr[7];
-            const int kind = thr_build(0, pts, s8, thr);
-            THR_UNROLL
-            for (int i = 0; i < 7; i++) thr16[i] = thr_bf16(thr[i]);
-            return kind;
-        }
+        fast = tb >= 0x12800000u && tb <= 0x6C800000u; /* 2^-90 .. 2^90: thr_pass16 is exact */
         lo16 = 1u;
     }
     THR_UNROLL
     for (int i = 0; i < 7; i++) {
         const int strict = (i & 1) == 0;
         const float tb = cuda_variant ? 0.0f : (strict ? -1.0f : 1.0f) * thr_mul_rn(s, half_ulp[i]);
-        const uint32_t c32 = cuda_variant ? thr_bits(thr_div_rn(theta[i], s)) : thr_mul_ru_bits(s, theta[i]);
-        uint32_t c = c32 >= THR_INF_BITS ? 0x7F80u : thr_bf16(c32);
-        c = c < lo16 ? lo16 : c;
+        const uint32_t c32 = cuda_variant ? thr_bits(thr_mul_rn(theta[i], inv)) : thr_mul_ru_bits(s, theta[i]);
+        /* c in [lo16 + 2, 0x7F7F]: every tested pattern is in range */
+        uint32_t c = c32 >= THR_INF_BITS ? 0x7F7Fu : thr_bf16(c32);
+        c = c < lo16 + 2u ? lo16 + 2u : c > 0x7F7Fu ? 0x7F7Fu : c;
+        const int pmm = thr_pass16(cuda_variant, c - 2u, s, theta[i], tb, strict);
+        const int pm = thr_pass16(cuda_variant, c - 1u, s, theta[i], tb, strict);
         const int p0 = thr_pass16(cuda_variant, c, s, theta[i], tb, strict);
-        const int pm = c > lo16 && thr_pass16(cuda_variant, c - 1u, s, theta[i], tb, strict);
-        const int pp = c < 0x7F80u ? thr_pass16(cuda_variant, c + 1u, s, theta[i], tb, strict) : 1;
-        if ((p0 && !pm) || (!p0 && pp)) {
-            thr16[i] = p0 ? c : c + 1u;
-            continue;
-        }
-        if (p0) { /* the walk, down or up; Inf (0x7F80) passes every test */
-            while (c > lo16 && thr_pass16(cuda_variant, c - 1u, s, theta[i], tb, strict)) c--;
-        } else {
-            do c++;
-            while (c < 0x7F80u && !thr_pass16(cuda_variant, c, s, theta[i], tb, strict));
-        }
-        thr16[i] = c;
+        const int pp = thr_pass16(cuda_variant, c + 1u, s, theta[i], tb, strict);
+        thr16[i] = pm ? c - 1u : p0 ? c : c + 1u;
+        fast &= (!pm || !pmm) & (p0 || pp); /* ints: no branch */
+    }
+    if (!fast) {
+        uint32_t thr[7];
+        const int kind = thr_build(cuda_variant, pts, s8, thr);
+        THR_UNROLL
+        for (int i = 0; i < 7; i++) thr16[i] = thr_bf16(thr[i]);
+        return kind;
     }
     return THR_TABLE;
 }
