@@ -315,11 +315,11 @@ NVFP4_Q_DEV float q_dynamic_pts(uint32_t amax_bits)
 #define Q_TAB 128 /* entries; the register GEMM's producer reserves REGM_QTAB_BYTES for them */
 NVFP4_Q_DEV void q_table_entry(uint4 *tab, uint32_t s8, int cuda_variant, float pts)
 {
-    uint32_t thr16[7], nt[7] = {0, 0, 0, 0, 0, 0, 0};
-    const int kind = thr_build16(cuda_variant, pts, s8, thr16);
+    uint32_t thr[7], nt[7] = {0, 0, 0, 0, 0, 0, 0};
+    const int kind = thr_build(cuda_variant, pts, s8, thr);
     if (kind == THR_TABLE) {
 #pragma unroll
-        for (int i = 0; i < 7; i++) nt[i] = thr_nt(thr16[i]);
+        for (int i = 0; i < 7; i++) nt[i] = thr_nt(thr_bf16(thr[i]));
     }
     /* a table or zero entry never has the NaN byte: the FP16 scale is finite */
     const uint32_t info = ((uint32_t)kind << 16) | (nvfp4_scale_to_f16x2(s8) & 0xFFFFu);

@@ -36,7 +36,6 @@
 #ifndef NVFP4_QUANT_THRESHOLDS_H
 #define NVFP4_QUANT_THRESHOLDS_H
 
-#include <math.h> /* fmaf */
 #include <stdint.h>
 #include <string.h>
 
@@ -299,117 +298,6 @@ NVFP4_HOST_DEVICE int thr_build(int cuda_variant, float pts, uint32_t s8, uint32
 
 /* The smallest BF16 pattern at or above an FP32 threshold pattern. */
 NVFP4_HOST_DEVICE uint32_t thr_bf16(uint32_t thr32) { return (thr32 + 0xFFFFu) >> 16; }
-
-/*------------- BF16 thresholds in FP32 arithmetic (the device's table) -------------*/
-
-/* RN(a * b + c), one rounding (fmaf is correctly rounded on the host). */
-NVFP4_HOST_DEVICE float thr_fma_rn(float a, float b, float c)
-{
-#ifdef __CUDA_ARCH__
-    return __fmaf_rn(a, b, c);
-#else
-    return fmaf(a, b, c);
-#endif
-}
-
-/* RN(a + b), never contracted into an FMA. */
-NVFP4_HOST_DEVICE float thr_add_rn(float a, float b)
-{
-#ifdef __CUDA_ARCH__
-    return __fadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-
-/* The pattern of a * b rounded up to FP32 (a, b positive: the exact
- * 24 x 24-bit product in double on the host). */
-NVFP4_HOST_DEVICE uint32_t thr_mul_ru_bits(float a, float b)
-{
-#ifdef __CUDA_ARCH__
-    return __float_as_uint(__fmul_ru(a, b));
-#else
-    return thr_f32_up((double)a * (double)b);
-#endif
-}
-
-/* Does the BF16 pattern v16 reach magnitude i + 1 (theta = theta_i)?
- *   cuda:  mul.ftz(v, enc) >= theta (odd i) or > theta (even i): the
- *          reference's own operation, so exact for every v;
- *   eager: v >= t * mid_i (odd) or > (even), mid_i = theta -+ h (h half
- *          theta's FP32 ulp), as the sign of fma(-t, theta, v) + tb with
- *          tb = +-t * h.  Exact for 2^-90 <= t <= 2^90: where |v - t*theta|
- *          is within 4 |tb|, v - t*theta is a multiple of t*theta's unit
- *          with at most 5 significant bits, so the fma does not round; further
- *          out its sign decides.  The sum is never zero (t * mid_i has a
- *          25-bit odd factor no BF16 value has), so > and >= agree. */
-NVFP4_HOST_DEVICE int thr_pass16(int cuda_variant, uint32_t v16, float s, float theta, float tb, int strict)
-{
-    const float v = thr_float(v16 << 16);
-    if (cuda_variant) {
-        const float q = thr_mul_ftz(v, s);
-        return strict ? q > theta : q >= theta;
-    }
-    return thr_add_rn(thr_fma_rn(-s, theta, v), tb) > 0.0f;
-}
-
-/* thr_build's entry as BF16 thresholds (the form the tables hold:
- * thr_bf16 of each), computed in FP32 arithmetic, straight-line: per
- * threshold a candidate c (t * theta rounded up, or theta * rcp(enc),
- * rounded up to BF16) and the exact test on c - 2 .. c + 1; the answer is
- * c - 1, c or c + 1 where the tests bracket it (the candidate is within a
- * BF16 ulp of the boundary), else -- never seen, and for eager scales
- * outside [2^-90, 2^90] -- the entry is thr_build's.  Why: thr_build's
- * FP64 conversions and division cost a table-building thread 640-1,300
- * cycles (dev/cuda/probe_table), on the path of the quantizer kernel's
- * first block (docs/STREAMING_A.md, twenty-fourth session). */
-NVFP4_HOST_DEVICE int thr_build16(int cuda_variant, float pts, uint32_t s8, uint32_t thr16[7])
-{
-    const float theta[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
-    const float half_ulp[7] = {0x1p-26f, 0x1p-25f, 0x1p-24f, 0x1p-24f, 0x1p-23f, 0x1p-23f, 0x1p-22f};
-    if ((s8 & 0x7Fu) == 0x7Fu) return THR_EXACT;
-    const float s8f = thr_e4m3(s8);
-    float s, inv = 0.0f;
-    uint32_t lo16;
-    int fast = 1;
-    if (cuda_variant) {
-        s = thr_min_fltmax(thr_rcp(thr_mul_ftz(pts, s8f)));
-        const uint32_t eb = thr_bits(s);
-        if (eb < 0x00800000u || eb >= THR_INF_BITS) return THR_EXACT;
-        inv = thr_rcp(s); /* for the candidates only */
-        lo16 = 0x0080u;   /* mul.ftz flushes a subnormal v: code 0 */
-    } else {
-        s = thr_mul_rn(pts, s8f);
-        const uint32_t tb = thr_bits(s);
-        if ((tb & 0x7FFFFFFFu) == 0u) return THR_ZERO;
-        if (tb >= THR_INF_BITS) return THR_EXACT;
-        fast = tb >= 0x12800000u && tb <= 0x6C800000u; /* 2^-90 .. 2^90: thr_pass16 is exact */
-        lo16 = 1u;
-    }
-    THR_UNROLL
-    for (int i = 0; i < 7; i++) {
-        const int strict = (i & 1) == 0;
-        const float tb = cuda_variant ? 0.0f : (strict ? -1.0f : 1.0f) * thr_mul_rn(s, half_ulp[i]);
-        const uint32_t c32 = cuda_variant ? thr_bits(thr_mul_rn(theta[i], inv)) : thr_mul_ru_bits(s, theta[i]);
-        /* c in [lo16 + 2, 0x7F7F]: every tested pattern is in range */
-        uint32_t c = c32 >= THR_INF_BITS ? 0x7F7Fu : thr_bf16(c32);
-        c = c < lo16 + 2u ? lo16 + 2u : c > 0x7F7Fu ? 0x7F7Fu : c;
-        const int pmm = thr_pass16(cuda_variant, c - 2u, s, theta[i], tb, strict);
-        const int pm = thr_pass16(cuda_variant, c - 1u, s, theta[i], tb, strict);
-        const int p0 = thr_pass16(cuda_variant, c, s, theta[i], tb, strict);
-        const int pp = thr_pass16(cuda_variant, c + 1u, s, theta[i], tb, strict);
-        thr16[i] = pm ? c - 1u : p0 ? c : c + 1u;
-        fast &= (!pm || !pmm) & (p0 || pp); /* ints: no branch */
-    }
-    if (!fast) {
-        uint32_t thr[7];
-        const int kind = thr_build(cuda_variant, pts, s8, thr);
-        THR_UNROLL
-        for (int i = 0; i < 7; i++) thr16[i] = thr_bf16(thr[i]);
-        return kind;
-    }
-    return THR_TABLE;
-}
 
 /*----------------------------- using an entry -----------------------------*/
 

@@ -367,41 +367,6 @@ int main(void)
         CHECKF(differ == 0 && compared == 2L * (npts + 20000) * 256, "%ld of %ld entries differ", differ, compared);
     }
 
-    /* thr_build16 (the device table's BF16 thresholds, FP32 arithmetic
-     * only) against thr_build's FP32 thresholds rounded up to BF16: kinds
-     * and every threshold, the sweep's scales, 20000 random patterns and
-     * 20000 comfy-like scales (amax / 2688 for random BF16 amax), every
-     * scale byte, both variants.  At least a third of the entries must be
-     * tables (half the random patterns are negative scales: no table), so
-     * the thresholds were compared, not only the kinds. */
-    TEST("BF16 thresholds in FP32 arithmetic equal thr_build's rounded up")
-    {
-        long compared = 0, differ = 0, tables = 0;
-        for (int cv = 0; cv < 2; cv++)
-            for (int i = 0; i < npts + 40000; i++) {
-                float pts;
-                if (i < npts)
-                    pts = pts_set[i];
-                else if (i < npts + 20000)
-                    pts = b2f((uint32_t)test_rand(&rng));
-                else /* amax a random finite positive BF16 */
-                    pts = (b2f(((uint32_t)(1u + test_rand(&rng) % 0x7F7Fu)) << 16)) / 2688.0f;
-                for (uint32_t s8 = 0; s8 < 256; s8++) {
-                    uint32_t t32[7] = {0, 0, 0, 0, 0, 0, 0}, t16[7] = {0, 0, 0, 0, 0, 0, 0};
-                    const int k32 = thr_build(cv, pts, s8, t32), k16 = thr_build16(cv, pts, s8, t16);
-                    int same = k32 == k16;
-                    for (int t = 0; same && k32 == THR_TABLE && t < 7; t++) same = thr_bf16(t32[t]) == t16[t];
-                    compared++;
-                    tables += k32 == THR_TABLE;
-                    if (!same && differ++ == 0)
-                        fprintf(stderr, "FAIL variant %s pts 0x%08x s8 0x%02x: kind %d / %d, thresholds 0x%04x.. / 0x%04x..\n",
-                                vname(cv), f2b(pts), s8, k32, k16, thr_bf16(t32[0]), t16[0]);
-                }
-            }
-        CHECKF(differ == 0 && compared == 2L * (npts + 40000) * 256, "%ld of %ld entries differ", differ, compared);
-        CHECKF(tables > compared / 3, "only %ld of %ld entries are tables", tables, compared);
-    }
-
     TEST("the SWAR form against the scalar form")
     {
         const float some[] = {1.0f / 2688.0f, 0.0173f / 2688.0f, 0x1p-126f, 0.0f, 1e30f,
