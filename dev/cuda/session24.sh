@@ -1,35 +1,39 @@
 #!/bin/sh
-# session24.sh -- the twenty-fourth session's calls: the quantizer's
-# threshold table built in FP32 arithmetic as BF16 thresholds
-# (thr_build16, src/quant/thresholds.h) and 32-bit block indices in the
-# quantizer kernels, against the previous library (the *_old programs,
-# built from the previous commit).
+# session24.sh -- the twenty-fourth session's calls (H100: no H200 could be
+# had): the quantizer's threshold table, against the previous library (the
+# *_old programs, built from the commit before the change).
+#   first and second calls: the table's entries as BF16 thresholds in FP32
+#     arithmetic (thr_build16, dropped: git 48169c7, aa72bd2) and 32-bit
+#     block indices in the quantizer kernels (kept);
+#   third call: two threads an entry (q_table_part), old = 642f86f.
 # Usage: OUT=DIR [PARTS="..."] sh dev/cuda/session24.sh BUILD
-#   ab      probe_table (build cycles per entry, each entry checked against
-#           the host's tables first), quantizer_coop (the kernels alone,
-#           every byte checked) and inkernel_a (the fused linear against the
-#           prequantized GEMM, checked against the CPU linear), old and new
-#           side by side: eager twice, cuda once
-#   qmode   the new library's fused linear with the planned quantizer kernel
-#           against the table kernel forced (NVFP4_DEV_QUANTIZER=0), eager
-#           and cuda, two passes
+#   ab      probe_table (build cycles, each table checked against the
+#           host's first), quantizer_coop_old and new (the kernels alone,
+#           every byte checked) and inkernel_a_old and new (the fused linear
+#           against the prequantized GEMM, checked against the CPU linear):
+#           eager twice, cuda once
+#   qmode   the fused linear with the planned quantizer kernel against the
+#           table kernel forced (NVFP4_DEV_QUANTIZER=0), eager and cuda, two
+#           passes
 #   suites  test_quantize_cuda, test_linear_cuda, and memcheck on the
 #           quantizer suite (--quick)
-#   ncu     the quantizer kernel's and the GEMM's durations (ncu, clocks
-#           free, serialised) at attn-out M = 16, 128 and FC2 M = 128
+#   ncu     the kernels' durations (ncu, clocks free, serialised) of the
+#           fused linear at attn-out M = 16, 128 and FC2 M = 128
 #   final   the P0 checks at 1, 128, 2048 rows (plain and --streaming-a)
 #           and one nvfp4 bench with cuBLAS at M = 1, 16, 128, 2048
-# First call PARTS="ab qmode suites", second "final ncu".  The carry:
-#   the new build's nvfp4 and gpu/{probe_table,quantizer_coop,inkernel_a,
-#   test_linear_cuda,test_quantize_cuda}, and the previous commit's
-#   probe_table, quantizer_coop, inkernel_a as gpu/*_old.
+# Calls: PARTS="ab qmode suites", then "ab qmode suites ncu final", then
+# "ab suites final".  The carry: the new build's nvfp4 and
+# gpu/{probe_table,quantizer_coop,inkernel_a,test_linear_cuda,
+# test_quantize_cuda}, the old commit's quantizer_coop and inkernel_a (and
+# in the first two calls probe_table) as gpu/*_old.
 . "$(dirname "$0")/step.sh"
 PARTS=${PARTS:-ab qmode suites}
 SHAPES=${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,16,128 fc1:1,16}
 if has ab; then
     for v in _old ""; do
+        [ -x "$B/gpu/probe_table$v" ] || continue
         step "probe_table$v" 60 "$B/gpu/probe_table$v"
-        grep -E "^variant|mismatch" "$L/probe_table$v.log" | sed "s/^/probe_table$v /" | cut -c1-150
+        grep -E "^variant|mismatch" "$L/probe_table$v.log" | sed "s/^/probe_table$v /" | cut -c1-160
     done
     for v in _old ""; do
         step "quantizer_coop$v" 100 "$B/gpu/quantizer_coop$v" --iters 100
@@ -71,7 +75,7 @@ if has ncu; then
             "$B/gpu/inkernel_a" "$s" --iters 3
         # kernel name and duration (ns), one line per launch, the last 12
         grep -E '"gpu__time_duration.sum"' "$L/$n.log" | awk -F'","' '{print $5 " " $NF}' | \
-            sed 's/(.*)//; s/"$//' | tail -n 12
+            sed 's/(.*)//; s/"$//' | tail -n 24
     done
 fi
 if has final; then
