@@ -26,27 +26,20 @@
 
 #define TAB_WORDS (2 * Q_TAB * 4)
 
-/* cyc[t]: building thread t's cycles; cyc[256]: the CTA's with its barrier;
- * tab_out: the table.  halves 0: one thread an entry (q_table_entry, as the
- * in-kernel A producer builds it), 1: two threads an entry (q_table_part,
- * as the quantizer kernel does: warps 0-3 the first halves, 4-7 the
- * second). */
-__global__ void k_build(int cuda_variant, float pts, int halves, long long *cyc, uint4 *tab_out)
+/* cyc[0..127]: each entry's build cycles; tab_out: the table */
+__global__ void k_build(int cuda_variant, float pts, long long *cyc, uint4 *tab_out)
 {
     __shared__ uint4 tab[2 * Q_TAB];
     const int t = threadIdx.x;
     __syncthreads();
     const long long t0 = clock64();
-    if (halves)
-        q_table_part(tab, (uint32_t)(t % Q_TAB), t / Q_TAB, cuda_variant, pts);
-    else if (t < Q_TAB)
-        q_table_entry(tab, (uint32_t)t, cuda_variant, pts);
+    if (t < Q_TAB) q_table_entry(tab, (uint32_t)t, cuda_variant, pts);
     __syncwarp();
     const long long t1 = clock64();
     __syncthreads();
     const long long t2 = clock64();
-    cyc[t] = t1 - t0;
-    if (t == 0) cyc[256] = t2 - t0; /* the CTA's: build and barrier */
+    if (t < Q_TAB) cyc[t] = t1 - t0;
+    if (t == 0) cyc[Q_TAB] = t2 - t0; /* the CTA's: build and barrier */
     for (int i = t; i < 2 * Q_TAB; i += blockDim.x) tab_out[i] = tab[i];
 }
 
@@ -120,7 +113,7 @@ int main(int argc, char **argv)
     uint2 *d_codes;
     uint4 *d_junk;
     const size_t junk_n = (size_t)256 << 20 >> 4; /* 256 MiB: past the L2 */
-    DEV_CUDA_OK(cudaMalloc(&d_cyc, 257 * sizeof(long long)));
+    DEV_CUDA_OK(cudaMalloc(&d_cyc, 256 * sizeof(long long)));
     DEV_CUDA_OK(cudaMalloc(&d_tab, 2 * Q_TAB * sizeof(uint4)));
     DEV_CUDA_OK(cudaMalloc(&d_w, 8 * sizeof(uint32_t)));
     DEV_CUDA_OK(cudaMalloc(&d_codes, 3 * sizeof(uint2)));
@@ -132,13 +125,12 @@ int main(int argc, char **argv)
     DEV_CUDA_OK(cudaMemcpy(d_w, w, sizeof w, cudaMemcpyHostToDevice));
     int bad = 0;
     for (int v = 0; v < 2; v++)
-        for (int p = 0; p < npts; p++)
-            for (int halves = 0; halves < 2; halves++) {
+        for (int p = 0; p < npts; p++) {
             const float pts = pts_list[p];
-            long long cyc[257];
+            long long cyc[Q_TAB + 1];
             uint32_t tab[TAB_WORDS];
             for (int rep = 0; rep < 2; rep++) /* the second: instruction cache warm */
-                k_build<<<1, 256>>>(v, pts, halves, d_cyc, d_tab);
+                k_build<<<1, 256>>>(v, pts, d_cyc, d_tab);
             DEV_CUDA_OK(cudaDeviceSynchronize());
             DEV_CUDA_OK(cudaMemcpy(cyc, d_cyc, sizeof cyc, cudaMemcpyDeviceToHost));
             DEV_CUDA_OK(cudaMemcpy(tab, d_tab, sizeof tab, cudaMemcpyDeviceToHost));
@@ -149,13 +141,12 @@ int main(int argc, char **argv)
                 for (int i = 0; i < 8; i++) {
                     const uint32_t g = i == 7 ? got[7] & 0xFFFF0000u : got[i];
                     if (g != want[i] && bad++ < 5)
-                        fprintf(stderr, "MISMATCH variant %d pts %g halves %d entry %u word %d: device 0x%08x host 0x%08x\n",
-                                v, pts, halves, s8, i, g, want[i]);
+                        fprintf(stderr, "MISMATCH variant %d pts %g entry %u word %d: device 0x%08x host 0x%08x\n",
+                                v, pts, s8, i, g, want[i]);
                 }
             }
-            const int builders = halves ? 2 * Q_TAB : Q_TAB;
             long long mx = 0, sum = 0;
-            for (int i = 0; i < builders; i++) {
+            for (int i = 0; i < Q_TAB; i++) {
                 mx = cyc[i] > mx ? cyc[i] : mx;
                 sum += cyc[i];
             }
@@ -177,11 +168,10 @@ int main(int argc, char **argv)
                     fprintf(stderr, "MISMATCH variant %d pts %g: table codes %08x%08x s8 %u, exact %08x%08x s8 %u\n", v,
                             pts, codes[0].y, codes[0].x, codes[2].x, codes[1].y, codes[1].x, codes[2].y);
             }
-            printf("variant %-5s pts %-10g build (%s): slowest thread %6lld cycles, mean %6lld, CTA (with barrier) "
-                   "%6lld | table load: L2-warm %5lld, after flush %5lld | one block: table %5lld, exact %5lld\n",
-                   v ? "cuda" : "eager", pts, halves ? "two threads an entry" : "one thread an entry", mx,
-                   sum / builders, cyc[256], lw, lc[0], bc[0], bc[1]);
-            }
+            printf("variant %-5s pts %-10g build: slowest entry %6lld cycles, mean %6lld, CTA (with barrier) %6lld | "
+                   "table load: L2-warm %5lld, after flush %5lld | one block: table %5lld, exact %5lld\n",
+                   v ? "cuda" : "eager", pts, mx, sum / Q_TAB, cyc[Q_TAB], lw, lc[0], bc[0], bc[1]);
+        }
     printf("%s: %d mismatches\n", bad ? "FAILED" : "checked", bad);
     return bad ? 1 : 0;
 }

@@ -327,28 +327,6 @@ NVFP4_Q_DEV void q_table_entry(uint4 *tab, uint32_t s8, int cuda_variant, float 
     tab[2 * s8 + 1] = make_uint4(nt[4], nt[5], nt[6], info);
 }
 
-/* Half `part` of entry s8 (0: thresholds 0..3, the entry's first uint4; 1:
- * thresholds 4..6 and the info word, its second): two threads an entry,
- * each with half of thr_build's arithmetic.  Why: a building thread's
- * seven thresholds take 660-1,100 cycles (eager) or 1,330 (cuda) on the
- * H100 (dev/cuda/probe_table), in front of every CTA's first block;
- * `part` must be uniform over a warp (the halves' code differs). */
-NVFP4_Q_DEV void q_table_part(uint4 *tab, uint32_t s8, int part, int cuda_variant, float pts)
-{
-    uint32_t thr[7] = {0, 0, 0, 0, 0, 0, 0}, nt[4] = {0, 0, 0, 0};
-    const int kind = part ? thr_build_part(cuda_variant, pts, s8, thr, 0, 4, 7)
-                          : thr_build_part(cuda_variant, pts, s8, thr, 0, 0, 4);
-    if (kind == THR_TABLE) {
-#pragma unroll
-        for (int i = 0; i < 4; i++) nt[i] = i + 4 * part < 7 ? thr_nt(thr_bf16(thr[i + 4 * part])) : 0u;
-    }
-    if (part) {
-        const uint32_t info = ((uint32_t)kind << 16) | (nvfp4_scale_to_f16x2(s8) & 0xFFFFu);
-        tab[2 * s8 + 1] = make_uint4(nt[0], nt[1], nt[2], info);
-    } else
-        tab[2 * s8] = make_uint4(nt[0], nt[1], nt[2], nt[3]);
-}
-
 /* Block (r, cb)'s 16 BF16 elements as 8 words, element 2i in the low half
  * of word i; zeros past the input, as the C quantizer pads. */
 NVFP4_Q_DEV void q_load_block(const uint16_t *__restrict__ x, int m, int k, int vec, int r,

@@ -193,9 +193,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM)
     /* the first block's loads are in flight while the table is built */
     uint32_t w[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     if (idx < nblk) q_load_block(x, m, k, vec, (int)r_next, cb_next, w);
-    /* two threads an entry: warps 0-3 the first halves, 4-7 the second */
-    static_assert(Q_THREADS == 2 * Q_TAB, "one thread per half entry");
-    q_table_part(tab, threadIdx.x % Q_TAB, (int)(threadIdx.x / Q_TAB), cuda_variant, pts);
+    if (threadIdx.x < Q_TAB) q_table_entry(tab, threadIdx.x, cuda_variant, pts);
     __syncthreads();
     const float rcp_pts = q_sm90_rcp(pts);
     const int ncb = (nb + 3) / 4;

@@ -229,14 +229,11 @@ NVFP4_HOST_DEVICE uint32_t thr_f32_up(double x)
 #endif
 }
 
-/* The kind of entry (pts, s8) of a variant and, for THR_TABLE, its
- * thresholds i0 .. i1 - 1 as FP32 patterns (the others untouched): code
- * magnitude = #{i : |v| >= thr[i]}.  walk_only: every threshold by
- * thr_search's walk (the reference form of the same answer,
- * tests/unit/test_thresholds.c).  A range lets two threads share an entry
- * (the quantizer kernel's table: q_table_part). */
-NVFP4_HOST_DEVICE int thr_build_part(int cuda_variant, float pts, uint32_t s8, uint32_t thr[7], int walk_only,
-                                     int i0, int i1)
+/* The kind of entry (pts, s8) of a variant and, for THR_TABLE, its seven
+ * thresholds as FP32 patterns: code magnitude = #{i : |v| >= thr[i]}.
+ * walk_only: every threshold by thr_search's walk (the reference form of
+ * the same answer, tests/unit/test_thresholds.c). */
+NVFP4_HOST_DEVICE int thr_build_x(int cuda_variant, float pts, uint32_t s8, uint32_t thr[7], int walk_only)
 {
     /* mid_i: theta_i -+ half an ulp (odd i: the tie goes up, even i: down) */
     const double mid[7] = {0x1.000001p-2, 0x1.7fffffp-1, 0x1.400001p0, 0x1.bfffffp0,
@@ -263,11 +260,10 @@ NVFP4_HOST_DEVICE int thr_build_part(int cuda_variant, float pts, uint32_t s8, u
         inv = (double)t; /* the bound t * mid_i is exact */
         lo = 1u;
     }
-    uint32_t walk = walk_only ? 0x7Fu & (0x7Fu << i0) & ~(0x7Fu << i1) : 0u; /* bit i: threshold i needs the walk */
+    uint32_t walk = walk_only ? 0x7Fu : 0u; /* bit i: threshold i needs the walk */
     if (cuda_variant) {
         THR_UNROLL
         for (int i = 0; i < 7; i++) {
-            if (i < i0 || i >= i1) continue;
             int bracketed;
             thr[i] = thr_near(mid[i] * inv, lo, scale, mid[i], (i & 1) == 0, &bracketed);
             walk |= (uint32_t)!bracketed << i;
@@ -279,7 +275,6 @@ NVFP4_HOST_DEVICE int thr_build_part(int cuda_variant, float pts, uint32_t s8, u
          * positive); Inf where it passes FLT_MAX. */
         THR_UNROLL
         for (int i = 0; i < 7; i++) {
-            if (i < i0 || i >= i1) continue;
             const double bound = inv * mid[i];
             const uint32_t c = thr_f32_up(bound);
             thr[i] = c + (uint32_t)((i & 1) == 0 && c < THR_INF_BITS && (double)thr_float(c) == bound);
@@ -294,12 +289,6 @@ NVFP4_HOST_DEVICE int thr_build_part(int cuda_variant, float pts, uint32_t s8, u
             }
     }
     return THR_TABLE;
-}
-
-/* All seven thresholds (walk_only: by the walk) */
-NVFP4_HOST_DEVICE int thr_build_x(int cuda_variant, float pts, uint32_t s8, uint32_t thr[7], int walk_only)
-{
-    return thr_build_part(cuda_variant, pts, s8, thr, walk_only, 0, 7);
 }
 
 NVFP4_HOST_DEVICE int thr_build(int cuda_variant, float pts, uint32_t s8, uint32_t thr[7])
