@@ -27,21 +27,6 @@ extern "C" void nvfp4_q_force_launch(int mode) { q_forced_launch = mode >= 0 && 
 
 static int q_misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) != 0; }
 
-/* (row, block column) of block i in rows of nb blocks.  Why 32 bits where
- * i fits: a 64-bit division is a ~70-instruction call, and every kernel
- * below divides before it can issue its first load. */
-static __device__ __forceinline__ void q_block_rc(int64_t i, int nb, int64_t *r, int *cb)
-{
-    if (i <= (int64_t)UINT32_MAX) {
-        const uint32_t u = (uint32_t)i, d = (uint32_t)nb;
-        *r = u / d;
-        *cb = (int)(u % d);
-    } else {
-        *r = i / nb;
-        *cb = (int)(i % nb);
-    }
-}
-
 /*------------------------------ amax pass ------------------------------*/
 
 
@@ -186,10 +171,10 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM)
         if (pts_out2) *pts_out2 = pts;
     }
     /* (r, cb) of block idx, and the step of one stride (no division per block) */
-    int64_t r_next, stride_r;
-    int cb_next, stride_cb;
-    q_block_rc(idx, nb, &r_next, &cb_next);
-    q_block_rc(stride, nb, &stride_r, &stride_cb);
+    int64_t r_next = idx / nb;
+    int cb_next = (int)(idx % nb);
+    const int64_t stride_r = stride / nb;
+    const int stride_cb = (int)(stride % nb);
     /* the first block's loads are in flight while the table is built */
     uint32_t w[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     if (idx < nblk) q_load_block(x, m, k, vec, (int)r_next, cb_next, w);
@@ -264,10 +249,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
 {
     Q_EXACT_KERNEL_START(idx)
     if (idx >= (int64_t)prows * nb) return;
-    int64_t r64;
-    int cb;
-    q_block_rc(idx, nb, &r64, &cb);
-    const int r = (int)r64;
+    const int r = (int)(idx / nb), cb = (int)(idx % nb);
     uint32_t w[8];
     q_load_block(x, m, k, vec, r, cb, w);
     const uint32_t amax16 = q_block_amax16(w);
@@ -296,10 +278,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
     if (tid / Q_COOP_LANES >= (int64_t)prows * nb) return;
     const int64_t blk = tid / Q_COOP_LANES;
     const int q = (int)(tid % Q_COOP_LANES);
-    int64_t r64;
-    int cb;
-    q_block_rc(blk, nb, &r64, &cb);
-    const int r = (int)r64, c0 = cb * 16 + 4 * q;
+    const int r = (int)(blk / nb), cb = (int)(blk % nb), c0 = cb * 16 + 4 * q;
     /* elements c0 .. c0+3: w[0] = {c0, c0+1}, w[1] = {c0+2, c0+3} (low half first); zeros past the input */
     uint32_t w[2];
     if (r < m && c0 + 4 <= k && vec) {
