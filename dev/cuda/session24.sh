@@ -5,13 +5,20 @@
 #   first and second calls: the table's entries as BF16 thresholds in FP32
 #     arithmetic (thr_build16, dropped: git 48169c7, aa72bd2) and 32-bit
 #     block indices in the quantizer kernels (kept);
-#   third call: two threads an entry (q_table_part), old = 642f86f.
+#   third call: two threads an entry (q_table_part, dropped: git 93f8a5f),
+#     old = 642f86f;
+#   fourth call: the library as it stands (the twenty-third session's
+#     quantizer: every experiment above dropped), its fused linear, suites,
+#     P0 checks and bench.
 # Usage: OUT=DIR [PARTS="..."] sh dev/cuda/session24.sh BUILD
 #   ab      probe_table (build cycles, each table checked against the
 #           host's first), quantizer_coop_old and new (the kernels alone,
 #           every byte checked) and inkernel_a_old and new (the fused linear
 #           against the prequantized GEMM, checked against the CPU linear):
 #           eager twice, cuda once
+#   fused   the library's fused linear against its prequantized GEMM
+#           (inkernel_a: eager twice, cuda once) and its quantizer kernels
+#           alone (quantizer_coop), each checked first
 #   qmode   the fused linear with the planned quantizer kernel against the
 #           table kernel forced (NVFP4_DEV_QUANTIZER=0), eager and cuda, two
 #           passes
@@ -22,7 +29,7 @@
 #   final   the P0 checks at 1, 128, 2048 rows (plain and --streaming-a)
 #           and one nvfp4 bench with cuBLAS at M = 1, 16, 128, 2048
 # Calls: PARTS="ab qmode suites", then "ab qmode suites ncu final", then
-# "ab suites final".  The carry: the new build's nvfp4 and
+# "ab suites final", then "fused suites final".  The carry: the new build's nvfp4 and
 # gpu/{probe_table,quantizer_coop,inkernel_a,test_linear_cuda,
 # test_quantize_cuda}, the old commit's quantizer_coop and inkernel_a (and
 # in the first two calls probe_table) as gpu/*_old.
@@ -46,6 +53,14 @@ if has ab; then
     for v in _old ""; do
         NVFP4_DEV_VARIANT=cuda step "inkernel_a_cuda$v" 100 "$B/gpu/inkernel_a$v" $SHAPES --iters 100
         grep -E "static" "$L/inkernel_a_cuda$v.log" | sed "s/^/cuda$v /" | cut -c1-120
+    done
+fi
+if has fused; then
+    step quantizer_coop 100 "$B/gpu/quantizer_coop" --iters 100
+    grep -E "^kind 0 M=(1|16|128) |RESULT" "$L/quantizer_coop.log"
+    for n in eager_1 eager_2 cuda_1; do
+        NVFP4_DEV_VARIANT=${n%_*} step "fused_$n" 100 "$B/gpu/inkernel_a" $SHAPES --iters 100
+        grep -E "static" "$L/fused_$n.log" | sed "s/^/$n /" | cut -c1-110
     done
 fi
 if has qmode; then
