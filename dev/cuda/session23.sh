@@ -66,42 +66,16 @@ if has fused; then
     grep -vE "^\s*$" "$L/inkernel_a.log" | tail -n 40
 fi
 if has ncu; then
-    for s in attn_out:16 attn_out:128 fc2:1 fc2:16 fc2:128; do
-        n="ncu_${s%%:*}_${s##*:}"
-        step "$n" 150 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
-            "$B/gpu/inkernel_a" "$s" --iters 3
-        # kernel name and duration (ns), one line per launch, the last 12
-        grep -E '"gpu__time_duration.sum"' "$L/$n.log" | awk -F'","' '{print $5 " " $NF}' | \
-            sed 's/(.*)//; s/"$//' | tail -n 12
-    done
+    step_ncu_kernels 150 12 attn_out:16 attn_out:128 fc2:1 fc2:16 fc2:128
 fi
 if has ab; then
     probe_table_ab
-    for v in _old ""; do
-        step "quantizer_coop$v" 120 "$B/gpu/quantizer_coop$v" --iters 100
-        grep -E "^kind 0|RESULT" "$L/quantizer_coop$v.log" | sed "s/^/q$v /"
-    done
-    for v in _old "" _old ""; do
-        step "inkernel_a$v" 240 "$B/gpu/inkernel_a$v" ${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,128 fc1:1} --iters 100
-        grep -E "static" "$L/inkernel_a$v.log" | sed "s/^/a$v /" | cut -c1-120
-    done
+    step_ab_fused 240 ${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,128 fc1:1}
     suites_and_checks
 fi
 if has qmode; then
     probe_table_ab
-    for pass in 1 2; do
-        for var in eager cuda; do
-            for q in rule 0; do
-                n="qmode_${var}_${q}_$pass"
-                if [ "$q" = rule ]; then
-                    NVFP4_DEV_VARIANT=$var step "$n" 120 "$B/gpu/inkernel_a" ${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,16 fc1:16} --iters 100
-                else
-                    NVFP4_DEV_QUANTIZER=$q NVFP4_DEV_VARIANT=$var step "$n" 120 "$B/gpu/inkernel_a" ${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,16 fc1:16} --iters 100
-                fi
-                grep -E "static" "$L/$n.log" | sed "s/^/$var q=$q: /" | cut -c1-118
-            done
-        done
-    done
+    step_qmode 120 ${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,16 fc1:16}
     suites_and_checks
 fi
 if has rule; then

@@ -42,14 +42,7 @@ if has ab; then
         step "probe_table$v" 60 "$B/gpu/probe_table$v"
         grep -E "^variant|mismatch" "$L/probe_table$v.log" | sed "s/^/probe_table$v /" | cut -c1-160
     done
-    for v in _old ""; do
-        step "quantizer_coop$v" 100 "$B/gpu/quantizer_coop$v" --iters 100
-        grep -E "^kind 0|RESULT" "$L/quantizer_coop$v.log" | sed "s/^/q$v /"
-    done
-    for v in _old "" _old ""; do
-        step "inkernel_a$v" 100 "$B/gpu/inkernel_a$v" $SHAPES --iters 100
-        grep -E "static" "$L/inkernel_a$v.log" | sed "s/^/a$v /" | cut -c1-120
-    done
+    step_ab_fused 100 $SHAPES
     for v in _old ""; do
         NVFP4_DEV_VARIANT=cuda step "inkernel_a_cuda$v" 100 "$B/gpu/inkernel_a$v" $SHAPES --iters 100
         grep -E "static" "$L/inkernel_a_cuda$v.log" | sed "s/^/cuda$v /" | cut -c1-120
@@ -64,19 +57,7 @@ if has fused; then
     done
 fi
 if has qmode; then
-    for pass in 1 2; do
-        for var in eager cuda; do
-            for q in rule 0; do
-                n="qmode_${var}_${q}_$pass"
-                if [ "$q" = rule ]; then
-                    NVFP4_DEV_VARIANT=$var step "$n" 60 "$B/gpu/inkernel_a" attn_out:1,16 fc2:1,16 qkv:1,16 fc1:16 --iters 100
-                else
-                    NVFP4_DEV_QUANTIZER=$q NVFP4_DEV_VARIANT=$var step "$n" 60 "$B/gpu/inkernel_a" attn_out:1,16 fc2:1,16 qkv:1,16 fc1:16 --iters 100
-                fi
-                grep -E "static" "$L/$n.log" | sed "s/^/$var q=$q: /" | cut -c1-118
-            done
-        done
-    done
+    step_qmode 60 attn_out:1,16 fc2:1,16 qkv:1,16 fc1:16
 fi
 if has suites; then
     step test_quantize_cuda 150 "$B/gpu/test_quantize_cuda"
@@ -84,14 +65,7 @@ if has suites; then
     step mem_quant 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/test_quantize_cuda" --quick
 fi
 if has ncu; then
-    for s in attn_out:16 attn_out:128 fc2:128; do
-        n="ncu_${s%%:*}_${s##*:}"
-        step "$n" 90 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
-            "$B/gpu/inkernel_a" "$s" --iters 3
-        # kernel name and duration (ns), one line per launch, the last 12
-        grep -E '"gpu__time_duration.sum"' "$L/$n.log" | awk -F'","' '{print $5 " " $NF}' | \
-            sed 's/(.*)//; s/"$//' | tail -n 24
-    done
+    step_ncu_kernels 90 24 attn_out:16 attn_out:128 fc2:128
 fi
 if has final; then
     step_checks

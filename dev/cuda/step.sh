@@ -8,6 +8,10 @@
 #   step_suites, step_sanitize     the GPU suites and compute-sanitizer's
 #                                  checks, and
 #   step_quant                     the quantizer kernels (below), and
+#   step_ab_fused                  two builds' quantizers and fused linear,
+#   step_qmode, step_ncu_kernels   the fused linear's quantizer kernel
+#                                  forced or planned, ncu's per-kernel
+#                                  times, and
 #   step_variant                   one gemm_variants program timed, and
 #   step_bench_vs, step_suites_of  an alternative build's bench and suites,
 #   step_quick_sets, step_checks_of  quick suites and the P0 checks, and
@@ -105,6 +109,51 @@ step_quant() {
     for qm in ${QMODES:--1 0 1 2}; do
         NVFP4_DEV_QUANTIZER=$qm step "quant_$qm" 200 "$B/gpu/inkernel_a" qkv:1,16,128 attn_out:1,16,128 fc1:1,16,128 fc2:1,16,128 --iters 100
         grep -E "M=" "$L/quant_$qm.log" | sed "s/^/q$qm /"
+    done
+}
+# The quantizer kernels alone (quantizer_coop) and the fused linear
+# (inkernel_a on each LINEAR:MS, two passes) of the previous build (the
+# *_old programs) and this one side by side, each checked first:
+#   step_ab_fused SECS LINEAR:MS...
+step_ab_fused() {
+    asecs=$1; shift
+    for v in _old ""; do
+        step "quantizer_coop$v" 120 "$B/gpu/quantizer_coop$v" --iters 100
+        grep -E "^kind 0|RESULT" "$L/quantizer_coop$v.log" | sed "s/^/q$v /"
+    done
+    for v in _old "" _old ""; do
+        step "inkernel_a$v" "$asecs" "$B/gpu/inkernel_a$v" "$@" --iters 100
+        grep -E "static" "$L/inkernel_a$v.log" | sed "s/^/a$v /" | cut -c1-120
+    done
+}
+# The fused linear with the planned quantizer kernel (the rule) against
+# the table kernel forced (NVFP4_DEV_QUANTIZER=0), eager and cuda, two
+# passes (inkernel_a, each output checked first; logs qmode_VAR_Q_PASS):
+#   step_qmode SECS LINEAR:MS...
+step_qmode() {
+    qsecs=$1; shift
+    for pass in 1 2; do
+        for var in eager cuda; do
+            for q in rule 0; do
+                qm=$q; [ "$q" = rule ] && qm=-1
+                NVFP4_DEV_QUANTIZER=$qm NVFP4_DEV_VARIANT=$var step "qmode_${var}_${q}_$pass" "$qsecs" \
+                    "$B/gpu/inkernel_a" "$@" --iters 100
+                grep -E "static" "$L/qmode_${var}_${q}_$pass.log" | sed "s/^/$var q=$q: /" | cut -c1-118
+            done
+        done
+    done
+}
+# Each kernel's duration (ncu, clocks free: launches serialised, so without
+# the programmatic overlap) in inkernel_a on each LINEAR:M, the last LINES
+# launches (logs ncu_LINEAR_M): step_ncu_kernels SECS LINES LINEAR:M...
+step_ncu_kernels() {
+    nsecs=$1; nlines=$2; shift 2
+    for s in "$@"; do
+        step "ncu_${s%%:*}_${s##*:}" "$nsecs" ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+            "$B/gpu/inkernel_a" "$s" --iters 3
+        # kernel name and duration (ns), one line per launch
+        grep -E '"gpu__time_duration.sum"' "$L/ncu_${s%%:*}_${s##*:}.log" | awk -F'","' '{print $5 " " $NF}' | \
+            sed 's/(.*)//; s/"$//' | tail -n "$nlines"
     done
 }
 # REGR at R = 2, 3, 4 (variants 35..37 at MT = 8 for M = 1, 38..40 at MT =
