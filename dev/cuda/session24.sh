@@ -4,7 +4,7 @@
 # *_old programs, built from the commit before the change).
 #   first and second calls: the table's entries as BF16 thresholds in FP32
 #     arithmetic (thr_build16, dropped: git 48169c7, aa72bd2) and 32-bit
-#     block indices in the quantizer kernels (kept);
+#     block indices in the quantizer kernels (dropped: 9e4dfb9);
 #   third call: two threads an entry (q_table_part, dropped: git 93f8a5f),
 #     old = 642f86f;
 #   fourth call: the library as it stands (the twenty-third session's
@@ -29,10 +29,11 @@
 #   final   the P0 checks at 1, 128, 2048 rows (plain and --streaming-a)
 #           and one nvfp4 bench with cuBLAS at M = 1, 16, 128, 2048
 # Calls: PARTS="ab qmode suites", then "ab qmode suites ncu final", then
-# "ab suites final", then "fused suites final".  The carry: the new build's nvfp4 and
-# gpu/{probe_table,quantizer_coop,inkernel_a,test_linear_cuda,
-# test_quantize_cuda}, the old commit's quantizer_coop and inkernel_a (and
-# in the first two calls probe_table) as gpu/*_old.
+# "ab suites final", then "fused suites final".  The carry: the new
+# build's nvfp4 and gpu/{probe_table,quantizer_coop,inkernel_a,
+# test_linear_cuda,test_quantize_cuda}, and for ab the old commit's
+# quantizer_coop and inkernel_a (in the first two calls probe_table too)
+# as gpu/*_old.
 . "$(dirname "$0")/step.sh"
 PARTS=${PARTS:-ab qmode suites}
 SHAPES=${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,16,128 fc1:1,16}
