@@ -26,14 +26,16 @@
 #           quantizer suite (--quick)
 #   ncu     the kernels' durations (ncu, clocks free, serialised) of the
 #           fused linear at attn-out M = 16, 128 and FC2 M = 128
+#   prof    ncu on probe_table's table build (one CTA, eager and cuda):
+#           warp states and stall samples per SASS line
 #   final   the P0 checks at 1, 128, 2048 rows (plain and --streaming-a)
 #           and one nvfp4 bench with cuBLAS at M = 1, 16, 128, 2048
 # Calls: PARTS="ab qmode suites", then "ab qmode suites ncu final", then
-# "ab suites final", then "fused suites final".  The carry: the new
-# build's nvfp4 and gpu/{probe_table,quantizer_coop,inkernel_a,
-# test_linear_cuda,test_quantize_cuda}, and for ab the old commit's
-# quantizer_coop and inkernel_a (in the first two calls probe_table too)
-# as gpu/*_old.
+# "ab suites final", then "fused suites final", then "prof final".  The
+# carry: the new build's nvfp4 and gpu/{probe_table,quantizer_coop,
+# inkernel_a,test_linear_cuda,test_quantize_cuda}, and for ab the old
+# commit's quantizer_coop and inkernel_a (in the first two calls
+# probe_table too) as gpu/*_old.
 . "$(dirname "$0")/step.sh"
 PARTS=${PARTS:-ab qmode suites}
 SHAPES=${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,16,128 fc1:1,16}
@@ -67,6 +69,21 @@ if has suites; then
 fi
 if has ncu; then
     step_ncu_kernels 90 24 attn_out:16 attn_out:128 fc2:128
+fi
+if has prof; then
+    # one k_build launch of probe_table (second repetition of pts 0.0037:
+    # eager launch 3, cuda launch 11): warp states and per-SASS-line stall
+    # samples (ncu --page source, every 32 cycles)
+    for v in eager:3 cuda:11; do
+        R="$L/prof_${v%%:*}"
+        ncu --clock-control none -k regex:k_build --launch-skip "${v##*:}" --launch-count 1 --warp-sampling-interval 0 \
+            --section WarpStateStats --section SourceCounters --section SchedulerStats --import-source no -f -o "$R" \
+            "$B/gpu/probe_table" >"$R.txt" 2>&1
+        ncu --import "$R.ncu-rep" --page source --csv --print-source sass >"$R.csv" 2>>"$R.txt"
+        ncu --import "$R.ncu-rep" >>"$R.txt" 2>&1
+        rm -f "$R.ncu-rep"
+        grep -iE "stall|issued|elapsed|warp cycles" "$R.txt" | head -n 24
+    done
 fi
 if has final; then
     step_checks
