@@ -9,7 +9,8 @@
 #     old = 642f86f;
 #   fourth call: the library as it stands (the twenty-third session's
 #     quantizer: every experiment above dropped), its fused linear, suites,
-#     P0 checks and bench.
+#     P0 checks and bench; fifth: ncu on the table build (prof), and the
+#     P0 checks and bench again.
 # Usage: OUT=DIR [PARTS="..."] sh dev/cuda/session24.sh BUILD
 #   ab      probe_table (build cycles, each table checked against the
 #           host's first), quantizer_coop_old and new (the kernels alone,
