@@ -721,7 +721,10 @@ extern "C" void nvfp4_sm90_force_epilogue(int staged) { sm90_epilogue = staged =
 
 /* The wgmma kernel's producer mode (SM90_PROD_* bits); -1: the default. */
 static int sm90_producer = -1;
-extern "C" void nvfp4_sm90_force_producer(int mode) { sm90_producer = mode < 0 ? -1 : mode & 3; }
+extern "C" void nvfp4_sm90_force_producer(int mode) { sm90_producer = mode < 0 ? -1 : mode & 7; }
+/* 0: the default producer mode as it was before early weights (SM90_PROD_WAITING) */
+static int sm90_early_w = 1;
+extern "C" void nvfp4_sm90_dev_early_weights(int on) { sm90_early_w = on != 0; }
 
 /* dev/cuda experiments: the register kernel's dev_mode (REGM_DEV_* bits). */
 static int sm90_dev_mode = 0;
@@ -1308,7 +1311,9 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
             return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): activation tensor map failed (CUresult %d)",
                               (int)r);
     }
-    p.producer = sm90_producer >= 0 ? sm90_producer : SM90_PROD_DEFAULT(NVFP4_SM90_KSUB(var.bn, var.nc));
+    p.producer = sm90_producer >= 0 ? sm90_producer
+                 : sm90_early_w     ? SM90_PROD_DEFAULT(NVFP4_SM90_KSUB(var.bn, var.nc))
+                                    : SM90_PROD_WAITING(NVFP4_SM90_KSUB(var.bn, var.nc));
     p.dev_mode = sm90_dev_mode;
     if ((p.producer & SM90_PROD_ACT3D) && var.kind != NVFP4_SM90_SS && k >= 64) {
         /* the same bytes seen as [chunk][row][64]: the row stride (2K)

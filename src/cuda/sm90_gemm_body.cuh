@@ -461,8 +461,12 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
      * activations (and maybe the per-tensor scale) and zeroed the stream-K
      * counters: nothing global is read or written before it has completed
      * (a no-op otherwise).  (Asking for the first stages' weights before
-     * this wait measured no faster: fifteenth session.) */
-    ptx_griddep_wait();
+     * this wait measured no faster: fifteenth session.)  SM90_PROD_EARLY_W:
+     * the weight issuers (producer warps 1 and 2) do not wait. */
+    const int early_w = (p.producer & (SM90_PROD_EARLY_W | SM90_PROD_PARALLEL)) ==
+                            (SM90_PROD_EARLY_W | SM90_PROD_PARALLEL) &&
+                        wg == 0 && (tid / 32 == 1 || tid / 32 == 2);
+    if (!early_w) ptx_griddep_wait();
 
     if (wg == 0) {
         /* ---------------- producer ---------------- */

@@ -313,6 +313,11 @@ int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, int k_slices
  * stage (SM90_PROD_* bits of sm90_internal.cuh; -1 = the default).  Every
  * mode gives the same bits.  Not thread-safe. */
 void nvfp4_sm90_force_producer(int mode);
+/* Testing hook (dev/cuda/inkernel_a, NVFP4_DEV_EARLYW=0): 0 gives the
+ * wgmma kernel the producer mode it had before its weight issuers started
+ * ahead of the previous grid (SM90_PROD_WAITING), 1 the default.  Every
+ * mode gives the same bits.  Not thread-safe. */
+void nvfp4_sm90_dev_early_weights(int on);
 
 /* Testing hook (sm90_gemm.cu): the wgmma kernel's BF16 output stored
  * staged through shared memory where out is 16-byte aligned (staged != 0,

@@ -118,13 +118,24 @@ static __device__ __forceinline__ int64_t nvfp4_sm90_item(const nvfp4_sm90_work 
     return w.tail;
 }
 
-/* The register kernel's producer: one request per issuing warp in parallel,
+/* The wgmma kernel's producer: one request per issuing warp in parallel,
  * and the activation chunks of a stage as one 3-D box. */
 #define SM90_PROD_PARALLEL 1
 #define SM90_PROD_ACT3D 2
-/* the default: both where a stage holds several chunks (M <= 128 tiles:
- * 1-2 % faster there, measured), one issuer otherwise (no gain at M = 2048) */
-#define SM90_PROD_DEFAULT(KSUB) ((KSUB) > 1 ? SM90_PROD_PARALLEL | SM90_PROD_ACT3D : 0)
+/* With SM90_PROD_PARALLEL: the code and scale issuers (producer warps 1 and
+ * 2) start before the previous grid on the stream has completed -- the
+ * weights are not its output (the kernel before it has completed: that
+ * grid was launched without the programmatic attribute) -- so the ring's
+ * first stages of weights are in flight while the pre-pass or quantizer
+ * runs; everything else still waits (griddepcontrol.wait).  M = 128,
+ * twenty-fifth session: 0.2-0.9 us faster (docs/KERNEL.md). */
+#define SM90_PROD_EARLY_W 4
+/* the default: early weights everywhere (so a parallel producer), and the
+ * 3-D activation box where a stage holds several chunks; before early
+ * weights (SM90_PROD_WAITING, the dev hook's comparison) one issuer where
+ * a stage holds one chunk (no gain from parallel at M = 2048, measured) */
+#define SM90_PROD_DEFAULT(KSUB) (SM90_PROD_PARALLEL | SM90_PROD_EARLY_W | ((KSUB) > 1 ? SM90_PROD_ACT3D : 0))
+#define SM90_PROD_WAITING(KSUB) ((KSUB) > 1 ? SM90_PROD_PARALLEL | SM90_PROD_ACT3D : 0)
 
 /* dev_mode bits of the wgmma kernel (dev/cuda/gemm_variants NVFP4_DEV_SWEEP):
  * time it with the consumers' dequantization (and their code loads), their

@@ -389,10 +389,14 @@ static void test_variants_small(int quick)
         dev_tensor da = upload(&a), db = upload(&b);
         float *dbias = upload_floats(bias, n);
         /* every variant; the wgmma variants under each producer mode (one
-         * issuer, one per request kind, the 3-D activation box, both) */
+         * issuer, one per request kind, the 3-D activation box, both; and
+         * the last two with the weight issuers ahead of the pre-pass:
+         * SM90_PROD_* bits 1, 2, 4) */
+        static const int producer_modes[] = {0, 1, 2, 3, 5, 7};
         for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
             const int wgmma = nvfp4_sm90_variants[v].kind == NVFP4_SM90_WGMMA;
-            for (int mode = wgmma ? 0 : -1; mode < (wgmma ? 4 : 0); mode++) {
+            for (int mi = wgmma ? 0 : -1; mi < (wgmma ? 6 : 0); mi++) {
+                const int mode = mi < 0 ? -1 : producer_modes[mi];
                 static char name[112];
                 snprintf(name, sizeof name,
                          "variant bn=%d nc=%d r=%d (nc 0: mma.sync) producer %d, M=%lld N=%lld K=%lld",
