@@ -15,14 +15,9 @@
  *   NVFP4_DEV_QUANTIZER=MODE  the two-kernel path's quantizer kernel
  *     (nvfp4_q_force_launch: 0 the threshold-table kernel, 1 the exact one
  *     with a thread a block, 2 the exact one with four lanes a block)
- *   NVFP4_DEV_QWIDE=N  the table kernel as at most N CTAs of 768 threads
- *     (nvfp4_q_dev_wide: one an SM, the others free for the GEMM)
- *   NVFP4_DEV_EARLYW=1  the wgmma GEMM's weight issuers start before the
- *     previous grid completes (nvfp4_sm90_dev_early_weights; the
- *     prequantized GEMM's too)
- *   NVFP4_DEV_PRETAB=1  also the two-kernel path (static scale) with the
- *     threshold table built beforehand (nvfp4_q_dev_pretab: the table
- *     kernel copies it instead of building its own), checked, then timed
+ *   NVFP4_DEV_EARLYW=0  the wgmma GEMM's producer as before its weight
+ *     issuers started ahead of the previous grid (nvfp4_sm90_dev_early_weights;
+ *     the prequantized GEMM's too)
  *
  * Build: make gpu-tests (build/gpu/inkernel_a). */
 #include <cuda_runtime_api.h>
@@ -141,9 +136,6 @@ static int run_case(int li, int64_t m, int iters)
     float *raw_cpu = malloc((size_t)(m * n) * 4), *raw_gpu = malloc((size_t)(m * n) * 4);
     int bad = 0;
     float us[2][2], pre[2]; /* [in-kernel][dynamic], the prequantized GEMM [dynamic] */
-    float us_pretab = 0.0f; /* the two kernels, static scale, the table built beforehand */
-    const char *pretab_env = getenv("NVFP4_DEV_PRETAB");
-    const int pretab = pretab_env && atoi(pretab_env) > 0;
     for (int dyn = 0; dyn < 2; dyn++) {
         nvfp4_linear_args la = {.x = x, .x_dtype = NVFP4_DTYPE_BF16, .m = m, .k = k, .weight = &w,
                                 .input_scale = dyn ? NULL : &static_scale, .variant = dev_variant(),
@@ -177,29 +169,6 @@ static int run_case(int li, int64_t m, int iters)
                 }
             a.x_codes = NULL, a.x_scales = NULL, a.x_scale = NULL;
             us[ik][dyn] = iters > 0 ? time_calls(&a, NULL, wops, nrot, iters) : 0.0f;
-            if (ik == 0 && !dyn && pretab) { /* the same call with the table built beforehand */
-                void *d_tab;
-                DEV_CUDA_OK(cudaMalloc(&d_tab, 4096));
-                if (nvfp4_q_dev_build_table(d_f + 1, dev_variant() == NVFP4_VARIANT_CUDA, d_tab) != 0) {
-                    fprintf(stderr, "nvfp4_q_dev_build_table failed\n");
-                    return 2;
-                }
-                nvfp4_q_dev_pretab(d_tab);
-                DEV_CUDA_OK(cudaMemset(d_raw, 0xA5, (size_t)(m * n) * 4));
-                if (nvfp4_linear_cuda(&a) != NVFP4_OK) {
-                    fprintf(stderr, "nvfp4_linear_cuda: %s\n", nvfp4_last_error());
-                    return 2;
-                }
-                DEV_CUDA_OK(cudaMemcpy(raw_gpu, d_raw, (size_t)(m * n) * 4, cudaMemcpyDeviceToHost));
-                if (memcmp(raw_gpu, raw_cpu, (size_t)(m * n) * 4) != 0) {
-                    printf("MISMATCH %s M=%lld static pretab: differs from the CPU linear\n", LINEARS[li].name,
-                           (long long)m);
-                    bad = 1;
-                }
-                us_pretab = iters > 0 ? time_calls(&a, NULL, wops, nrot, iters) : 0.0f;
-                nvfp4_q_dev_pretab(NULL);
-                cudaFree(d_tab);
-            }
         }
         /* the prequantized GEMM on the activations' NVFP4 bytes of run 0 */
         nvfp4_cuda_gemm_args g = {.a = {.rows = m, .cols = k, .codes = d_xc, .scales = d_xs, .per_tensor_scale = d_f + 2},
@@ -223,9 +192,6 @@ static int run_case(int li, int64_t m, int iters)
            LINEARS[li].name, (long long)m, bad ? "MISMATCH" : "exact   ", pre[0], us[0][0],
            pre[0] > 0 ? us[0][0] / pre[0] : 0.0, us[1][0], pre[0] > 0 ? us[1][0] / pre[0] : 0.0, pre[1], us[0][1],
            pre[1] > 0 ? us[0][1] / pre[1] : 0.0, us[1][1], pre[1] > 0 ? us[1][1] / pre[1] : 0.0);
-    if (pretab)
-        printf("%-9s M=%-3lld static, two kernels, table built beforehand: %6.1f (x%.3f) us\n", LINEARS[li].name,
-               (long long)m, us_pretab, pre[0] > 0 ? us_pretab / pre[0] : 0.0);
     fflush(stdout);
     free(raw_cpu), free(raw_gpu), free(x);
     nvfp4_tensor_free(&w);
@@ -240,8 +206,7 @@ int main(int argc, char **argv)
     int iters = 200, rc = 0, any = 0;
     const char *qmode = getenv("NVFP4_DEV_QUANTIZER");
     if (qmode) nvfp4_q_force_launch(atoi(qmode));
-    const char *qwide = getenv("NVFP4_DEV_QWIDE"), *earlyw = getenv("NVFP4_DEV_EARLYW");
-    if (qwide) nvfp4_q_dev_wide(atoi(qwide));
+    const char *earlyw = getenv("NVFP4_DEV_EARLYW");
     if (earlyw) nvfp4_sm90_dev_early_weights(atoi(earlyw));
     static const int64_t default_m[] = {1, 2, 4, 8, 16};
     for (int i = 1; i < argc; i++)

@@ -15,12 +15,24 @@
 #           the wgmma GEMM's weight issuers starting before the quantizer
 #           (or the prequantized path's pre-pass) completes
 #           (NVFP4_DEV_EARLYW=1), two passes
-#   suites  test_quantize_cuda, test_linear_cuda, and memcheck on the
-#           quantizer suite (--quick)
+#   early   the wgmma GEMM's producer modes (SM90_PROD_* bits: 0 one
+#           issuer, 1 parallel, 3 parallel + 3-D activation box, 5 and 7 the
+#           same with early weights) on the prequantized GEMM (gemm_variants,
+#           planned kernel, each mode's output checked first) at M = 128 and
+#           2048, and the fused linear at M = 128 with early weights off
+#           (NVFP4_DEV_EARLYW=0) and on (the default), two passes; then the
+#           fused linear at M = 128 with each quantizer kernel
+#           (NVFP4_DEV_QUANTIZER=1, 2; -1 the rule)
+#   suites  test_gemm_cuda, test_quantize_cuda, test_linear_cuda, racecheck
+#           (QKV M = 256, stream-K) and memcheck (attn-out M = 128) of the
+#           wgmma kernel, and memcheck on the quantizer suite (--quick)
 #   final   the P0 checks at 1, 128, 2048 rows (plain and --streaming-a)
 #           and one nvfp4 bench with cuBLAS at M = 1, 16, 128, 2048
-# Carry: nvfp4 and gpu/{inkernel_a,test_linear_cuda,test_quantize_cuda}.
-# Calls: PARTS="pretab suites final" (H200), then "qwide".
+# Carry: nvfp4 and gpu/{inkernel_a,gemm_variants,test_gemm_cuda,
+# test_linear_cuda,test_quantize_cuda}.  pretab and qwide need git
+# bb9a17d's build (their hooks were dropped after these calls).
+# Calls (H200): PARTS="pretab suites final", "qwide", then "early suites
+# final" (early weights the default).
 . "$(dirname "$0")/step.sh"
 PARTS=${PARTS:-pretab suites final}
 SHAPES=${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,16,128 fc1:1,16,128}
@@ -44,7 +56,29 @@ if has qwide; then
         done
     done
 fi
+if has early; then
+    for sh in attn_out:128 fc2:128 qkv:128 fc1:128 attn_out:2048 fc2:2048 qkv:2048 fc1:2048; do
+        NVFP4_PRODUCERS=0,1,3,5,7,0,1,3,5,7 step "prod_${sh%%:*}_${sh##*:}" 120 \
+            "$B/gpu/gemm_variants" "${sh%%:*}" "${sh##*:}" -1 100
+        grep -E "^PRODUCER|MISMATCH" "$L/prod_${sh%%:*}_${sh##*:}.log"
+    done
+    for pass in 1 2; do
+        for ew in 0 1; do
+            NVFP4_DEV_EARLYW=$ew step "fused_early${ew}_$pass" 100 "$B/gpu/inkernel_a" \
+                attn_out:128 fc2:128 qkv:128 fc1:128 --iters 100
+            grep -E "static" "$L/fused_early${ew}_$pass.log" | sed -E "s/^/earlyw=$ew: /; s/, in-kernel.*//"
+        done
+    done
+    for qm in 1 2 -1; do
+        NVFP4_DEV_QUANTIZER=$qm step "fused_q$qm" 100 "$B/gpu/inkernel_a" attn_out:128 fc2:128 qkv:128 fc1:128 \
+            --iters 100
+        grep -E "static" "$L/fused_q$qm.log" | sed -E "s/^/q=$qm: /; s/, in-kernel.*//"
+    done
+fi
 if has suites; then
+    step test_gemm_cuda 400 "$B/gpu/test_gemm_cuda"
+    step_race race_qkv 200 gemm_variants qkv 256
+    step_mem mem_attn 150 gemm_variants attn_out 128
     step test_quantize_cuda 150 "$B/gpu/test_quantize_cuda"
     step test_linear_cuda 200 "$B/gpu/test_linear_cuda"
     step mem_quant 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/test_quantize_cuda" --quick

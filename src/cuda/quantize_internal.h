@@ -49,16 +49,6 @@ nvfp4_status nvfp4_sm90_produce_operands(const uint16_t *x, int64_t m, int64_t k
  * exact kernel (not in the rule until timed).  Every mode gives the same
  * bytes.  Not thread-safe. */
 void nvfp4_q_force_launch(int mode);
-/* Dev experiment (dev/cuda/inkernel_a, NVFP4_DEV_PRETAB): the table
- * kernel copies this device table (nvfp4_q_dev_build_table's, for the
- * launches' per-tensor scale and variant) instead of building one; NULL =
- * build.  Not thread-safe. */
-void nvfp4_q_dev_pretab(const void *tab);
-/* Builds that table (2 * 128 uint4) for *pts (device) into tab; 0 on success. */
-int nvfp4_q_dev_build_table(const float *pts, int cuda_variant, void *tab);
-/* Dev experiment (NVFP4_DEV_QWIDE): the table kernel, where it runs, as at
- * most `ctas` CTAs of 768 threads (one an SM); 0 = the usual grid. */
-void nvfp4_q_dev_wide(int ctas);
 #ifdef __cplusplus
 }
 #endif

@@ -25,22 +25,6 @@
 static int q_forced_launch = -1;
 extern "C" void nvfp4_q_force_launch(int mode) { q_forced_launch = mode >= 0 && mode <= 2 ? mode : -1; }
 
-/* Dev experiment (twenty-fifth session): a threshold table built beforehand
- * in device memory that the table kernel copies instead of building its
- * own; NULL = build.  The caller answers for it matching the launch's
- * per-tensor scale and variant. */
-static const uint4 *q_dev_pretab = NULL;
-extern "C" void nvfp4_q_dev_pretab(const void *tab) { q_dev_pretab = (const uint4 *)tab; }
-extern "C" __global__ void nvfp4_q_dev_table_kernel(const float *pts, int cuda_variant, uint4 *tab)
-{
-    q_table_entry(tab, threadIdx.x, cuda_variant, *pts);
-}
-extern "C" int nvfp4_q_dev_build_table(const float *pts, int cuda_variant, void *tab)
-{
-    nvfp4_q_dev_table_kernel<<<1, Q_TAB>>>(pts, cuda_variant, (uint4 *)tab);
-    return cudaDeviceSynchronize() == cudaSuccess ? 0 : -1;
-}
-
 static int q_misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) != 0; }
 
 /*------------------------------ amax pass ------------------------------*/
@@ -167,14 +151,14 @@ static __device__ __noinline__ void q_exact_block(uint4 wa, uint4 wb, uint32_t a
  * amax and the scale byte exactly as the C quantizer, then the codes from
  * the CTA's threshold table when the byte's entry is a table (or the zero
  * mask) and the block holds no NaN, else the exact q_block. */
-static __device__ __forceinline__ void
-    q_blocks_table_body(const uint16_t *__restrict__ x, int m, int k, int prows, int nb, int vec,
-                        const float *__restrict__ static_pts, const uint32_t *amax_bits,
-                        int cuda_variant, uint8_t *__restrict__ codes,
-                        uint8_t *__restrict__ scales, uint16_t *__restrict__ act, int64_t act_ld,
-                        float *pts_out, float *pts_out2, unsigned *__restrict__ zero_words, int zero_count,
-                        const uint4 *__restrict__ pre_tab, uint4 *tab)
+extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM)
+    nvfp4_q_blocks_kernel(const uint16_t *__restrict__ x, int m, int k, int prows, int nb, int vec,
+                          const float *__restrict__ static_pts, const uint32_t *amax_bits,
+                          int cuda_variant, uint8_t *__restrict__ codes,
+                          uint8_t *__restrict__ scales, uint16_t *__restrict__ act, int64_t act_ld,
+                          float *pts_out, float *pts_out2, unsigned *__restrict__ zero_words, int zero_count)
 {
+    __shared__ uint4 tab[2 * Q_TAB];
     /* the GEMM that follows in the fused linear may start its weight loads
      * now (it waits for this grid before reading activations) */
     ptx_griddep_launch_dependents();
@@ -194,10 +178,7 @@ static __device__ __forceinline__ void
     /* the first block's loads are in flight while the table is built */
     uint32_t w[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     if (idx < nblk) q_load_block(x, m, k, vec, (int)r_next, cb_next, w);
-    if (pre_tab) {
-        for (int i = threadIdx.x; i < 2 * Q_TAB; i += blockDim.x) tab[i] = pre_tab[i];
-    } else if (threadIdx.x < Q_TAB)
-        q_table_entry(tab, threadIdx.x, cuda_variant, pts);
+    if (threadIdx.x < Q_TAB) q_table_entry(tab, threadIdx.x, cuda_variant, pts);
     __syncthreads();
     const float rcp_pts = q_sm90_rcp(pts);
     const int ncb = (nb + 3) / 4;
@@ -253,34 +234,6 @@ static __device__ __forceinline__ void
         }
     }
 }
-
-#define Q_TABLE_PARAMS                                                                             \
-    const uint16_t *__restrict__ x, int m, int k, int prows, int nb, int vec,                      \
-        const float *__restrict__ static_pts, const uint32_t *amax_bits, int cuda_variant,         \
-        uint8_t *__restrict__ codes, uint8_t *__restrict__ scales, uint16_t *__restrict__ act,     \
-        int64_t act_ld, float *pts_out, float *pts_out2, unsigned *__restrict__ zero_words,        \
-        int zero_count, const uint4 *__restrict__ pre_tab
-#define Q_TABLE_ARGS                                                                               \
-    x, m, k, prows, nb, vec, static_pts, amax_bits, cuda_variant, codes, scales, act, act_ld, pts_out, \
-        pts_out2, zero_words, zero_count, pre_tab
-
-extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM) nvfp4_q_blocks_kernel(Q_TABLE_PARAMS)
-{
-    __shared__ uint4 tab[2 * Q_TAB];
-    q_blocks_table_body(Q_TABLE_ARGS, tab);
-}
-
-/* Dev experiment (twenty-fifth session): the table kernel in CTAs of
- * Q_WIDE_THREADS on at most nvfp4_q_dev_wide()'s count of SMs (one CTA an
- * SM), so that the rest are free for the GEMM that follows. */
-#define Q_WIDE_THREADS 768
-extern "C" __global__ void __launch_bounds__(Q_WIDE_THREADS, 1) nvfp4_q_blocks_wide_kernel(Q_TABLE_PARAMS)
-{
-    __shared__ uint4 tab[2 * Q_TAB];
-    q_blocks_table_body(Q_TABLE_ARGS, tab);
-}
-static int q_dev_wide = 0;
-extern "C" void nvfp4_q_dev_wide(int ctas) { q_dev_wide = ctas > 0 ? ctas : 0; }
 
 /* One thread per block, exact steps only, no shared memory: for launches
  * of at most one block per thread, where building the threshold table
@@ -435,18 +388,10 @@ nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
         nvfp4_q_blocks_exact_kernel<<<(unsigned)want, Q_THREADS, 0, q->stream>>>(
             q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
             q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count);
-    } else if (q_dev_wide > 0) {
-        const int64_t wide = (prows * nb + Q_WIDE_THREADS - 1) / Q_WIDE_THREADS;
-        nvfp4_q_blocks_wide_kernel<<<(unsigned)(wide < q_dev_wide ? wide : q_dev_wide), Q_WIDE_THREADS, 0,
-                                     q->stream>>>(
-            q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
-            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count,
-            q_dev_pretab);
     } else
         nvfp4_q_blocks_kernel<<<(unsigned)(want < cap ? want : cap), Q_THREADS, 0, q->stream>>>(
             q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
-            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count,
-            q_dev_pretab);
+            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "%s: quantizer kernel launch: %s", fn, cudaGetErrorString(e));
