@@ -15,14 +15,15 @@
 #           the wgmma GEMM's weight issuers starting before the quantizer
 #           (or the prequantized path's pre-pass) completes
 #           (NVFP4_DEV_EARLYW=1), two passes
-#   early   the wgmma GEMM's producer modes (SM90_PROD_* bits: 0 one
+#   prod    the wgmma GEMM's producer modes (SM90_PROD_* bits: 0 one
 #           issuer, 1 parallel, 3 parallel + 3-D activation box, 5 and 7 the
 #           same with early weights) on the prequantized GEMM (gemm_variants,
 #           planned kernel, each mode's output checked first) at M = 128 and
-#           2048, and the fused linear at M = 128 with early weights off
-#           (NVFP4_DEV_EARLYW=0) and on (the default), two passes; then the
-#           fused linear at M = 128 with each quantizer kernel
-#           (NVFP4_DEV_QUANTIZER=1, 2; -1 the rule)
+#           2048, two passes
+#   early   the fused linear at M = 128 with the producer before early
+#           weights (NVFP4_DEV_EARLYW=0) and the default, two passes; then
+#           with each quantizer kernel (NVFP4_DEV_QUANTIZER=1, 2; -1 the
+#           rule)
 #   suites  test_gemm_cuda, test_quantize_cuda, test_linear_cuda, racecheck
 #           (QKV M = 256, stream-K) and memcheck (attn-out M = 128) of the
 #           wgmma kernel, and memcheck on the quantizer suite (--quick)
@@ -31,8 +32,10 @@
 # Carry: nvfp4 and gpu/{inkernel_a,gemm_variants,test_gemm_cuda,
 # test_linear_cuda,test_quantize_cuda}.  pretab and qwide need git
 # bb9a17d's build (their hooks were dropped after these calls).
-# Calls (H200): PARTS="pretab suites final", "qwide", then "early suites
-# final" (early weights the default).
+# Calls: PARTS="pretab suites final" (H200), "qwide" (H200), "prod early
+# suites final" (an H100; early weights the default for every wgmma tile),
+# then "early suites final" (early weights the default where a stage holds
+# several chunks).
 . "$(dirname "$0")/step.sh"
 PARTS=${PARTS:-pretab suites final}
 SHAPES=${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,16,128 fc1:1,16,128}
@@ -56,12 +59,14 @@ if has qwide; then
         done
     done
 fi
-if has early; then
+if has prod; then
     for sh in attn_out:128 fc2:128 qkv:128 fc1:128 attn_out:2048 fc2:2048 qkv:2048 fc1:2048; do
         NVFP4_PRODUCERS=0,1,3,5,7,0,1,3,5,7 step "prod_${sh%%:*}_${sh##*:}" 120 \
             "$B/gpu/gemm_variants" "${sh%%:*}" "${sh##*:}" -1 100
         grep -E "^PRODUCER|MISMATCH" "$L/prod_${sh%%:*}_${sh##*:}.log"
     done
+fi
+if has early; then
     for pass in 1 2; do
         for ew in 0 1; do
             NVFP4_DEV_EARLYW=$ew step "fused_early${ew}_$pass" 100 "$B/gpu/inkernel_a" \

@@ -127,14 +127,16 @@ static __device__ __forceinline__ int64_t nvfp4_sm90_item(const nvfp4_sm90_work 
  * weights are not its output (the kernel before it has completed: that
  * grid was launched without the programmatic attribute) -- so the ring's
  * first stages of weights are in flight while the pre-pass or quantizer
- * runs; everything else still waits (griddepcontrol.wait).  M = 128,
- * twenty-fifth session: 0.2-0.9 us faster (docs/KERNEL.md). */
+ * runs; everything else still waits (griddepcontrol.wait). */
 #define SM90_PROD_EARLY_W 4
-/* the default: early weights everywhere (so a parallel producer), and the
- * 3-D activation box where a stage holds several chunks; before early
- * weights (SM90_PROD_WAITING, the dev hook's comparison) one issuer where
- * a stage holds one chunk (no gain from parallel at M = 2048, measured) */
-#define SM90_PROD_DEFAULT(KSUB) (SM90_PROD_PARALLEL | SM90_PROD_EARLY_W | ((KSUB) > 1 ? SM90_PROD_ACT3D : 0))
+/* The default where a stage holds several chunks (the M <= 128 tiles):
+ * parallel issuers, the 3-D activation box (1-2 % faster there) and early
+ * weights (attn-out and FC2 at M = 128: 0.3-0.9 us faster, twenty-fifth
+ * session, docs/KERNEL.md); one issuer where a stage holds one chunk
+ * (parallel issuers, early weights or not, measured no faster at M = 128
+ * and 2048).  SM90_PROD_WAITING: the default before early weights (the dev
+ * hook's comparison). */
+#define SM90_PROD_DEFAULT(KSUB) ((KSUB) > 1 ? SM90_PROD_PARALLEL | SM90_PROD_ACT3D | SM90_PROD_EARLY_W : 0)
 #define SM90_PROD_WAITING(KSUB) ((KSUB) > 1 ? SM90_PROD_PARALLEL | SM90_PROD_ACT3D : 0)
 
 /* dev_mode bits of the wgmma kernel (dev/cuda/gemm_variants NVFP4_DEV_SWEEP):
