@@ -24,6 +24,14 @@
 #           weights (NVFP4_DEV_EARLYW=0) and the default, two passes; then
 #           with each quantizer kernel (NVFP4_DEV_QUANTIZER=1, 2; -1 the
 #           rule)
+#   ncu2048 each kernel's duration (ncu, clocks free, launches serialised)
+#           in inkernel_a at QKV and attn-out M = 2048: why is the fused
+#           linear 1.10x the prequantized GEMM at QKV (+59 us on the H200)
+#           and 1.02x at attn-out (+5), whose activations are larger?
+#   fused2048  the fused linear against the prequantized GEMM at M = 2048
+#           in inkernel_a (each series of 100 calls after the other, checked
+#           first), twice, and nvfp4 bench --m 2048 twice, the SM clock
+#           logged between: is the bench's 1.10x at QKV an order effect?
 #   suites  test_gemm_cuda, test_quantize_cuda, test_linear_cuda, racecheck
 #           (QKV M = 256, stream-K) and memcheck (attn-out M = 128) of the
 #           wgmma kernel, and memcheck on the quantizer suite (--quick)
@@ -35,7 +43,7 @@
 # Calls: PARTS="pretab suites final" (H200), "qwide" (H200), "prod early
 # suites final" (an H100; early weights the default for every wgmma tile),
 # then "early suites final" (early weights the default where a stage holds
-# several chunks).
+# several chunks), "ncu2048" and "fused2048" (H100 too).
 . "$(dirname "$0")/step.sh"
 PARTS=${PARTS:-pretab suites final}
 SHAPES=${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,16,128 fc1:1,16,128}
@@ -78,6 +86,21 @@ if has early; then
         NVFP4_DEV_QUANTIZER=$qm step "fused_q$qm" 100 "$B/gpu/inkernel_a" attn_out:128 fc2:128 qkv:128 fc1:128 \
             --iters 100
         grep -E "static" "$L/fused_q$qm.log" | sed -E "s/^/q=$qm: /; s/, in-kernel.*//"
+    done
+fi
+if has ncu2048; then
+    step_ncu_kernels 240 60 qkv:2048 attn_out:2048
+fi
+if has fused2048; then
+    for pass in 1 2; do
+        step "f2048_$pass" 200 "$B/gpu/inkernel_a" qkv:2048 attn_out:2048 fc2:2048 --iters 100
+        grep -E "static" "$L/f2048_$pass.log" | cut -c1-150
+        nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader
+    done
+    for pass in 1 2; do
+        step "bench2048_$pass" 200 "$B/nvfp4" bench --m 2048
+        grep -E "^(qkv|attn_out|fc1|fc2) " "$L/bench2048_$pass.log"
+        nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader
     done
 fi
 if has suites; then
