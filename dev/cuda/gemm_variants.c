@@ -281,8 +281,9 @@ int main(int argc, char **argv)
             }
             nvfp4_sm90_force_variant(variant);
         }
-    /* NVFP4_PRODUCERS="0,1,2,3": the wgmma kernel's producer modes
-     * (SM90_PROD_* bits); NVFP4_STREAM_K, NVFP4_EPILOGUES: above */
+    /* NVFP4_PRODUCERS="0,1,2,3,5,7": the wgmma kernel's producer modes
+     * (SM90_PROD_* bits; 5 and 7 with early weights); NVFP4_STREAM_K,
+     * NVFP4_EPILOGUES: above */
     const sweep_run run = {&g, got, want, rows, n, L[li].name, m, variant, copies, ncopy, iters};
     if (sweep_modes(&run, "NVFP4_PRODUCERS", "PRODUCER", nvfp4_sm90_force_producer, 1, 0) != 0) return 1;
     nvfp4_sm90_force_producer(-1);

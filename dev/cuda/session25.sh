@@ -32,6 +32,8 @@
 #           in inkernel_a (each series of 100 calls after the other, checked
 #           first), twice, and nvfp4 bench --m 2048 twice, the SM clock
 #           logged between: is the bench's 1.10x at QKV an order effect?
+#   race128 racecheck and memcheck of the 64 x 128 tile with early weights
+#           (attn-out M = 128, gemm_variants), and one nvfp4 bench
 #   suites  test_gemm_cuda, test_quantize_cuda, test_linear_cuda, racecheck
 #           (QKV M = 256, stream-K) and memcheck (attn-out M = 128) of the
 #           wgmma kernel, and memcheck on the quantizer suite (--quick)
@@ -43,7 +45,7 @@
 # Calls: PARTS="pretab suites final" (H200), "qwide" (H200), "prod early
 # suites final" (an H100; early weights the default for every wgmma tile),
 # then "early suites final" (early weights the default where a stage holds
-# several chunks), "ncu2048" and "fused2048" (H100 too).
+# several chunks), "ncu2048" and "fused2048" (H100 too), then "race128".
 . "$(dirname "$0")/step.sh"
 PARTS=${PARTS:-pretab suites final}
 SHAPES=${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,16,128 fc1:1,16,128}
@@ -102,6 +104,11 @@ if has fused2048; then
         grep -E "^(qkv|attn_out|fc1|fc2) " "$L/bench2048_$pass.log"
         nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader
     done
+fi
+if has race128; then
+    step_race race_attn128 200 gemm_variants attn_out 128
+    step_mem mem_fc2_128 150 gemm_variants fc2 128
+    step_bench
 fi
 if has suites; then
     step test_gemm_cuda 400 "$B/gpu/test_gemm_cuda"
