@@ -1,7 +1,9 @@
 #!/bin/sh
-# session25.sh -- the twenty-fifth session's calls: the quantizer's
-# threshold table built before the call (is its per-CTA build what stands
-# between the fused linear and 1.03x the prequantized GEMM?).
+# session25.sh -- the twenty-fifth session's calls: what stands between
+# the fused linear and 1.03x the prequantized GEMM -- the quantizer's
+# threshold table built before the call, the quantizer on fewer SMs, the
+# wgmma GEMM's weight issuers ahead of the previous grid (early weights,
+# kept) -- and the fused linear at M = 2048.
 # Usage: OUT=DIR [PARTS="..."] sh dev/cuda/session25.sh BUILD
 #   pretab  inkernel_a with NVFP4_DEV_PRETAB=1: the fused linear (static
 #           scale) with the table kernel building its table, and the same
@@ -47,7 +49,7 @@
 # then "early suites final" (early weights the default where a stage holds
 # several chunks), "ncu2048" and "fused2048" (H100 too), then "race128".
 . "$(dirname "$0")/step.sh"
-PARTS=${PARTS:-pretab suites final}
+PARTS=${PARTS:-early suites final}
 SHAPES=${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,16,128 fc1:1,16,128}
 if has pretab; then
     for n in eager:rule:1 eager:rule:2 eager:0:1 cuda:0:1; do
