@@ -49,6 +49,11 @@ nvfp4_status nvfp4_sm90_produce_operands(const uint16_t *x, int64_t m, int64_t k
  * exact kernel (not in the rule until timed).  Every mode gives the same
  * bytes.  Not thread-safe. */
 void nvfp4_q_force_launch(int mode);
+/* Testing hook (test_linear_cuda): the quantizer kernels' thread 0 waits
+ * this many cycles before it stores the per-tensor scale (0: none), so a
+ * GEMM that read the scale before waiting for the quantizer would read a
+ * stale one.  0 on success, -1 if the device symbol could not be set. */
+int nvfp4_q_dev_delay_pts(long long cycles);
 #ifdef __cplusplus
 }
 #endif
@@ -57,6 +62,7 @@ void nvfp4_q_force_launch(int mode);
 #include <cuda_runtime.h>
 
 #include "cuda/ptx.cuh"
+#include "cuda/sm90_weight_prefetch.cuh"
 
 #define NVFP4_Q_DEV static __device__ __forceinline__
 
@@ -482,6 +488,9 @@ typedef struct nvfp4_q_launch {
      * no memset sits between the two launches), or NULL */
     unsigned *zero_words;
     int zero_count;
+    /* weight bytes the GEMM after it reads first, brought into L2 at the
+     * kernel's start (the fused linear; none when pf.codes is NULL) */
+    nvfp4_w_prefetch pf;
     cudaStream_t stream;
 } nvfp4_q_launch;
 

@@ -27,6 +27,25 @@ extern "C" void nvfp4_q_force_launch(int mode) { q_forced_launch = mode >= 0 && 
 
 static int q_misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) != 0; }
 
+/* Testing hook: thread 0 spins this many cycles before it stores the
+ * per-tensor scale, so that a GEMM reading the scale before its
+ * griddepcontrol.wait would read a stale one (test_linear_cuda). */
+static __device__ long long q_dev_pts_delay;
+extern "C" int nvfp4_q_dev_delay_pts(long long cycles)
+{
+    return cudaMemcpyToSymbol(q_dev_pts_delay, &cycles, sizeof cycles) == cudaSuccess ? 0 : -1;
+}
+/* thread 0's per-tensor scale stores, after the testing hook's delay */
+static __device__ __forceinline__ void q_store_pts(float pts, float *pts_out, float *pts_out2)
+{
+    const long long delay = q_dev_pts_delay;
+    if (delay > 0)
+        for (const long long t0 = clock64(); clock64() - t0 < delay;) {
+        }
+    if (pts_out) *pts_out = pts;
+    if (pts_out2) *pts_out2 = pts;
+}
+
 /*------------------------------ amax pass ------------------------------*/
 
 
@@ -106,18 +125,17 @@ static __device__ __forceinline__ void q_zero_words(unsigned *words, int count)
  * table kernel's is the same but for its stride set-up): the GEMM that
  * follows in the fused linear may start its weight loads now (it waits for
  * this grid before reading activations); CTA 0 zeroes its stream-K
- * counters; IDX, this thread's index in the grid, and pts, the per-tensor
- * scale, which thread 0 publishes.  A macro over the kernels' parameters:
+ * counters; IDX, this thread's index in the grid, which issues its share
+ * of the weight prefetch; and pts, the per-tensor scale, which thread 0
+ * publishes.  A macro over the kernels' parameters:
  * as a function it changed the tested kernels' register allocation. */
 #define Q_EXACT_KERNEL_START(IDX)                                                                  \
     ptx_griddep_launch_dependents();                                                               \
     if (blockIdx.x == 0) q_zero_words(zero_words, zero_count);                                     \
     const int64_t IDX = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;                            \
+    nvfp4_w_prefetch_issue(pf, IDX, (int64_t)gridDim.x * blockDim.x);                              \
     const float pts = static_pts ? *static_pts : q_dynamic_pts(*amax_bits);                        \
-    if (IDX == 0) {                                                                                \
-        if (pts_out) *pts_out = pts;                                                               \
-        if (pts_out2) *pts_out2 = pts;                                                             \
-    }
+    if (IDX == 0) q_store_pts(pts, pts_out, pts_out2);
 
 /* Block (r, cb) by the exact steps (q_block, q_f16_operand), for blocks the
  * table does not cover; not inlined, so that the table path's loop does not
@@ -156,7 +174,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM)
                           const float *__restrict__ static_pts, const uint32_t *amax_bits,
                           int cuda_variant, uint8_t *__restrict__ codes,
                           uint8_t *__restrict__ scales, uint16_t *__restrict__ act, int64_t act_ld,
-                          float *pts_out, float *pts_out2, unsigned *__restrict__ zero_words, int zero_count)
+                          float *pts_out, float *pts_out2, unsigned *__restrict__ zero_words, int zero_count, const nvfp4_w_prefetch pf)
 {
     __shared__ uint4 tab[2 * Q_TAB];
     /* the GEMM that follows in the fused linear may start its weight loads
@@ -165,11 +183,9 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM)
     if (blockIdx.x == 0) q_zero_words(zero_words, zero_count);
     const int64_t nblk = (int64_t)prows * nb, stride = (int64_t)gridDim.x * blockDim.x;
     int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    nvfp4_w_prefetch_issue(pf, idx, stride);
     const float pts = static_pts ? *static_pts : q_dynamic_pts(*amax_bits);
-    if (idx == 0) {
-        if (pts_out) *pts_out = pts;
-        if (pts_out2) *pts_out2 = pts;
-    }
+    if (idx == 0) q_store_pts(pts, pts_out, pts_out2);
     /* (r, cb) of block idx, and the step of one stride (no division per block) */
     int64_t r_next = idx / nb;
     int cb_next = (int)(idx % nb);
@@ -245,7 +261,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
                                 const float *__restrict__ static_pts, const uint32_t *amax_bits,
                                 int cuda_variant, uint8_t *__restrict__ codes, uint8_t *__restrict__ scales,
                                 uint16_t *__restrict__ act, int64_t act_ld, float *pts_out, float *pts_out2,
-                                unsigned *__restrict__ zero_words, int zero_count)
+                                unsigned *__restrict__ zero_words, int zero_count, const nvfp4_w_prefetch pf)
 {
     Q_EXACT_KERNEL_START(idx)
     if (idx >= (int64_t)prows * nb) return;
@@ -271,7 +287,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
                                const float *__restrict__ static_pts, const uint32_t *amax_bits, int cuda_variant,
                                uint8_t *__restrict__ codes, uint8_t *__restrict__ scales, uint16_t *__restrict__ act,
                                int64_t act_ld, float *pts_out, float *pts_out2, unsigned *__restrict__ zero_words,
-                               int zero_count)
+                               int zero_count, const nvfp4_w_prefetch pf)
 {
     Q_EXACT_KERNEL_START(tid)
     /* whole quads: a quad is in or out as a whole (its shuffles) */
@@ -380,18 +396,18 @@ nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
                               (long long)(prows * nb));
         nvfp4_q_blocks_coop_kernel<<<(unsigned)((threads + Q_THREADS - 1) / Q_THREADS), Q_THREADS, 0, q->stream>>>(
             q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
-            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count);
+            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count, q->pf);
     } else if (mode == 1) {
         if (want > INT32_MAX)
             return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "%s: %lld blocks are too many for one grid", fn,
                               (long long)(prows * nb));
         nvfp4_q_blocks_exact_kernel<<<(unsigned)want, Q_THREADS, 0, q->stream>>>(
             q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
-            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count);
+            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count, q->pf);
     } else
         nvfp4_q_blocks_kernel<<<(unsigned)(want < cap ? want : cap), Q_THREADS, 0, q->stream>>>(
             q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
-            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count);
+            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count, q->pf);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "%s: quantizer kernel launch: %s", fn, cudaGetErrorString(e));

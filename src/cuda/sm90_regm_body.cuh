@@ -332,7 +332,13 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
 /* the activation scale as the activation warps took it (the dynamic one after the chunks) */
 #define REGR_LAST_ALPHA const float alpha = __fmul_rn(regm_x_pts(&p, x_static), b_scale);
 #else
-#define REGR_LAST_ALPHA
+/* NOTES: the activation scale is the previous kernel's output in the fused
+ * linear (the quantizer writes it; we are its programmatic dependent), so
+ * it is read only here, after this warp's last stage: that stage's
+ * activation boxes were issued after the loader's griddepcontrol.wait.
+ * Read at the kernel's start it raced the quantizer's store (found when a
+ * slower quantizer start made it lose: stale scales, wrong outputs). */
+#define REGR_LAST_ALPHA const float alpha = __fmul_rn(*p.a_scale2, b_scale);
 #endif
 #define REGR_TURN_END(MORE, NEXT)                                                                  \
     if (MORE) {                                                                                    \
@@ -867,11 +873,10 @@ extern "C" __global__ void REGM_BOUNDS
     const int crow0 = wrow * 128 + (t >> 1) * 4, sfo0 = wsf_off + (64 * jr + g) * 8;
     const int act_ld = frag_off + lane * 8;
     float4 *slot = (float4 *)(ring + (size_t)p.stages * stage_bytes) + jr * REGM_NT * 32 + lane;
+    const float b_scale = *p.b_scale2; /* the weight's: no previous kernel writes it */
 #if REGM_BF16
     /* the activation scale as the activation warps take it (the dynamic one after the chunks) */
-    const float b_scale = *p.b_scale2, x_static = p.x_pts ? *p.x_pts : 0.0f;
-#else
-    const float alpha = __fmul_rn(*p.a_scale2, *p.b_scale2);
+    const float x_static = p.x_pts ? *p.x_pts : 0.0f;
 #endif
 #if REGR_TURN == 1
     for (int c = rr; c < nch; c += REGM_ROT) {
@@ -986,6 +991,7 @@ extern "C" __global__ void REGM_BOUNDS
     /* the activation scale as the activation warps took it (regm_x_pts) */
     const float alpha = __fmul_rn(regm_x_pts(&p, p.x_pts ? *p.x_pts : 0.0f), *p.b_scale2);
 #else
+    /* after this warp's stages, as REGR_LAST_ALPHA says why */
     const float alpha = __fmul_rn(*p.a_scale2, *p.b_scale2);
 #endif
 #if REGM_WA

@@ -1,0 +1,78 @@
+#!/bin/sh
+# session26.sh -- the twenty-sixth session's calls: the weight's first K
+# columns brought into L2 by the kernel before the GEMM (the fused linear's
+# quantizer, the prequantized GEMM's activation pre-pass;
+# sm90_weight_prefetch.cuh), while DRAM idles and the GEMM's CTAs cannot
+# start beside that kernel.
+# Usage: OUT=DIR [PARTS="..."] sh dev/cuda/session26.sh BUILD
+#   pf      inkernel_a (every output checked against the CPU linear first)
+#           at attn-out and FC2 M = 1, 16, 128, QKV and FC1 M = 16, 128
+#           with NVFP4_DEV_PREFETCH=Q,P: Q columns prefetched by the
+#           quantizer, P by the pre-pass -- 0,0 (none), 1024,1024,
+#           4096,4096, all -- two passes, the order reversed in the second
+#   late    test_linear_cuda_racy: the suite built on the REGR kernel as
+#           it was (its MMA warps read the activation scale at their start):
+#           its late-scale test (the quantizer's store delayed by a hook)
+#           should fail, and test_linear_cuda's pass
+#   pfl     as pf with NVFP4_DEV_PREFETCH_LINES=1 (one prefetch.global.L2
+#           a line instead of a bulk prefetch a row): 0,0, 1024,0, 1024,1024,
+#           4096,0, two passes, the order reversed in the second
+#   quick   test_linear_cuda and test_quantize_cuda
+#   suites  test_gemm_cuda, test_quantize_cuda, test_linear_cuda, racecheck
+#           (QKV M = 256, stream-K) and memcheck (attn-out M = 128) of the
+#           wgmma kernel, memcheck of the fused linear (FC2 M = 16 and 128,
+#           inkernel_a, one untimed call each) and of the quantizer suite
+#   final   the P0 checks at 1, 128, 2048 rows (plain and --streaming-a)
+#           and one nvfp4 bench with cuBLAS at M = 1, 16, 128, 2048
+# Carry: nvfp4 and gpu/{inkernel_a,gemm_variants,test_gemm_cuda,
+# test_linear_cuda,test_quantize_cuda}, and for late test_linear_cuda_racy
+# (tests/gpu/test_linear_cuda.c linked against a library whose
+# sm90_regm_body.cuh is git ad0ff02's).
+. "$(dirname "$0")/step.sh"
+PARTS=${PARTS:-pf quick final}
+PFSHAPES=${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:16,128 fc1:16,128}
+if has pf; then
+    for pass in 1 2; do
+        cfgs="0,0 1024,1024 4096,4096 1048576,1048576"
+        [ $pass = 2 ] && cfgs="1048576,1048576 4096,4096 1024,1024 0,0"
+        for c in $cfgs; do
+            tag="pf_$(echo "$c" | tr , _)_$pass"
+            NVFP4_DEV_PREFETCH=$c step "$tag" 200 "$B/gpu/inkernel_a" $PFSHAPES --iters 100
+            grep -E "static" "$L/$tag.log" | sed -E "s/^/pf=$c: /; s/, in-kernel [^|]*//; s/ +/ /g"
+        done
+    done
+fi
+if has late; then
+    step test_linear_cuda_racy 200 "$B/gpu/test_linear_cuda_racy"
+    grep -E "^FAIL" "$L/test_linear_cuda_racy.log" | cut -c1-200 | head -n 12
+    grep -E "late scale" "$L/test_linear_cuda_racy.log" | head -n 12
+fi
+if has pfl; then
+    for pass in 1 2; do
+        cfgs="0,0 1024,0 1024,1024 4096,0"
+        [ $pass = 2 ] && cfgs="4096,0 1024,1024 1024,0 0,0"
+        for c in $cfgs; do
+            tag="pfl_$(echo "$c" | tr , _)_$pass"
+            NVFP4_DEV_PREFETCH_LINES=1 NVFP4_DEV_PREFETCH=$c step "$tag" 200 "$B/gpu/inkernel_a" $PFSHAPES --iters 100
+            grep -E "static" "$L/$tag.log" | sed -E "s/^/lines pf=$c: /; s/, in-kernel [^|]*//; s/ +/ /g"
+        done
+    done
+fi
+if has quick; then
+    step test_linear_cuda 200 "$B/gpu/test_linear_cuda"
+    step test_quantize_cuda 150 "$B/gpu/test_quantize_cuda"
+fi
+if has suites; then
+    step test_gemm_cuda 400 "$B/gpu/test_gemm_cuda"
+    step_race race_qkv 200 gemm_variants qkv 256
+    step_mem mem_attn 150 gemm_variants attn_out 128
+    step test_quantize_cuda 150 "$B/gpu/test_quantize_cuda"
+    step test_linear_cuda 200 "$B/gpu/test_linear_cuda"
+    step mem_fused 200 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/inkernel_a" fc2:16,128 --iters 0
+    step mem_quant 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/test_quantize_cuda" --quick
+fi
+if has final; then
+    step_checks
+    step_bench
+fi
+cd "$OUT" && tar czf logs.tgz logs && rm -rf logs
