@@ -18,11 +18,6 @@
  *   NVFP4_DEV_EARLYW=0  the wgmma GEMM's producer as before its weight
  *     issuers started ahead of the previous grid (nvfp4_sm90_dev_early_weights;
  *     the prequantized GEMM's too)
- *   NVFP4_DEV_PREFETCH=Q[,P]  the weight's first Q K columns prefetched
- *     into L2 by the fused linear's quantizer, P by the prequantized GEMM's
- *     pre-pass (nvfp4_sm90_dev_prefetch_cols; 0: none; default: the heuristic)
- *   NVFP4_DEV_PREFETCH_LINES=1  those prefetches one line at a time
- *     (prefetch.global.L2) instead of one bulk prefetch per row
  *
  * Build: make gpu-tests (build/gpu/inkernel_a). */
 #include <cuda_runtime_api.h>
@@ -213,14 +208,6 @@ int main(int argc, char **argv)
     if (qmode) nvfp4_q_force_launch(atoi(qmode));
     const char *earlyw = getenv("NVFP4_DEV_EARLYW");
     if (earlyw) nvfp4_sm90_dev_early_weights(atoi(earlyw));
-    const char *pfl = getenv("NVFP4_DEV_PREFETCH_LINES");
-    if (pfl) nvfp4_sm90_dev_prefetch_lines(atoi(pfl));
-    const char *pf = getenv("NVFP4_DEV_PREFETCH"); /* "Q,P": columns before the quantizer, the pre-pass */
-    if (pf) {
-        char *end;
-        nvfp4_sm90_dev_prefetch_cols(0, strtoll(pf, &end, 10));
-        if (*end == ',') nvfp4_sm90_dev_prefetch_cols(1, strtoll(end + 1, NULL, 10));
-    }
     static const int64_t default_m[] = {1, 2, 4, 8, 16};
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);

@@ -1,9 +1,11 @@
 #!/bin/sh
 # session26.sh -- the twenty-sixth session's calls: the weight's first K
 # columns brought into L2 by the kernel before the GEMM (the fused linear's
-# quantizer, the prequantized GEMM's activation pre-pass;
-# sm90_weight_prefetch.cuh), while DRAM idles and the GEMM's CTAs cannot
-# start beside that kernel.
+# quantizer, the prequantized GEMM's activation pre-pass), while DRAM idles
+# and the GEMM's CTAs cannot start beside that kernel -- slower at every
+# depth, dropped (git 1692274 has it: sm90_weight_prefetch.cuh and the
+# NVFP4_DEV_PREFETCH hooks) -- and the race it exposed: REGR's MMA warps
+# read the activation scale before the quantizer had stored it (fixed).
 # Usage: OUT=DIR [PARTS="..."] sh dev/cuda/session26.sh BUILD
 #   pf      inkernel_a (every output checked against the CPU linear first)
 #           at attn-out and FC2 M = 1, 16, 128, QKV and FC1 M = 16, 128
@@ -20,16 +22,20 @@
 #   quick   test_linear_cuda and test_quantize_cuda
 #   suites  test_gemm_cuda, test_quantize_cuda, test_linear_cuda, racecheck
 #           (QKV M = 256, stream-K) and memcheck (attn-out M = 128) of the
-#           wgmma kernel, memcheck of the fused linear (FC2 M = 16 and 128,
+#           wgmma kernel, racecheck of REGR (attn-out M = 16), memcheck of the fused linear (FC2 M = 16 and 128,
 #           inkernel_a, one untimed call each) and of the quantizer suite
 #   final   the P0 checks at 1, 128, 2048 rows (plain and --streaming-a)
 #           and one nvfp4 bench with cuBLAS at M = 1, 16, 128, 2048
+# pf and pfl need git 1692274's build (their hooks were dropped after
+# these calls).
+# Calls: PARTS="pf quick final" (H200; quick then failed: the race),
+# "late pfl quick final" (an H100; the fix), then "suites final".
 # Carry: nvfp4 and gpu/{inkernel_a,gemm_variants,test_gemm_cuda,
 # test_linear_cuda,test_quantize_cuda}, and for late test_linear_cuda_racy
 # (tests/gpu/test_linear_cuda.c linked against a library whose
 # sm90_regm_body.cuh is git ad0ff02's).
 . "$(dirname "$0")/step.sh"
-PARTS=${PARTS:-pf quick final}
+PARTS=${PARTS:-suites final}
 PFSHAPES=${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:16,128 fc1:16,128}
 if has pf; then
     for pass in 1 2; do
@@ -66,6 +72,7 @@ if has suites; then
     step test_gemm_cuda 400 "$B/gpu/test_gemm_cuda"
     step_race race_qkv 200 gemm_variants qkv 256
     step_mem mem_attn 150 gemm_variants attn_out 128
+    step_race race_attn16 200 gemm_variants attn_out 16
     step test_quantize_cuda 150 "$B/gpu/test_quantize_cuda"
     step test_linear_cuda 200 "$B/gpu/test_linear_cuda"
     step mem_fused 200 compute-sanitizer --tool memcheck --error-exitcode 1 "$B/gpu/inkernel_a" fc2:16,128 --iters 0

@@ -150,19 +150,6 @@ NVFP4_DEV void ptx_prefetch_tmap(const void *tmap)
     asm volatile("prefetch.tensormap [%0];" ::"l"(tmap) : "memory");
 }
 
-/* Bring [p, p + bytes) into L2 (p 16-byte aligned, bytes a multiple of
- * 16); a hint, nothing waits for it. */
-NVFP4_DEV void ptx_prefetch_l2_bulk(const void *p, uint32_t bytes)
-{
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
-
-/* Bring the line holding p into L2 (the LSU's prefetch; a hint). */
-NVFP4_DEV void ptx_prefetch_l2_line(const void *p)
-{
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(p) : "memory");
-}
-
 /* ---- named barrier ------------------------------------------------------- */
 /* Barrier `id` (1..15; 0 is __syncthreads') over `threads` threads, a
  * multiple of 32: a subset of the CTA's warps meets without the others. */

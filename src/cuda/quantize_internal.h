@@ -62,7 +62,6 @@ int nvfp4_q_dev_delay_pts(long long cycles);
 #include <cuda_runtime.h>
 
 #include "cuda/ptx.cuh"
-#include "cuda/sm90_weight_prefetch.cuh"
 
 #define NVFP4_Q_DEV static __device__ __forceinline__
 
@@ -488,9 +487,6 @@ typedef struct nvfp4_q_launch {
      * no memset sits between the two launches), or NULL */
     unsigned *zero_words;
     int zero_count;
-    /* weight bytes the GEMM after it reads first, brought into L2 at the
-     * kernel's start (the fused linear; none when pf.codes is NULL) */
-    nvfp4_w_prefetch pf;
     cudaStream_t stream;
 } nvfp4_q_launch;
 

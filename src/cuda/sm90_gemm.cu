@@ -641,14 +641,12 @@ static const sm90_regm_fn sm90_regr_bf16_il_kernels[3] = {
 extern "C" __global__ void __launch_bounds__(256)
     nvfp4_sm90_dequant_act(const uint8_t *__restrict__ codes, const uint8_t *__restrict__ scales,
                            uint16_t *__restrict__ act, int m, int k, unsigned *__restrict__ sk_counters,
-                           int sk_count, const nvfp4_w_prefetch pf)
+                           int sk_count)
 {
     const int nb = k / 16;
     /* the GEMM after it is its programmatic dependent: it may start its
-     * prologue now and waits (griddepcontrol.wait) for these writes; its
-     * first weight stages go to L2 meanwhile */
+     * prologue now and waits (griddepcontrol.wait) for these writes */
     ptx_griddep_launch_dependents();
-    nvfp4_w_prefetch_issue(pf, (int64_t)blockIdx.x * blockDim.x + threadIdx.x, (int64_t)gridDim.x * blockDim.x);
     /* its stream-K counters start at 0 (no memset between the two launches,
      * which would serialise them) */
     if (blockIdx.x == 0)
@@ -911,14 +909,12 @@ static nvfp4_status raise_smem(sm90_device_info *dev, const nvfp4_sm90_plan *pla
     return raise_smem_to(&dev->smem_set[plan->variant], plan->smem, kern);
 }
 
-static cudaError_t launch_dequant_act(const nvfp4_cuda_operand *a, const nvfp4_cuda_operand *b, void *workspace,
-                                      int64_t m, int64_t k, unsigned *sk_counters, int sk_count, cudaStream_t stream)
+static cudaError_t launch_dequant_act(const nvfp4_cuda_operand *a, void *workspace, int64_t m,
+                                      int64_t k, unsigned *sk_counters, int sk_count, cudaStream_t stream)
 {
     const int64_t halves = m * (k / 16) * 2; /* one thread each */
-    nvfp4_w_prefetch pf = nvfp4_w_prefetch_of(b, nvfp4_sm90_prefetch_cols(m, b->rows, k, 1));
-    pf.lines = nvfp4_sm90_prefetch_lines();
     nvfp4_sm90_dequant_act<<<(unsigned)((halves + 255) / 256), 256, 0, stream>>>(
-        a->codes, a->scales, (uint16_t *)workspace, (int)m, (int)k, sk_counters, sk_count, pf);
+        a->codes, a->scales, (uint16_t *)workspace, (int)m, (int)k, sk_counters, sk_count);
     return cudaGetLastError();
 }
 
@@ -1421,7 +1417,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
 
     /* the pre-pass zeroes the stream-K counters the GEMM after it uses */
     cudaError_t e = act_ready ? cudaSuccess
-                              : launch_dequant_act(a, b, args->workspace, m, k, p.sk_flags,
+                              : launch_dequant_act(a, args->workspace, m, k, p.sk_flags,
                                                    p.sk_flags ? (int)plan.grid : 0, stream);
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): activation pre-pass launch: %s",

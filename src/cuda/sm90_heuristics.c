@@ -332,25 +332,3 @@ int nvfp4_sm90_plan_gemm(int64_t m, int64_t n, int64_t k, int k_slices, int num_
     }
     return 0;
 }
-
-/* The weight's first K columns that the kernel before the GEMM brings into
- * L2 (sm90_weight_prefetch.cuh): about what the GEMM's first stages read.
- * NOTES: to be set by dev/cuda/inkernel_a's NVFP4_DEV_PREFETCH sweep. */
-#define SM90_PREFETCH_COLS 0
-static int64_t sm90_prefetch_forced[2] = {-1, -1};
-
-static int sm90_prefetch_by_lines = 0;
-void nvfp4_sm90_dev_prefetch_lines(int on) { sm90_prefetch_by_lines = on != 0; }
-int nvfp4_sm90_prefetch_lines(void) { return sm90_prefetch_by_lines; }
-
-void nvfp4_sm90_dev_prefetch_cols(int before, int64_t cols)
-{
-    if (before == 0 || before == 1) sm90_prefetch_forced[before] = cols < 0 ? -1 : cols;
-}
-
-int64_t nvfp4_sm90_prefetch_cols(int64_t m, int64_t n, int64_t k, int before)
-{
-    (void)m, (void)n;
-    if ((before == 0 || before == 1) && sm90_prefetch_forced[before] >= 0) return sm90_prefetch_forced[before];
-    return k < SM90_PREFETCH_COLS ? k : SM90_PREFETCH_COLS;
-}

@@ -319,21 +319,6 @@ void nvfp4_sm90_force_producer(int mode);
  * mode gives the same bits.  Not thread-safe. */
 void nvfp4_sm90_dev_early_weights(int on);
 
-/* How many K columns of the weight the kernel before the GEMM (the fused
- * linear's quantizer: before = 0; the GEMM's activation pre-pass: 1)
- * prefetches into L2 (sm90_weight_prefetch.cuh; 0: none). */
-int64_t nvfp4_sm90_prefetch_cols(int64_t m, int64_t n, int64_t k, int before);
-/* Testing hook (dev/cuda/inkernel_a, NVFP4_DEV_PREFETCH=Q,P): those column
- * counts for the quantizer (before 0) and the pre-pass (1) instead of the
- * heuristic's (-1: the heuristic's again).  Every value gives the same
- * bits.  Not thread-safe. */
-void nvfp4_sm90_dev_prefetch_cols(int before, int64_t cols);
-/* Testing hook (NVFP4_DEV_PREFETCH_LINES=1): those prefetches as one
- * prefetch.global.L2 per line (1) or one bulk prefetch per row (0, the
- * default); and the mode in force. */
-void nvfp4_sm90_dev_prefetch_lines(int on);
-int nvfp4_sm90_prefetch_lines(void);
-
 /* Testing hook (sm90_gemm.cu): the wgmma kernel's BF16 output stored
  * staged through shared memory where out is 16-byte aligned (staged != 0,
  * the default), or one element at a time (0).  Every mode gives the same

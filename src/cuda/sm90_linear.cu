@@ -192,12 +192,6 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
     q.pts_out = pts_slot;
     q.pts_out2 = args->x_scale;
     if (!nvfp4_act) q.zero_count = nvfp4_sm90_gemm_sk_counters(ws + lay.act, m, n, kp, &q.zero_words);
-    /* DRAM idles while the quantizer runs: the GEMM's first weight stages
-     * go to L2 meanwhile */
-    if (args->raw || args->out) {
-        q.pf = nvfp4_w_prefetch_of(w, nvfp4_sm90_prefetch_cols(m, n, kp, 0));
-        q.pf.lines = nvfp4_sm90_prefetch_lines();
-    }
     q.stream = stream;
     st = nvfp4_q_blocks_launch(&q, fn);
     if (st != NVFP4_OK) return st;

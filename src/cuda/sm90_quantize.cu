@@ -125,15 +125,13 @@ static __device__ __forceinline__ void q_zero_words(unsigned *words, int count)
  * table kernel's is the same but for its stride set-up): the GEMM that
  * follows in the fused linear may start its weight loads now (it waits for
  * this grid before reading activations); CTA 0 zeroes its stream-K
- * counters; IDX, this thread's index in the grid, which issues its share
- * of the weight prefetch; and pts, the per-tensor scale, which thread 0
- * publishes.  A macro over the kernels' parameters:
+ * counters; IDX, this thread's index in the grid, and pts, the per-tensor
+ * scale, which thread 0 publishes.  A macro over the kernels' parameters:
  * as a function it changed the tested kernels' register allocation. */
 #define Q_EXACT_KERNEL_START(IDX)                                                                  \
     ptx_griddep_launch_dependents();                                                               \
     if (blockIdx.x == 0) q_zero_words(zero_words, zero_count);                                     \
     const int64_t IDX = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;                            \
-    nvfp4_w_prefetch_issue(pf, IDX, (int64_t)gridDim.x * blockDim.x);                              \
     const float pts = static_pts ? *static_pts : q_dynamic_pts(*amax_bits);                        \
     if (IDX == 0) q_store_pts(pts, pts_out, pts_out2);
 
@@ -174,7 +172,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM)
                           const float *__restrict__ static_pts, const uint32_t *amax_bits,
                           int cuda_variant, uint8_t *__restrict__ codes,
                           uint8_t *__restrict__ scales, uint16_t *__restrict__ act, int64_t act_ld,
-                          float *pts_out, float *pts_out2, unsigned *__restrict__ zero_words, int zero_count, const nvfp4_w_prefetch pf)
+                          float *pts_out, float *pts_out2, unsigned *__restrict__ zero_words, int zero_count)
 {
     __shared__ uint4 tab[2 * Q_TAB];
     /* the GEMM that follows in the fused linear may start its weight loads
@@ -183,7 +181,6 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM)
     if (blockIdx.x == 0) q_zero_words(zero_words, zero_count);
     const int64_t nblk = (int64_t)prows * nb, stride = (int64_t)gridDim.x * blockDim.x;
     int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    nvfp4_w_prefetch_issue(pf, idx, stride);
     const float pts = static_pts ? *static_pts : q_dynamic_pts(*amax_bits);
     if (idx == 0) q_store_pts(pts, pts_out, pts_out2);
     /* (r, cb) of block idx, and the step of one stride (no division per block) */
@@ -261,7 +258,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
                                 const float *__restrict__ static_pts, const uint32_t *amax_bits,
                                 int cuda_variant, uint8_t *__restrict__ codes, uint8_t *__restrict__ scales,
                                 uint16_t *__restrict__ act, int64_t act_ld, float *pts_out, float *pts_out2,
-                                unsigned *__restrict__ zero_words, int zero_count, const nvfp4_w_prefetch pf)
+                                unsigned *__restrict__ zero_words, int zero_count)
 {
     Q_EXACT_KERNEL_START(idx)
     if (idx >= (int64_t)prows * nb) return;
@@ -287,7 +284,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
                                const float *__restrict__ static_pts, const uint32_t *amax_bits, int cuda_variant,
                                uint8_t *__restrict__ codes, uint8_t *__restrict__ scales, uint16_t *__restrict__ act,
                                int64_t act_ld, float *pts_out, float *pts_out2, unsigned *__restrict__ zero_words,
-                               int zero_count, const nvfp4_w_prefetch pf)
+                               int zero_count)
 {
     Q_EXACT_KERNEL_START(tid)
     /* whole quads: a quad is in or out as a whole (its shuffles) */
@@ -396,18 +393,18 @@ nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
                               (long long)(prows * nb));
         nvfp4_q_blocks_coop_kernel<<<(unsigned)((threads + Q_THREADS - 1) / Q_THREADS), Q_THREADS, 0, q->stream>>>(
             q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
-            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count, q->pf);
+            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count);
     } else if (mode == 1) {
         if (want > INT32_MAX)
             return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "%s: %lld blocks are too many for one grid", fn,
                               (long long)(prows * nb));
         nvfp4_q_blocks_exact_kernel<<<(unsigned)want, Q_THREADS, 0, q->stream>>>(
             q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
-            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count, q->pf);
+            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count);
     } else
         nvfp4_q_blocks_kernel<<<(unsigned)(want < cap ? want : cap), Q_THREADS, 0, q->stream>>>(
             q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
-            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count, q->pf);
+            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "%s: quantizer kernel launch: %s", fn, cudaGetErrorString(e));
