@@ -19,6 +19,16 @@
 #   pfl     as pf with NVFP4_DEV_PREFETCH_LINES=1 (one prefetch.global.L2
 #           a line instead of a bulk prefetch a row): 0,0, 1024,0, 1024,1024,
 #           4096,0, two passes, the order reversed in the second
+#   dyn     the dynamic-scale fused linear before (gpu/inkernel_old: git
+#           c1d221d, a memset, one atomicMax a warp, the quantizer launched
+#           after the pass completes) and after (the amax pass's words, one
+#           a CTA, no memset, the quantizer its programmatic dependent):
+#           inkernel_a at every linear, M = 1, 16, 128, two passes, the
+#           order reversed in the second
+#   nowait  test_linear_cuda_nowait: the suite on a library whose quantizer
+#           reads the amax words without griddepcontrol.wait: its
+#           late-stores test should fail (dynamic scale), test_linear_cuda's
+#           pass
 #   quick   test_linear_cuda and test_quantize_cuda
 #   suites  test_gemm_cuda, test_quantize_cuda, test_linear_cuda, racecheck
 #           (QKV M = 256, stream-K) and memcheck (attn-out M = 128) of the
@@ -29,7 +39,11 @@
 # pf and pfl need git 1692274's build (their hooks were dropped after
 # these calls).
 # Calls: PARTS="pf quick final" (H200; quick then failed: the race),
-# "late pfl quick final" (an H100; the fix), then "suites final".
+# "late pfl quick final" (an H100; the fix), "suites final" (H100, the
+# fix without the prefetch), then "dyn nowait suites final" (the amax
+# pass's words).  dyn also needs gpu/inkernel_old (inkernel_a of git
+# c1d221d), nowait gpu/test_linear_cuda_nowait (this tree with the
+# quantizer's griddepcontrol.wait before the amax words removed).
 # Carry: nvfp4 and gpu/{inkernel_a,gemm_variants,test_gemm_cuda,
 # test_linear_cuda,test_quantize_cuda}, and for late test_linear_cuda_racy
 # (tests/gpu/test_linear_cuda.c linked against a library whose
@@ -63,6 +77,22 @@ if has pfl; then
             grep -E "static" "$L/$tag.log" | sed -E "s/^/lines pf=$c: /; s/, in-kernel [^|]*//; s/ +/ /g"
         done
     done
+fi
+if has dyn; then
+    for pass in 1 2; do
+        progs="inkernel_old inkernel_a"
+        [ $pass = 2 ] && progs="inkernel_a inkernel_old"
+        for pr in $progs; do
+            step "dyn_${pr}_$pass" 200 "$B/gpu/$pr" ${DCASES:-attn_out:1,16,128 fc2:1,16,128 qkv:1,16,128 fc1:1,16,128} \
+                --iters 100
+            grep -E "static" "$L/dyn_${pr}_$pass.log" | sed -E "s/^/$pr: /; s/ +/ /g"
+        done
+    done
+fi
+if has nowait; then
+    step test_linear_cuda_nowait 200 "$B/gpu/test_linear_cuda_nowait"
+    grep -E "^FAIL" "$L/test_linear_cuda_nowait.log" | cut -c1-180 | head -n 8
+    grep -cE "^FAIL" "$L/test_linear_cuda_nowait.log"
 fi
 if has quick; then
     step test_linear_cuda 200 "$B/gpu/test_linear_cuda"

@@ -50,10 +50,11 @@ nvfp4_status nvfp4_sm90_produce_operands(const uint16_t *x, int64_t m, int64_t k
  * bytes.  Not thread-safe. */
 void nvfp4_q_force_launch(int mode);
 /* Testing hook (test_linear_cuda): the quantizer kernels' thread 0 waits
- * this many cycles before it stores the per-tensor scale (0: none), so a
- * GEMM that read the scale before waiting for the quantizer would read a
- * stale one.  0 on success, -1 if the device symbol could not be set. */
-int nvfp4_q_dev_delay_pts(long long cycles);
+ * this many cycles before it stores the per-tensor scale, and each CTA of
+ * the amax pass before it stores its word (0: none), so a kernel that read
+ * them before waiting for their grid would read stale ones.  0 on
+ * success, -1 if the device symbol could not be set. */
+int nvfp4_q_dev_delay_stores(long long cycles);
 #ifdef __cplusplus
 }
 #endif
@@ -313,6 +314,22 @@ NVFP4_Q_DEV float q_dynamic_pts(uint32_t amax_bits)
                                    : __fdiv_rn(__uint_as_float(amax_bits), 2688.0f);
 }
 
+/* The amax pass's result, the largest of its n per-CTA words (|x| maxima
+ * as FP32 bit patterns, NaN above Inf: integer order is value order), by a
+ * whole warp: every lane calls it (warp-uniform code) and gets the result.
+ * Plain loads: the words are the previous grid's output (read after
+ * griddepcontrol.wait), not read-only data. */
+NVFP4_Q_DEV uint32_t q_amax_of_parts(const uint32_t *parts, int n)
+{
+    const int lane = (int)(threadIdx.x & 31u);
+    uint32_t best = 0;
+#pragma unroll
+    for (int j = 0; j < 8; j++) /* the first 256 words: eight loads in flight a lane */
+        if (lane + 32 * j < n) best = max(best, parts[lane + 32 * j]);
+    for (int i = lane + 256; i < n; i += 32) best = max(best, parts[i]);
+    return __reduce_max_sync(0xFFFFFFFFu, best);
+}
+
 /* A CTA's threshold table (src/quant/thresholds.h, docs/STREAMING_A.md
  * "Threshold tables"): one entry per scale byte 0..127 -- the bytes a
  * positive per-tensor scale gives; other bytes take the exact path -- as
@@ -441,12 +458,14 @@ NVFP4_Q_DEV uint2 q_block_codes(const uint32_t w[8], const uint4 *tab, float pts
 
 /* BF16 activations x [rows][cols] that the GEMM quantizes itself (the
  * REGM_BF16 kernels, M <= 8): per-tensor scale *static_pts, or else
- * FP32(*amax_bits / 2688) from the amax pass launched just before. */
+ * FP32(amax / 2688), amax the largest of the amax_n words at amax_bits that
+ * the amax pass launched just before wrote. */
 typedef struct nvfp4_sm90_bf16_act {
     const uint16_t *x;
     int64_t cols;
     const float *static_pts;
     const uint32_t *amax_bits;
+    int amax_n;
     float *pts_out; /* optional: the scale used */
     uint8_t *codes;  /* optional: nvfp4_quantize()'s codes of x (16 padded rows) */
     uint8_t *scales; /* optional: its tiled scales, tile padding already zero */
@@ -466,13 +485,17 @@ extern "C" nvfp4_status nvfp4_sm90_gemm_quantizing(const nvfp4_cuda_gemm_args *a
  *                  written: the caller zeroes it first);
  *   act          : the GEMM workspace, FP16 [m][act_ld] (rows < m only);
  *   pts_out      : the per-tensor scale used, written by one thread.
- * The per-tensor scale is *static_pts, or else FP32(*amax_bits / 2688)
- * (a NaN amax: that NaN). */
+ * The per-tensor scale is *static_pts, or else FP32(amax / 2688) (a NaN
+ * amax: that NaN), amax the largest of the amax_n words at amax_bits. */
 typedef struct nvfp4_q_launch {
     const uint16_t *x;
     int64_t m, k;
     const float *static_pts;
     const uint32_t *amax_bits;
+    int amax_n;
+    /* launched as the amax pass's programmatic dependent (the amax words
+     * are read after griddepcontrol.wait; its loads of x start before) */
+    int after_amax;
     int cuda_variant;
     /* the table kernel even where the rule would take four lanes a block
      * (the fused linear: eager before a REGR GEMM) */
@@ -491,6 +514,13 @@ typedef struct nvfp4_q_launch {
 } nvfp4_q_launch;
 
 nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn);
+
+/* The amax pass without a memset before it: CTA i of the pass stores the
+ * largest |x| FP32 bit pattern (NaN as 0x7FC00000) of its share of the
+ * m x k BF16 elements into parts[i], for at most max_parts CTAs; *n gets
+ * their number (what the readers reduce, q_amax_of_parts). */
+nvfp4_status nvfp4_q_amax_parts_launch(const uint16_t *x, int64_t m, int64_t k, uint32_t *parts, int max_parts,
+                                       int *n, cudaStream_t stream, const char *fn);
 
 /* Zero *amax_bits, then atomicMax |x|'s FP32 bit patterns of the m x k BF16
  * elements into it (any NaN as 0x7FC00000, above Inf), on `stream`. */

@@ -1067,7 +1067,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     const nvfp4_cuda_operand *a = &args->a, *b = &args->b;
     const int64_t m = a->rows, n = b->rows, k = a->cols;
     if (src) act_ready = 1; /* no NVFP4 activations: the kernel quantizes src->x */
-    if (src && (!src->x || (!src->static_pts && !src->amax_bits) || src->cols < 1 || src->cols > k ||
+    if (src && (!src->x || (!src->static_pts && (!src->amax_bits || src->amax_n < 1)) || src->cols < 1 || src->cols > k ||
                 src->cols % 8 != 0 || misaligned(src->x, 16)))
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
                           "gemm (cuda): BF16 activations for TMA need 16-byte aligned rows (a multiple of 8 columns)");
@@ -1181,6 +1181,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
             rp.x_rows = (int)m;
             rp.x_pts = src->static_pts;
             rp.x_amax = src->amax_bits;
+            rp.x_amax_n = src->amax_n;
             rp.x_pts_out = src->pts_out;
             rp.x_codes = src->codes;
             rp.x_scales = src->scales;
@@ -1488,9 +1489,10 @@ extern "C" int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, i
     if (!NVFP4_SM90_IS_REG(v) || !regm_kernel_of(v, 1, 0, dev, &smem_set) ||
         regm_bf16_plan(&plan, v, m, dev->smem_optin) != 0)
         return 0;
-    /* where it measured faster than the quantizer kernel + GEMM (the header) */
-    return sm90_inkernel_a == 1 || !static_scale ||
-           (v->kind != NVFP4_SM90_REGM && k <= (int64_t)NVFP4_SM90_INKERNEL_A_STATIC_MAX_K);
+    /* where it measured faster than the quantizer kernel + GEMM (the
+     * header), static and dynamic scale alike */
+    (void)static_scale;
+    return sm90_inkernel_a == 1 || (v->kind != NVFP4_SM90_REGM && k <= (int64_t)NVFP4_SM90_INKERNEL_A_STATIC_MAX_K);
 }
 
 extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)

@@ -286,15 +286,19 @@ void nvfp4_sm90_force_loaders(int lw);
  * programmatic dependent.  Measured on the H200 (dev/cuda/inkernel_a, back
  * to back, thirteenth session; docs/STREAMING_A.md): at M <= 2 a chunk's
  * blocks are one per lane of the activation warp that takes it, and the
- * producer beats the two kernels with the dynamic scale on all four
+ * producer beat the two kernels with the dynamic scale on all four
  * linears (by 1.2-2.7 us); at M = 4 and 8 a lane codes 2 and 4 blocks one
  * after another and the chunk's latency paces the GEMM (1.2-2.1x slower). */
 #define NVFP4_SM90_INKERNEL_A_MAX_M 2
-/* ... and with a static scale only where the plan is REGW or REGR and K is
- * at most this: the producer costs ~0.03-0.05 us a 256-element chunk beyond
- * the prequantized GEMM, the two kernels ~2 us once (attn-out, K = 7168:
- * 23.6 against 23.9 us; FC1 39.0 against 39.8; FC2, K = 14336: 38.3
- * against 37.5; QKV on REGM: 38.4 against 38.0). */
+/* ... and only where the plan is REGW or REGR and K is at most this: the
+ * producer costs ~0.03-0.05 us a 256-element chunk beyond the prequantized
+ * GEMM, the two kernels ~2 us once (static scale: attn-out, K = 7168: 23.6
+ * against 23.9 us; FC1 39.0 against 39.8; FC2, K = 14336: 38.3 against
+ * 37.5; QKV on REGM: 38.4 against 38.0).  With the dynamic scale too since
+ * the two kernels follow the amax pass as programmatic dependents (H100,
+ * twenty-sixth session, M = 1, in-kernel against two kernels: attn-out
+ * 24.4 against 24.8, FC1 43.0-43.5 against 43.6-43.7, FC2 40.1-40.4
+ * against 38.8-39.2, QKV 42.5-42.6 against 41.0-41.2). */
 #define NVFP4_SM90_INKERNEL_A_STATIC_MAX_K 8192
 
 /* Testing hook (sm90_gemm.cu): the fused linear's in-kernel A producer
@@ -304,9 +308,9 @@ void nvfp4_sm90_force_inkernel_a(int mode);
 
 /* sm90_gemm.cu: whether the fused linear's GEMM of this shape takes BF16
  * activations and quantizes them itself (static_scale: the caller's
- * per-tensor scale, else the amax pass's): the planned register kernel has
- * an in-kernel twin whose ring fits, and the bounds above allow it, or the
- * hook forces it. */
+ * per-tensor scale, else the amax pass's; the bounds above now hold for
+ * both): the planned register kernel has an in-kernel twin whose ring
+ * fits, and the bounds above allow it, or the hook forces it. */
 int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, int k_slices, int static_scale);
 
 /* Testing hook (sm90_gemm.cu): how the wgmma kernel's producer issues a

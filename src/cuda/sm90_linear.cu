@@ -3,7 +3,9 @@
  * bit for bit nvfp4_linear_cpu() (model SM90).
  *
  * Queue on the caller's stream, no host synchronisation:
- *   1. dynamic scale only: the amax pass (atomicMax of |x|'s bits);
+ *   1. dynamic scale only: the amax pass (a word per CTA: the largest of
+ *      |x|'s bits; the next kernel, its programmatic dependent, reduces
+ *      them);
  *   2. M <= NVFP4_SM90_INKERNEL_A_MAX_M (2; with a static scale only on
  *      the REGW / REGR kernels and K <= NVFP4_SM90_INKERNEL_A_STATIC_MAX_K,
  *      where it measured faster; the testing hook forces it up to M = 8): the
@@ -38,10 +40,13 @@ extern "C" int nvfp4_sm90_gemm_plans_regr(int64_t m, int64_t n, int64_t k, int k
 extern "C" int nvfp4_sm90_gemm_sk_counters(void *workspace, int64_t m, int64_t n, int64_t k, unsigned **counters);
 
 /* Workspace layout (every part 256-byte aligned):
- *   [0, 256)          uint32 amax bits at 0, the per-tensor scale (float) at 4
+ *   [0, 1024)         the amax pass's words, one per CTA (at most LIN_AMAX_PARTS)
+ *   [1024, 1280)      the per-tensor scale (float) at 1024
  *   act               the GEMM's workspace: nvfp4_cuda_gemm_workspace(m, n, K)
  *   codes, scales     the quantized activations handed to the GEMM */
-#define LIN_HEADER 256
+#define LIN_AMAX_PARTS 256
+#define LIN_PTS_OFF (LIN_AMAX_PARTS * 4)
+#define LIN_HEADER (LIN_PTS_OFF + 256)
 
 static size_t round256(size_t b) { return (b + 255) / 256 * 256; }
 
@@ -112,8 +117,9 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
 
     cudaStream_t stream = (cudaStream_t)args->stream;
     uint8_t *ws = (uint8_t *)args->workspace;
-    uint32_t *amax_slot = (uint32_t *)ws;
-    float *pts_slot = (float *)(ws + 4);
+    uint32_t *amax_parts = (uint32_t *)ws;
+    int amax_n = 0; /* how many the amax pass wrote */
+    float *pts_slot = (float *)(ws + LIN_PTS_OFF);
     /* Fused: the NVFP4 activations reach memory only when the caller asks. */
     uint8_t *codes = args->x_codes;
     uint8_t *scales = args->x_scales;
@@ -132,8 +138,8 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
      * CTA 0 the debug copies too. */
     const int inkernel = (args->raw || args->out) && k % 8 == 0 && !lin_misaligned(args->x, 16) &&
                          nvfp4_sm90_gemm_quantizes_bf16(m, n, kp, args->k_slices, args->input_scale != NULL);
-    if (!args->input_scale) {
-        st = nvfp4_q_amax_launch(args->x, m, k, amax_slot, stream, fn);
+    if (!args->input_scale) { /* no memset: each CTA stores its own word */
+        st = nvfp4_q_amax_parts_launch(args->x, m, k, amax_parts, LIN_AMAX_PARTS, &amax_n, stream, fn);
         if (st != NVFP4_OK) return st;
     }
     nvfp4_cuda_gemm_args g; /* the GEMM's arguments but for A's data */
@@ -154,7 +160,8 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
         src.x = args->x;
         src.cols = k;
         src.static_pts = args->input_scale;
-        src.amax_bits = amax_slot;
+        src.amax_bits = amax_parts;
+        src.amax_n = amax_n;
         src.pts_out = args->x_scale;
         src.codes = args->x_codes;
         src.scales = args->x_scales;
@@ -176,7 +183,9 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
     q.m = m;
     q.k = k;
     q.static_pts = args->input_scale;
-    q.amax_bits = amax_slot;
+    q.amax_bits = amax_parts;
+    q.amax_n = amax_n;
+    q.after_amax = !args->input_scale; /* its programmatic dependent */
     q.cuda_variant = args->variant == NVFP4_VARIANT_CUDA;
     /* eager before REGR (attn-out, FC2 at M <= 16): the table kernel, where
      * four lanes a block measured 0.7-1.6 us slower in the fused linear

@@ -27,21 +27,26 @@ extern "C" void nvfp4_q_force_launch(int mode) { q_forced_launch = mode >= 0 && 
 
 static int q_misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) != 0; }
 
-/* Testing hook: thread 0 spins this many cycles before it stores the
- * per-tensor scale, so that a GEMM reading the scale before its
- * griddepcontrol.wait would read a stale one (test_linear_cuda). */
-static __device__ long long q_dev_pts_delay;
-extern "C" int nvfp4_q_dev_delay_pts(long long cycles)
+/* Testing hook: the threads that store the quantizer's per-tensor scale
+ * and the amax pass's words spin this many cycles first, so that a kernel
+ * reading them before its griddepcontrol.wait would read stale ones
+ * (test_linear_cuda). */
+static __device__ long long q_dev_store_delay;
+extern "C" int nvfp4_q_dev_delay_stores(long long cycles)
 {
-    return cudaMemcpyToSymbol(q_dev_pts_delay, &cycles, sizeof cycles) == cudaSuccess ? 0 : -1;
+    return cudaMemcpyToSymbol(q_dev_store_delay, &cycles, sizeof cycles) == cudaSuccess ? 0 : -1;
+}
+static __device__ __forceinline__ void q_dev_delay(void)
+{
+    const long long delay = q_dev_store_delay;
+    if (delay > 0)
+        for (const long long t0 = clock64(); clock64() - t0 < delay;) {
+        }
 }
 /* thread 0's per-tensor scale stores, after the testing hook's delay */
 static __device__ __forceinline__ void q_store_pts(float pts, float *pts_out, float *pts_out2)
 {
-    const long long delay = q_dev_pts_delay;
-    if (delay > 0)
-        for (const long long t0 = clock64(); clock64() - t0 < delay;) {
-        }
+    q_dev_delay();
     if (pts_out) *pts_out = pts;
     if (pts_out2) *pts_out2 = pts;
 }
@@ -61,11 +66,17 @@ static __device__ __forceinline__ uint32_t amax_word(uint32_t w, uint32_t best)
     return hi > best ? hi : best;
 }
 
+/* Each CTA reduces its share of x (grid-stride, 16-byte loads where
+ * aligned, up to four in flight a thread) to one word: with parts, CTA i stores
+ * it to out[i] (no memset before the pass, no atomics); else one atomicMax
+ * a CTA into *out, zeroed before the launch. */
 extern "C" __global__ void __launch_bounds__(Q_THREADS)
-    nvfp4_q_amax_kernel(const uint16_t *__restrict__ x, int64_t n, int vec, uint32_t *amax_bits)
+    nvfp4_q_amax_kernel(const uint16_t *__restrict__ x, int64_t n, int vec, uint32_t *out, int parts)
 {
-    /* the register GEMM with the in-kernel A producer may start its weight
-     * loads now (its activation warps wait for this grid) */
+    __shared__ uint32_t warp_best[Q_THREADS / 32];
+    /* the kernel after it (the quantizer, or the register GEMM with the
+     * in-kernel A producer) may start now: it waits for this grid before
+     * reading the words */
     ptx_griddep_launch_dependents();
     const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
@@ -74,18 +85,45 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
     if (vec) { /* 8 elements per 16-byte load */
         const int64_t n8 = n / 8;
         const uint4 *x8 = (const uint4 *)x;
-        for (int64_t i = tid; i < n8; i += stride) {
-            uint4 w = __ldg(x8 + i);
-            best = amax_word(w.x, best);
-            best = amax_word(w.y, best);
-            best = amax_word(w.z, best);
-            best = amax_word(w.w, best);
+        for (int64_t i = tid; i < n8; i += 4 * stride) {
+            uint4 w[4]; /* up to four loads in flight; zeros past the end add nothing */
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                w[j] = i + j * stride < n8 ? __ldg(x8 + i + j * stride) : make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                best = amax_word(w[j].x, best);
+                best = amax_word(w[j].y, best);
+                best = amax_word(w[j].z, best);
+                best = amax_word(w[j].w, best);
+            }
         }
         done = n8 * 8;
     }
     for (int64_t i = done + tid; i < n; i += stride) best = amax_word(__ldg(x + i), best);
     best = __reduce_max_sync(0xFFFFFFFFu, best);
-    if ((threadIdx.x & 31) == 0 && best != 0) atomicMax(amax_bits, best << 16);
+    if ((threadIdx.x & 31) == 0) warp_best[threadIdx.x / 32] = best;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        best = threadIdx.x < Q_THREADS / 32 ? warp_best[threadIdx.x] : 0u;
+        best = __reduce_max_sync(0xFFFFFFFFu, best);
+        if (threadIdx.x == 0) {
+            q_dev_delay();
+            if (parts)
+                out[blockIdx.x] = best << 16;
+            else if (best != 0)
+                atomicMax(out, best << 16);
+        }
+    }
+}
+
+/* CTAs of the amax pass: one 16-byte load a thread where at most cap CTAs
+ * cover x (small M: the pass is one load's latency), else cap CTAs whose
+ * threads loop, four loads in flight */
+static unsigned q_amax_grid(int64_t n, int vec, int64_t cap)
+{
+    const int64_t want = ((vec ? n / 8 : n) + Q_THREADS - 1) / Q_THREADS;
+    return (unsigned)(want < 1 ? 1 : want > cap ? cap : want);
 }
 
 nvfp4_status nvfp4_q_amax_launch(const uint16_t *x, int64_t m, int64_t k, uint32_t *amax_bits,
@@ -96,13 +134,25 @@ nvfp4_status nvfp4_q_amax_launch(const uint16_t *x, int64_t m, int64_t k, uint32
         return nvfp4_fail(NVFP4_ERR_CUDA, "%s: clearing the amax slot: %s", fn, cudaGetErrorString(e));
     const int64_t n = m * k;
     const int vec = !q_misaligned(x, 16);
-    /* Enough CTAs to fill an H200 a few times over; each loops. */
-    int64_t want = ((vec ? n / 8 : n) + Q_THREADS - 1) / Q_THREADS;
-    unsigned grid = (unsigned)(want < 1 ? 1 : (want > 132 * 8 ? 132 * 8 : want));
-    nvfp4_q_amax_kernel<<<grid, Q_THREADS, 0, stream>>>(x, n, vec, amax_bits);
+    nvfp4_q_amax_kernel<<<q_amax_grid(n, vec, 132 * 8), Q_THREADS, 0, stream>>>(x, n, vec, amax_bits, 0);
     e = cudaGetLastError();
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "%s: amax kernel launch: %s", fn, cudaGetErrorString(e));
+    return NVFP4_OK;
+}
+
+nvfp4_status nvfp4_q_amax_parts_launch(const uint16_t *x, int64_t m, int64_t k, uint32_t *parts, int max_parts,
+                                       int *n_parts, cudaStream_t stream, const char *fn)
+{
+    if (max_parts < 1) return nvfp4_fail(NVFP4_ERR_INTERNAL, "%s: no room for the amax words", fn);
+    const int64_t n = m * k;
+    const int vec = !q_misaligned(x, 16);
+    const unsigned grid = q_amax_grid(n, vec, max_parts);
+    nvfp4_q_amax_kernel<<<grid, Q_THREADS, 0, stream>>>(x, n, vec, parts, 1);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return nvfp4_fail(NVFP4_ERR_CUDA, "%s: amax kernel launch: %s", fn, cudaGetErrorString(e));
+    *n_parts = (int)grid;
     return NVFP4_OK;
 }
 
@@ -121,18 +171,29 @@ static __device__ __forceinline__ void q_zero_words(unsigned *words, int count)
     for (int i = threadIdx.x; i < count; i += blockDim.x) words[i] = 0u;
 }
 
-/* The start of the exact kernels (one thread or four lanes a block; the
- * table kernel's is the same but for its stride set-up): the GEMM that
- * follows in the fused linear may start its weight loads now (it waits for
- * this grid before reading activations); CTA 0 zeroes its stream-K
- * counters; IDX, this thread's index in the grid, and pts, the per-tensor
- * scale, which thread 0 publishes.  A macro over the kernels' parameters:
- * as a function it changed the tested kernels' register allocation. */
+/* The start of the quantizer kernels: the GEMM that follows in the fused
+ * linear may start its weight loads now (it waits for this grid before
+ * reading activations); CTA 0 zeroes its stream-K counters; IDX, this
+ * thread's index in the grid.  A macro over the kernels' parameters: as a
+ * function it changed the tested kernels' register allocation. */
 #define Q_EXACT_KERNEL_START(IDX)                                                                  \
     ptx_griddep_launch_dependents();                                                               \
     if (blockIdx.x == 0) q_zero_words(zero_words, zero_count);                                     \
-    const int64_t IDX = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;                            \
-    const float pts = static_pts ? *static_pts : q_dynamic_pts(*amax_bits);                        \
+    const int64_t IDX = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+
+/* pts, the per-tensor scale -- static, or from the amax pass's words once
+ * that grid has completed (this one is its programmatic dependent; the wait
+ * returns at once where there is none) -- which thread 0 publishes.  After
+ * the thread's first loads of x, which do not depend on it; by every lane
+ * of the warp (q_amax_of_parts). */
+#define Q_KERNEL_PTS(IDX)                                                                          \
+    float pts;                                                                                     \
+    if (static_pts)                                                                                \
+        pts = *static_pts;                                                                         \
+    else {                                                                                         \
+        ptx_griddep_wait();                                                                        \
+        pts = q_dynamic_pts(q_amax_of_parts(amax_bits, amax_n));                                   \
+    }                                                                                              \
     if (IDX == 0) q_store_pts(pts, pts_out, pts_out2);
 
 /* Block (r, cb) by the exact steps (q_block, q_f16_operand), for blocks the
@@ -169,7 +230,7 @@ static __device__ __noinline__ void q_exact_block(uint4 wa, uint4 wb, uint32_t a
  * mask) and the block holds no NaN, else the exact q_block. */
 extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM)
     nvfp4_q_blocks_kernel(const uint16_t *__restrict__ x, int m, int k, int prows, int nb, int vec,
-                          const float *__restrict__ static_pts, const uint32_t *amax_bits,
+                          const float *__restrict__ static_pts, const uint32_t *amax_bits, int amax_n,
                           int cuda_variant, uint8_t *__restrict__ codes,
                           uint8_t *__restrict__ scales, uint16_t *__restrict__ act, int64_t act_ld,
                           float *pts_out, float *pts_out2, unsigned *__restrict__ zero_words, int zero_count)
@@ -181,16 +242,16 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM)
     if (blockIdx.x == 0) q_zero_words(zero_words, zero_count);
     const int64_t nblk = (int64_t)prows * nb, stride = (int64_t)gridDim.x * blockDim.x;
     int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const float pts = static_pts ? *static_pts : q_dynamic_pts(*amax_bits);
-    if (idx == 0) q_store_pts(pts, pts_out, pts_out2);
     /* (r, cb) of block idx, and the step of one stride (no division per block) */
     int64_t r_next = idx / nb;
     int cb_next = (int)(idx % nb);
     const int64_t stride_r = stride / nb;
     const int stride_cb = (int)(stride % nb);
-    /* the first block's loads are in flight while the table is built */
+    /* the first block's loads are in flight while the scale is read and the
+     * table is built */
     uint32_t w[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     if (idx < nblk) q_load_block(x, m, k, vec, (int)r_next, cb_next, w);
+    Q_KERNEL_PTS(idx)
     if (threadIdx.x < Q_TAB) q_table_entry(tab, threadIdx.x, cuda_variant, pts);
     __syncthreads();
     const float rcp_pts = q_sm90_rcp(pts);
@@ -255,16 +316,18 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, Q_CTAS_PER_SM)
  * every byte of an SM's shared memory to become resident beside it. */
 extern "C" __global__ void __launch_bounds__(Q_THREADS)
     nvfp4_q_blocks_exact_kernel(const uint16_t *__restrict__ x, int m, int k, int prows, int nb, int vec,
-                                const float *__restrict__ static_pts, const uint32_t *amax_bits,
+                                const float *__restrict__ static_pts, const uint32_t *amax_bits, int amax_n,
                                 int cuda_variant, uint8_t *__restrict__ codes, uint8_t *__restrict__ scales,
                                 uint16_t *__restrict__ act, int64_t act_ld, float *pts_out, float *pts_out2,
                                 unsigned *__restrict__ zero_words, int zero_count)
 {
     Q_EXACT_KERNEL_START(idx)
-    if (idx >= (int64_t)prows * nb) return;
-    const int r = (int)(idx / nb), cb = (int)(idx % nb);
+    const int live = idx < (int64_t)prows * nb;
+    const int r = live ? (int)(idx / nb) : m, cb = live ? (int)(idx % nb) : 0; /* row m: no loads */
     uint32_t w[8];
     q_load_block(x, m, k, vec, r, cb, w);
+    Q_KERNEL_PTS(idx)
+    if (!live) return; /* (after the warp's scale) */
     const uint32_t amax16 = q_block_amax16(w);
     q_exact_block(make_uint4(w[0], w[1], w[2], w[3]), make_uint4(w[4], w[5], w[6], w[7]), amax16 << 16, pts,
                   cuda_variant, r, cb, m, nb, codes, scales, act, act_ld);
@@ -281,17 +344,18 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
 #define Q_COOP_LANES 4
 extern "C" __global__ void __launch_bounds__(Q_THREADS)
     nvfp4_q_blocks_coop_kernel(const uint16_t *__restrict__ x, int m, int k, int prows, int nb, int vec,
-                               const float *__restrict__ static_pts, const uint32_t *amax_bits, int cuda_variant,
+                               const float *__restrict__ static_pts, const uint32_t *amax_bits, int amax_n, int cuda_variant,
                                uint8_t *__restrict__ codes, uint8_t *__restrict__ scales, uint16_t *__restrict__ act,
                                int64_t act_ld, float *pts_out, float *pts_out2, unsigned *__restrict__ zero_words,
                                int zero_count)
 {
     Q_EXACT_KERNEL_START(tid)
-    /* whole quads: a quad is in or out as a whole (its shuffles) */
-    if (tid / Q_COOP_LANES >= (int64_t)prows * nb) return;
+    /* whole quads: a quad is in or out as a whole (its shuffles); a quad
+     * past the blocks reads row m (no loads) until it leaves */
+    const int live = tid / Q_COOP_LANES < (int64_t)prows * nb;
     const int64_t blk = tid / Q_COOP_LANES;
     const int q = (int)(tid % Q_COOP_LANES);
-    const int r = (int)(blk / nb), cb = (int)(blk % nb), c0 = cb * 16 + 4 * q;
+    const int r = live ? (int)(blk / nb) : m, cb = live ? (int)(blk % nb) : 0, c0 = cb * 16 + 4 * q;
     /* elements c0 .. c0+3: w[0] = {c0, c0+1}, w[1] = {c0+2, c0+3} (low half first); zeros past the input */
     uint32_t w[2];
     if (r < m && c0 + 4 <= k && vec) {
@@ -306,6 +370,8 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
             w[i] = lo | (hi << 16);
         }
     }
+    Q_KERNEL_PTS(tid)
+    if (!live) return; /* (after the warp's scale) */
     float v[4];
 #pragma unroll
     for (int i = 0; i < 2; i++) {
@@ -353,6 +419,10 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
     }
 }
 
+/* The three quantizer kernels' common signature */
+typedef void (*q_kernel_fn)(const uint16_t *, int, int, int, int, int, const float *, const uint32_t *, int, int,
+                            uint8_t *, uint8_t *, uint16_t *, int64_t, float *, float *, unsigned *, int);
+
 nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
 {
     const int64_t prows = (q->m + 15) / 16 * 16, nb = (q->k + 15) / 16;
@@ -386,26 +456,44 @@ nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
 #endif
     if (q->table_first && mode == 2) mode = 0;
     if (q_forced_launch >= 0) mode = q_forced_launch;
+    unsigned grid;
+    q_kernel_fn kernel;
     if (mode == 2) {
         const int64_t threads = prows * nb * Q_COOP_LANES;
         if (threads / Q_THREADS + 1 > INT32_MAX)
             return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "%s: %lld blocks are too many for one grid", fn,
                               (long long)(prows * nb));
-        nvfp4_q_blocks_coop_kernel<<<(unsigned)((threads + Q_THREADS - 1) / Q_THREADS), Q_THREADS, 0, q->stream>>>(
-            q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
-            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count);
+        grid = (unsigned)((threads + Q_THREADS - 1) / Q_THREADS);
+        kernel = nvfp4_q_blocks_coop_kernel;
     } else if (mode == 1) {
         if (want > INT32_MAX)
             return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "%s: %lld blocks are too many for one grid", fn,
                               (long long)(prows * nb));
-        nvfp4_q_blocks_exact_kernel<<<(unsigned)want, Q_THREADS, 0, q->stream>>>(
-            q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
-            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count);
-    } else
-        nvfp4_q_blocks_kernel<<<(unsigned)(want < cap ? want : cap), Q_THREADS, 0, q->stream>>>(
-            q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec, q->static_pts, q->amax_bits, q->cuda_variant,
-            q->codes, q->scales, q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count);
-    cudaError_t e = cudaGetLastError();
+        grid = (unsigned)want;
+        kernel = nvfp4_q_blocks_exact_kernel;
+    } else {
+        grid = (unsigned)(want < cap ? want : cap);
+        kernel = nvfp4_q_blocks_kernel;
+    }
+    if (q->static_pts == NULL && (q->amax_bits == NULL || q->amax_n < 1))
+        return nvfp4_fail(NVFP4_ERR_INTERNAL, "%s: a dynamic scale without the amax pass's words", fn);
+    /* after the amax pass, as its programmatic dependent: this grid's
+     * launch and first loads of x overlap that pass (Q_KERNEL_PTS waits) */
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(Q_THREADS);
+    cfg.stream = q->stream;
+    cudaLaunchAttribute attr = {};
+    if (q->after_amax) {
+        attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr.val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+    }
+    cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, q->x, (int)q->m, (int)q->k, (int)prows, (int)nb, vec,
+                                       q->static_pts, q->amax_bits, q->amax_n, q->cuda_variant, q->codes, q->scales,
+                                       q->act, q->act_ld, q->pts_out, q->pts_out2, q->zero_words, q->zero_count);
+    if (e == cudaSuccess) e = cudaGetLastError();
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "%s: quantizer kernel launch: %s", fn, cudaGetErrorString(e));
     return NVFP4_OK;
@@ -482,7 +570,8 @@ extern "C" nvfp4_status nvfp4_sm90_produce_operands(const uint16_t *x, int64_t m
     q.m = m;
     q.k = k;
     q.static_pts = per_tensor_scale;
-    q.amax_bits = (const uint32_t *)amax_scratch;
+    q.amax_bits = (const uint32_t *)amax_scratch; /* one word: the atomic amax pass's */
+    q.amax_n = 1;
     q.cuda_variant = variant == NVFP4_VARIANT_CUDA;
     q.act = act;
     q.act_ld = act_ld;

@@ -94,8 +94,9 @@ typedef struct nvfp4_sm90_regm_params {
     CUtensorMap tm_x;         /* x [m][x_cols] BF16, box {256, x_rows}: one chunk (zeros past x's columns) */
     int x_cols;               /* x's columns (<= k) */
     int x_rows;               /* the box's rows: M (a stage holds no rows past it) */
-    const float *x_pts;       /* static per-tensor scale, or NULL: FP32(*x_amax / 2688) ... */
-    const uint32_t *x_amax;   /* ... from the amax pass this kernel is the programmatic dependent of */
+    const float *x_pts;       /* static per-tensor scale, or NULL: FP32(amax / 2688), amax the largest ... */
+    const uint32_t *x_amax;   /* ... of the x_amax_n words the amax pass (our programmatic */
+    int x_amax_n;             /*     prerequisite) wrote */
     float *x_pts_out;         /* optional: the scale used (CTA 0 writes it) */
     uint8_t *x_codes;         /* optional: nvfp4_quantize()'s codes [16][k/2] of x (CTA 0 writes them) */
     uint8_t *x_scales;        /* optional: its tiled scales (tile padding cleared by the caller) */
@@ -161,12 +162,13 @@ NVFP4_DEV uint32_t regm_scale_pair(uint32_t four_bytes, int hi)
 
 /* The in-kernel A producer's per-tensor scale, read by the MMA warps at the
  * end: the static one (X_STATIC, loaded early), or FP32(amax / 2688) from
- * the amax pass, which has completed (the activation warps waited for it). */
+ * the amax pass, which has completed (the activation warps waited for it).
+ * By whole warps (q_amax_of_parts). */
 NVFP4_DEV float regm_x_pts(const nvfp4_sm90_regm_params *p, float x_static)
 {
     if (p->x_pts) return x_static;
     ptx_griddep_wait();
-    return q_dynamic_pts(*p->x_amax);
+    return q_dynamic_pts(q_amax_of_parts(p->x_amax, p->x_amax_n));
 }
 
 #endif

@@ -665,7 +665,7 @@ extern "C" __global__ void REGM_BOUNDS
         uint4 *qtab = (uint4 *)(ring + (size_t)p.stages * stage_bytes +
                                 (REGM_ROT ? REGR_SLOT_BYTES(REGM_MT, p.tmax) : 0));
         if (!p.x_pts) ptx_griddep_wait(); /* the amax pass has completed */
-        const float pts = p.x_pts ? *p.x_pts : q_dynamic_pts(*p.x_amax);
+        const float pts = p.x_pts ? *p.x_pts : q_dynamic_pts(q_amax_of_parts(p.x_amax, p.x_amax_n));
         const float rcp_pts = q_sm90_rcp(pts);
         const int al = aw * 32 + lane; /* this lane among the activation warps */
         for (int e = al; e < Q_TAB; e += 32 * REGM_AWN) q_table_entry(qtab, (uint32_t)e, p.cuda_variant, pts);

@@ -23,8 +23,9 @@
  *    GEMM on NaN/Inf inputs too (raw, out and the per-tensor scale), on
  *    every kernel width it has (one, two and four chains per MMA warp) and
  *    with K tails;
- *  - the GEMM after the quantizer reads the per-tensor scale the quantizer
- *    writes only after waiting for it (the store delayed by a hook).
+ *  - each kernel reads the words the kernel before it writes (the amax
+ *    pass's, the quantizer's per-tensor scale) only after waiting for that
+ *    grid (the stores delayed by a hook).
  * Weights are random NVFP4 (codes and E4M3 scales), activations BF16. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -761,21 +762,21 @@ int main(int argc, char **argv)
         }
     }
 
-    TEST("the GEMM reads the quantizer's per-tensor scale only after waiting for it")
+    TEST("each kernel reads the scale words of the one before only after waiting for it")
     {
-        /* The quantizer's thread 0 stores the scale ~100 us late (the
-         * hook), into a poisoned workspace: a GEMM kernel that read it
-         * before its griddepcontrol.wait gets the poison (REGR's MMA warps
-         * did so until the twenty-sixth session).  The two-kernel path on
-         * every kernel kind the planner takes after the quantizer: REGR
-         * (N = 5376, M = 1 and 16), REGM (QKV, M = 1), REGW (FC1, M = 16),
-         * the wgmma tiles (M = 32, 128). */
+        /* The quantizer's thread 0 stores the per-tensor scale, and each
+         * amax-pass CTA its word, ~100 us late (the hook), into a poisoned
+         * workspace: a kernel that read them before its griddepcontrol.wait
+         * gets the poison (REGR's MMA warps read the scale so until the
+         * twenty-sixth session).  Every kernel kind the planner takes after
+         * the quantizer: REGR (N = 5376, M = 1 and 16), REGM (QKV, M = 1),
+         * REGW (FC1, M = 16), the wgmma tiles (M = 32, 128); and at M = 1
+         * the in-kernel A producer after the amax pass. */
         static const struct { const char *name; int64_t n, kp, k, m; } D[] = {
             {"n5376 k448", 5376, 448, 440, 1}, {"n5376 k448", 5376, 448, 440, 16}, {"qkv", 21504, 5376, 5376, 1},
             {"fc1", 28672, 5376, 5376, 16},    {"attn_out", 5376, 7168, 7168, 32}, {"attn_out", 5376, 7168, 7168, 128},
         };
-        CHECKF(nvfp4_q_dev_delay_pts(200000) == 0, "nvfp4_q_dev_delay_pts failed");
-        nvfp4_sm90_force_inkernel_a(0);
+        CHECKF(nvfp4_q_dev_delay_stores(200000) == 0, "nvfp4_q_dev_delay_stores failed");
         for (size_t i = 0; i < sizeof D / sizeof D[0]; i++) {
             if (quick && i % 2) continue;
             nvfp4_tensor w;
@@ -783,17 +784,21 @@ int main(int argc, char **argv)
             dev_weight dw;
             upload_weight(&dw, &w);
             uint16_t *x = random_bf16(D[i].m, D[i].k, 910 + (uint64_t)i);
-            char label[64];
-            snprintf(label, sizeof label, "late scale %s", D[i].name);
-            for (int sc = 0; sc < 2; sc++)
-                check_linear(label, x, D[i].m, D[i].k, &w, &dw, sc ? &static_scale : NULL,
-                             i % 2 ? NVFP4_VARIANT_CUDA : NVFP4_VARIANT_EAGER, NULL, NULL, D[i].m, 1);
+            for (int ik = 0; ik < 2; ik++) {
+                nvfp4_sm90_force_inkernel_a(ik); /* 1: where the plan has a twin (REGR, REGM at M = 1) */
+                if (ik && !nvfp4_sm90_gemm_quantizes_bf16(D[i].m, D[i].n, D[i].kp, 0, 0)) continue;
+                char label[64];
+                snprintf(label, sizeof label, "late stores%s %s", ik ? " in-kernel" : "", D[i].name);
+                for (int sc = 0; sc < 2; sc++)
+                    check_linear(label, x, D[i].m, D[i].k, &w, &dw, sc ? &static_scale : NULL,
+                                 i % 2 ? NVFP4_VARIANT_CUDA : NVFP4_VARIANT_EAGER, NULL, NULL, D[i].m, 1);
+            }
+            nvfp4_sm90_force_inkernel_a(-1);
             free(x);
             free_weight(&dw);
             nvfp4_tensor_free(&w);
         }
-        nvfp4_sm90_force_inkernel_a(-1);
-        CHECKF(nvfp4_q_dev_delay_pts(0) == 0, "nvfp4_q_dev_delay_pts(0) failed");
+        CHECKF(nvfp4_q_dev_delay_stores(0) == 0, "nvfp4_q_dev_delay_stores(0) failed");
     }
 
     if (!quick) TEST("timing (device time per call, 20 calls after 3 warm-ups)")
