@@ -51,32 +51,32 @@
 . "$(dirname "$0")/step.sh"
 PARTS=${PARTS:-suites final}
 PFSHAPES=${CASES:-attn_out:1,16,128 fc2:1,16,128 qkv:16,128 fc1:16,128}
-if has pf; then
+# pf_sweep TAG LINES "Q,P ...": inkernel_a on PFSHAPES under each
+# NVFP4_DEV_PREFETCH=Q,P (NVFP4_DEV_PREFETCH_LINES=LINES), two passes, the
+# second in reverse order; prints the static lines
+pf_sweep() {
+    rev=""
+    for c in $3; do rev="$c $rev"; done
     for pass in 1 2; do
-        cfgs="0,0 1024,1024 4096,4096 1048576,1048576"
-        [ $pass = 2 ] && cfgs="1048576,1048576 4096,4096 1024,1024 0,0"
+        cfgs=$3
+        [ $pass = 2 ] && cfgs=$rev
         for c in $cfgs; do
-            tag="pf_$(echo "$c" | tr , _)_$pass"
-            NVFP4_DEV_PREFETCH=$c step "$tag" 200 "$B/gpu/inkernel_a" $PFSHAPES --iters 100
-            grep -E "static" "$L/$tag.log" | sed -E "s/^/pf=$c: /; s/, in-kernel [^|]*//; s/ +/ /g"
+            tag="${1}_$(echo "$c" | tr , _)_$pass"
+            NVFP4_DEV_PREFETCH_LINES=$2 NVFP4_DEV_PREFETCH=$c step "$tag" 200 "$B/gpu/inkernel_a" $PFSHAPES --iters 100
+            grep -E "static" "$L/$tag.log" | sed -E "s/^/$1 $c: /; s/, in-kernel [^|]*//; s/ +/ /g"
         done
     done
+}
+if has pf; then
+    pf_sweep pf 0 "0,0 1024,1024 4096,4096 1048576,1048576"
 fi
 if has late; then
     step test_linear_cuda_racy 200 "$B/gpu/test_linear_cuda_racy"
     grep -E "^FAIL" "$L/test_linear_cuda_racy.log" | cut -c1-200 | head -n 12
-    grep -E "late scale" "$L/test_linear_cuda_racy.log" | head -n 12
+    grep -E "late (scale|stores)" "$L/test_linear_cuda_racy.log" | head -n 12
 fi
 if has pfl; then
-    for pass in 1 2; do
-        cfgs="0,0 1024,0 1024,1024 4096,0"
-        [ $pass = 2 ] && cfgs="4096,0 1024,1024 1024,0 0,0"
-        for c in $cfgs; do
-            tag="pfl_$(echo "$c" | tr , _)_$pass"
-            NVFP4_DEV_PREFETCH_LINES=1 NVFP4_DEV_PREFETCH=$c step "$tag" 200 "$B/gpu/inkernel_a" $PFSHAPES --iters 100
-            grep -E "static" "$L/$tag.log" | sed -E "s/^/lines pf=$c: /; s/, in-kernel [^|]*//; s/ +/ /g"
-        done
-    done
+    pf_sweep pfl 1 "0,0 1024,0 1024,1024 4096,0"
 fi
 if has dyn; then
     for pass in 1 2; do
