@@ -1067,8 +1067,8 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     const nvfp4_cuda_operand *a = &args->a, *b = &args->b;
     const int64_t m = a->rows, n = b->rows, k = a->cols;
     if (src) act_ready = 1; /* no NVFP4 activations: the kernel quantizes src->x */
-    if (src && (!src->x || (!src->static_pts && (!src->amax_bits || src->amax_n < 1)) || src->cols < 1 || src->cols > k ||
-                src->cols % 8 != 0 || misaligned(src->x, 16)))
+    if (src && (!src->x || (!src->static_pts && (!src->amax_bits || src->amax_n < 1)) || src->cols < 1 ||
+                src->cols > k || src->cols % 8 != 0 || misaligned(src->x, 16)))
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
                           "gemm (cuda): BF16 activations for TMA need 16-byte aligned rows (a multiple of 8 columns)");
     if ((!act_ready && (!a->codes || !a->scales)) || (!src && !a->per_tensor_scale))

@@ -6,9 +6,9 @@
  *   1. dynamic scale only: the amax pass (a word per CTA: the largest of
  *      |x|'s bits; the next kernel, its programmatic dependent, reduces
  *      them);
- *   2. M <= NVFP4_SM90_INKERNEL_A_MAX_M (2; with a static scale only on
- *      the REGW / REGR kernels and K <= NVFP4_SM90_INKERNEL_A_STATIC_MAX_K,
- *      where it measured faster; the testing hook forces it up to M = 8): the
+ *   2. M <= NVFP4_SM90_INKERNEL_A_MAX_M (2; only on the REGW / REGR
+ *      kernels and K <= NVFP4_SM90_INKERNEL_A_STATIC_MAX_K, where it
+ *      measured faster; the testing hook forces it up to M = 8): the
  *      register GEMM quantizes the BF16 activations itself (the in-kernel A
  *      producer; its CTA 0 also writes the optional codes and scales), and
  *      that is all; else
