@@ -32,16 +32,18 @@
 #   quick   test_linear_cuda and test_quantize_cuda
 #   suites  test_gemm_cuda, test_quantize_cuda, test_linear_cuda, racecheck
 #           (QKV M = 256, stream-K) and memcheck (attn-out M = 128) of the
-#           wgmma kernel, racecheck of REGR (attn-out M = 16), memcheck of the fused linear (FC2 M = 16 and 128,
-#           inkernel_a, one untimed call each) and of the quantizer suite
+#           wgmma kernel, racecheck of REGR (attn-out M = 16), memcheck of
+#           the fused linear (FC2 M = 16 and 128, inkernel_a, one untimed
+#           call each) and of the quantizer suite
 #   final   the P0 checks at 1, 128, 2048 rows (plain and --streaming-a)
 #           and one nvfp4 bench with cuBLAS at M = 1, 16, 128, 2048
 # pf and pfl need git 1692274's build (their hooks were dropped after
 # these calls).
 # Calls: PARTS="pf quick final" (H200; quick then failed: the race),
 # "late pfl quick final" (an H100; the fix), "suites final" (H100, the
-# fix without the prefetch), then "dyn nowait suites final" (the amax
-# pass's words).  dyn also needs gpu/inkernel_old (inkernel_a of git
+# fix without the prefetch), "dyn nowait suites final" (the amax pass's
+# words; H100), then "dyn suites final" (its grid and the readers' loads
+# mended; H100).  dyn also needs gpu/inkernel_old (inkernel_a of git
 # c1d221d), nowait gpu/test_linear_cuda_nowait (this tree with the
 # quantizer's griddepcontrol.wait before the amax words removed).
 # Carry: nvfp4 and gpu/{inkernel_a,gemm_variants,test_gemm_cuda,

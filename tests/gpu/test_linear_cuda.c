@@ -785,7 +785,7 @@ int main(int argc, char **argv)
             upload_weight(&dw, &w);
             uint16_t *x = random_bf16(D[i].m, D[i].k, 910 + (uint64_t)i);
             for (int ik = 0; ik < 2; ik++) {
-                nvfp4_sm90_force_inkernel_a(ik); /* 1: where the plan has a twin (REGR, REGM at M = 1) */
+                nvfp4_sm90_force_inkernel_a(ik); /* 1: where the plan has a twin (the M = 1 entries) */
                 if (ik && !nvfp4_sm90_gemm_quantizes_bf16(D[i].m, D[i].n, D[i].kp, 0, 0)) continue;
                 char label[64];
                 snprintf(label, sizeof label, "late stores%s %s", ik ? " in-kernel" : "", D[i].name);
