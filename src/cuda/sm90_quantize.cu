@@ -30,15 +30,18 @@ static int q_misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a 
 /* Testing hook: the threads that store the quantizer's per-tensor scale
  * and the amax pass's words spin this many cycles first, so that a kernel
  * reading them before its griddepcontrol.wait would read stale ones
- * (test_linear_cuda). */
+ * (test_linear_cuda).  The amax pass takes it as an argument: a read of
+ * the device copy sat between each CTA's reduction and its store, on the
+ * path of every kernel after it. */
 static __device__ long long q_dev_store_delay;
+static long long q_store_delay_host;
 extern "C" int nvfp4_q_dev_delay_stores(long long cycles)
 {
+    q_store_delay_host = cycles;
     return cudaMemcpyToSymbol(q_dev_store_delay, &cycles, sizeof cycles) == cudaSuccess ? 0 : -1;
 }
-static __device__ __forceinline__ void q_dev_delay(void)
+static __device__ __forceinline__ void q_dev_spin(long long delay)
 {
-    const long long delay = q_dev_store_delay;
     if (delay > 0)
         for (const long long t0 = clock64(); clock64() - t0 < delay;) {
         }
@@ -46,7 +49,7 @@ static __device__ __forceinline__ void q_dev_delay(void)
 /* thread 0's per-tensor scale stores, after the testing hook's delay */
 static __device__ __forceinline__ void q_store_pts(float pts, float *pts_out, float *pts_out2)
 {
-    q_dev_delay();
+    q_dev_spin(q_dev_store_delay);
     if (pts_out) *pts_out = pts;
     if (pts_out2) *pts_out2 = pts;
 }
@@ -71,7 +74,8 @@ static __device__ __forceinline__ uint32_t amax_word(uint32_t w, uint32_t best)
  * it to out[i] (no memset before the pass, no atomics); else one atomicMax
  * a CTA into *out, zeroed before the launch. */
 extern "C" __global__ void __launch_bounds__(Q_THREADS)
-    nvfp4_q_amax_kernel(const uint16_t *__restrict__ x, int64_t n, int vec, uint32_t *out, int parts)
+    nvfp4_q_amax_kernel(const uint16_t *__restrict__ x, int64_t n, int vec, uint32_t *out, int parts,
+                        long long delay)
 {
     __shared__ uint32_t warp_best[Q_THREADS / 32];
     /* the kernel after it (the quantizer, or the register GEMM with the
@@ -108,7 +112,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
         best = threadIdx.x < Q_THREADS / 32 ? warp_best[threadIdx.x] : 0u;
         best = __reduce_max_sync(0xFFFFFFFFu, best);
         if (threadIdx.x == 0) {
-            q_dev_delay();
+            q_dev_spin(delay);
             if (parts)
                 out[blockIdx.x] = best << 16;
             else if (best != 0)
@@ -134,7 +138,8 @@ nvfp4_status nvfp4_q_amax_launch(const uint16_t *x, int64_t m, int64_t k, uint32
         return nvfp4_fail(NVFP4_ERR_CUDA, "%s: clearing the amax slot: %s", fn, cudaGetErrorString(e));
     const int64_t n = m * k;
     const int vec = !q_misaligned(x, 16);
-    nvfp4_q_amax_kernel<<<q_amax_grid(n, vec, 132 * 8), Q_THREADS, 0, stream>>>(x, n, vec, amax_bits, 0);
+    nvfp4_q_amax_kernel<<<q_amax_grid(n, vec, 132 * 8), Q_THREADS, 0, stream>>>(x, n, vec, amax_bits, 0,
+                                                                                  q_store_delay_host);
     e = cudaGetLastError();
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "%s: amax kernel launch: %s", fn, cudaGetErrorString(e));
@@ -148,7 +153,7 @@ nvfp4_status nvfp4_q_amax_parts_launch(const uint16_t *x, int64_t m, int64_t k, 
     const int64_t n = m * k;
     const int vec = !q_misaligned(x, 16);
     const unsigned grid = q_amax_grid(n, vec, max_parts);
-    nvfp4_q_amax_kernel<<<grid, Q_THREADS, 0, stream>>>(x, n, vec, parts, 1);
+    nvfp4_q_amax_kernel<<<grid, Q_THREADS, 0, stream>>>(x, n, vec, parts, 1, q_store_delay_host);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "%s: amax kernel launch: %s", fn, cudaGetErrorString(e));
