@@ -88,6 +88,17 @@ NVFP4_DEV void ptx_tma_load_4d(void *dst, const void *tmap, uint64_t *bar, int32
         : "memory");
 }
 
+/* ldmatrix: four 8x8 matrices of 16-bit elements from shared memory (lane l
+ * gives the 16-byte aligned address of row l % 8 of matrix l / 8); lane (g,
+ * t) receives elements 2t, 2t + 1 of row g of matrix i in r[i]. */
+NVFP4_DEV void ptx_ldsm_x4(uint32_t addr, uint32_t r[4])
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+
 /* 1D bulk copy of `bytes` (multiple of 16, 16-byte aligned ends). */
 NVFP4_DEV void ptx_bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
 {

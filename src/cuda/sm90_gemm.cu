@@ -66,6 +66,25 @@ extern "C" {
 #ifndef NVFP4_SM90_REGR_IL
 #define NVFP4_SM90_REGR_IL 0 /* REGR with interleaved rows where N % 128 == 0 */
 #endif
+/* Twenty-seventh session (no device; to be measured): REGR at M <= 2
+ * with resident activations (sm90_heuristics.cuh, REGR_RES_STAGE_BYTES):
+ * the activation warps make the B fragments of the whole activation once,
+ * and the stages hold weights only.  Built beside the other REGR kernels
+ * (MT = 8, R = 2, 3, 4), which run where it does not apply (M > 2, BF16
+ * activations, a K whose fragments do not fit beside two turns of stages). */
+#ifndef NVFP4_SM90_REGR_RES
+#define NVFP4_SM90_REGR_RES 0 /* REGR at M <= 2 with resident activation fragments */
+#endif
+/* Twenty-seventh session too (no device; to be measured): REGR reading the
+ * exact FP16 activations the fused linear's quantizer writes for the wgmma
+ * kernels (sm90_heuristics.cuh, REGR_F16_STAGE_BYTES), so that no CTA
+ * converts activations.  Bit 0: in the fused linear (its quantizer then
+ * writes FP16 operands where REGR is planned); bit 1: in the prequantized
+ * GEMM too, after the pre-pass (which it otherwise skips at M <= 16).
+ * Where both options apply, resident activations (NVFP4 in) take M <= 2. */
+#ifndef NVFP4_SM90_REGR_F16
+#define NVFP4_SM90_REGR_F16 0 /* REGR on FP16 activations: 1 fused linear, 2 prequantized GEMM, 3 both */
+#endif
 /* Nineteenth session too: REGR's activation warps (NVFP4 activations) each
  * take whole chunks in turn, as the in-kernel A producer's do, instead of
  * all of them splitting every chunk's block pairs (sm90_regm_body.cuh).
@@ -566,6 +585,84 @@ extern "C" {
 #include "cuda/sm90_regm_body.cuh"
 #endif
 
+#if NVFP4_SM90_REGR_F16
+/* REGR on FP16 activations (REGM_F16): MT = 8 and 16, R = 2, 3, 4. */
+#define REGM_F16 1
+#define REGM_WA 1
+#define REGM_ROT 2
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_f16_mt8_r2
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_F16 1
+#define REGM_WA 1
+#define REGM_ROT 3
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_f16_mt8_r3
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_F16 1
+#define REGM_WA 1
+#define REGM_ROT 4
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_f16_mt8_r4
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_F16 1
+#define REGM_WA 1
+#define REGM_ROT 2
+#define REGM_MT 16
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_f16_mt16_r2
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_F16 1
+#define REGM_WA 1
+#define REGM_ROT 3
+#define REGM_MT 16
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_f16_mt16_r3
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_F16 1
+#define REGM_WA 1
+#define REGM_ROT 4
+#define REGM_MT 16
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_f16_mt16_r4
+#include "cuda/sm90_regm_body.cuh"
+#endif
+
+#if NVFP4_SM90_REGR_RES
+/* REGR with resident activations (REGM_RES): MT = 8, R = 2, 3, 4. */
+#define REGM_RES 1
+#define REGM_WA 1
+#define REGM_ROT 2
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_res_mt8_r2
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_RES 1
+#define REGM_WA 1
+#define REGM_ROT 3
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_res_mt8_r3
+#include "cuda/sm90_regm_body.cuh"
+
+#define REGM_RES 1
+#define REGM_WA 1
+#define REGM_ROT 4
+#define REGM_MT 8
+#define REGM_TW 1
+#define REGM_NAME nvfp4_sm90_regr_res_mt8_r4
+#include "cuda/sm90_regm_body.cuh"
+#endif
+
 typedef void (*sm90_kernel_fn)(nvfp4_sm90_params);
 typedef void (*sm90_split_fn)(nvfp4_sm90_split_params);
 typedef void (*sm90_small_fn)(nvfp4_sm90_small_params);
@@ -631,6 +728,18 @@ static const sm90_regm_fn sm90_regr_il_kernels[2][3] = {
 };
 static const sm90_regm_fn sm90_regr_bf16_il_kernels[3] = {
     nvfp4_sm90_regr_bf16_il_mt8_r2, nvfp4_sm90_regr_bf16_il_mt8_r3, nvfp4_sm90_regr_bf16_il_mt8_r4};
+#endif
+#if NVFP4_SM90_REGR_F16
+/* REGR on FP16 activations [MT 8, 16][R - 2] */
+static const sm90_regm_fn sm90_regr_f16_kernels[2][3] = {
+    {nvfp4_sm90_regr_f16_mt8_r2, nvfp4_sm90_regr_f16_mt8_r3, nvfp4_sm90_regr_f16_mt8_r4},
+    {nvfp4_sm90_regr_f16_mt16_r2, nvfp4_sm90_regr_f16_mt16_r3, nvfp4_sm90_regr_f16_mt16_r4},
+};
+#endif
+#if NVFP4_SM90_REGR_RES
+/* REGR with resident activations, MT = 8 [R - 2] */
+static const sm90_regm_fn sm90_regr_res_kernels[3] = {nvfp4_sm90_regr_res_mt8_r2, nvfp4_sm90_regr_res_mt8_r3,
+                                                     nvfp4_sm90_regr_res_mt8_r4};
 #endif
 
 /* ------------------------------------------------------------------------ */
@@ -702,6 +811,8 @@ typedef struct sm90_device_info {
     size_t regr_bf16_smem_set[3]; /* REGR [R - 2] */
     size_t regr_il_smem_set[2][3];   /* REGR with interleaved rows (NVFP4_SM90_REGR_IL), [MT][R - 2], */
     size_t regr_bf16_il_smem_set[3]; /* and its twins [R - 2] */
+    size_t regr_res_smem_set[3];     /* REGR with resident activations (NVFP4_SM90_REGR_RES), [R - 2] */
+    size_t regr_f16_smem_set[2][3];  /* REGR on FP16 activations (NVFP4_SM90_REGR_F16), [MT][R - 2] */
 } sm90_device_info;
 
 #define SM90_MAX_DEVICES 16
@@ -736,11 +847,12 @@ static int sm90_inkernel_a = -1;
 extern "C" void nvfp4_sm90_force_inkernel_a(int mode) { sm90_inkernel_a = mode < 0 ? -1 : mode > 0; }
 
 /* The register kernel of variant var (kind REGM, REGW or REGR) -- its
- * in-kernel A producer twin if bf16, REGR's interleaved-row kernel if il --
- * and where its raised shared-memory size is kept; NULL where none is
+ * in-kernel A producer twin if bf16, REGR's interleaved-row kernel if il,
+ * its resident-activation kernel if res, its FP16-activation kernel if f16
+ * -- and where its raised shared-memory size is kept; NULL where none is
  * built. */
-static sm90_regm_fn regm_kernel_of(const nvfp4_sm90_variant *var, int bf16, int il, sm90_device_info *dev,
-                                   size_t **smem_set)
+static sm90_regm_fn regm_kernel_of(const nvfp4_sm90_variant *var, int bf16, int il, int res, int f16,
+                                   sm90_device_info *dev, size_t **smem_set)
 {
     const int rot = var->kind == NVFP4_SM90_REGR, wa = var->kind == NVFP4_SM90_REGW;
     const int mi = var->bn == 8 ? 0 : var->bn == 16 ? 1 : var->bn == 32 ? 2 : -1;
@@ -750,6 +862,24 @@ static sm90_regm_fn regm_kernel_of(const nvfp4_sm90_variant *var, int bf16, int 
     *smem_set = NULL;
     if (mi < 0 || ti < 0 || (rot && (ri < 0 || ri > 2)) || ((rot || wa) && mi > 1) || (bf16 && mi != 0))
         return NULL;
+    if (f16) {
+#if NVFP4_SM90_REGR_F16
+        if (!rot || bf16 || il || res) return NULL;
+        *smem_set = &dev->regr_f16_smem_set[mi][ri];
+        return sm90_regr_f16_kernels[mi][ri];
+#else
+        return NULL;
+#endif
+    }
+    if (res) {
+#if NVFP4_SM90_REGR_RES
+        if (!rot || bf16 || il || mi != 0) return NULL;
+        *smem_set = &dev->regr_res_smem_set[ri];
+        return sm90_regr_res_kernels[ri];
+#else
+        return NULL;
+#endif
+    }
     if (il) {
 #if NVFP4_SM90_REGR_IL
         if (!rot) return NULL;
@@ -824,6 +954,53 @@ static int regr_il_plan(nvfp4_sm90_plan *plan, const nvfp4_sm90_variant *var, in
     plan->stages = (int)nst;
     plan->smem = fixed + nst * stage;
     return 1;
+}
+
+/* REGR with resident activations (NVFP4_SM90_REGR_RES): 1 where it applies
+ * -- REGR at MT = 8, NVFP4 activations (not bf16), M <= REGR_RES_ROWS, and
+ * the fragments of K fit beside a ring of at least R stages -- with the
+ * plan's ring depth and shared memory made the layout's (a multiple of R,
+ * REGM_MAX_STAGES at most); else 0, the plan unchanged. */
+static int regr_res_plan(nvfp4_sm90_plan *plan, const nvfp4_sm90_variant *var, int64_t m, int64_t k, int bf16,
+                         size_t smem_optin)
+{
+    if (!NVFP4_SM90_REGR_RES || bf16 || var->kind != NVFP4_SM90_REGR || var->bn != 8 || m < 1 ||
+        m > REGR_RES_ROWS || k < 1)
+        return 0;
+    const size_t units = (size_t)plan->tiles_per_cta;
+    const size_t stage = REGR_RES_STAGE_BYTES(units), fixed = REGR_RES_SMEM(units, 0, k);
+    if (fixed >= smem_optin) return 0;
+    size_t nst = (smem_optin - fixed) / stage;
+    if (nst > REGM_MAX_STAGES) nst = REGM_MAX_STAGES;
+    nst -= nst % ((size_t)var->r * REGR_TURN);
+    if (nst < 2) return 0;
+    plan->stages = (int)nst;
+    plan->smem = fixed + nst * stage;
+    return 1;
+}
+
+/* Whether REGR reads FP16 activations (NVFP4_SM90_REGR_F16) in a GEMM of
+ * variant var: with act_ready the fused linear's quantizer wrote them (bit
+ * 0), else the pre-pass will (bit 1). */
+static int regr_f16_takes(const nvfp4_sm90_variant *var, int act_ready)
+{
+    return var->kind == NVFP4_SM90_REGR && (NVFP4_SM90_REGR_F16 & (act_ready ? 1 : 2)) != 0;
+}
+
+/* Its ring (REGR_F16_STAGE_BYTES): the plan's depth and shared memory made
+ * the layout's, a multiple of R.  0, or -1 if two turns do not fit. */
+static int regr_f16_plan(nvfp4_sm90_plan *plan, const nvfp4_sm90_variant *var, size_t smem_optin)
+{
+    const size_t units = (size_t)plan->tiles_per_cta, mt = (size_t)var->bn;
+    const size_t stage = REGR_F16_STAGE_BYTES(mt, units), fixed = REGR_F16_SMEM(mt, units, 0);
+    if (fixed >= smem_optin) return -1;
+    size_t nst = (smem_optin - fixed) / stage;
+    if (nst > REGM_MAX_STAGES) nst = REGM_MAX_STAGES;
+    nst -= nst % ((size_t)var->r * REGR_TURN);
+    if (nst < 2) return -1;
+    plan->stages = (int)nst;
+    plan->smem = fixed + nst * stage;
+    return 0;
 }
 
 static nvfp4_status device_info(sm90_device_info **out)
@@ -956,6 +1133,24 @@ static nvfp4_status split_map(encode_tiled_fn encode, CUtensorMap *codes_map, CU
             return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): %s scale tensor map failed (CUresult %d)",
                               what, (int)r);
     }
+    return NVFP4_OK;
+}
+
+/* The FP16 activations in the workspace ([m][k], the operand order) as
+ * {64, box_rows} boxes, 128-byte swizzle: the wgmma kernels' A tiles and
+ * REGR's B fragments (REGM_F16). */
+static nvfp4_status f16_act_map(encode_tiled_fn encode, CUtensorMap *map, void *workspace, int64_t m, int64_t k,
+                                int box_rows)
+{
+    cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)m};
+    cuuint64_t strides[1] = {(cuuint64_t)k * 2};
+    cuuint32_t box[2] = {64, (cuuint32_t)box_rows};
+    cuuint32_t estr[2] = {1, 1};
+    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, workspace, dims, strides, box, estr,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): activation tensor map failed (CUresult %d)", (int)r);
     return NVFP4_OK;
 }
 
@@ -1139,19 +1334,26 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
     /* 512-byte scale chunks per 128-row tile, and 64-element groups per K slice */
     const int ncb = (int)((k / 16 + 3) / 4);
     const int chunks_per_slice = (int)(nvfp4_k_slice_elems(k, slices) / 64);
-    if (NVFP4_SM90_IS_SMALL(&var) && act_ready && !src)
+    if (NVFP4_SM90_IS_SMALL(&var) && act_ready && !src && !regr_f16_takes(&var, 1))
         return nvfp4_fail(NVFP4_ERR_INTERNAL,
                           "gemm (cuda): the small-M kernels take NVFP4 activations, not FP16");
     size_t *smem_set = NULL;
-    if (src && (!NVFP4_SM90_IS_REG(&var) || !regm_kernel_of(&var, 1, 0, dev, &smem_set) ||
+    if (src && (!NVFP4_SM90_IS_REG(&var) || !regm_kernel_of(&var, 1, 0, 0, 0, dev, &smem_set) ||
                 regm_bf16_plan(&plan, &var, m, dev->smem_optin) != 0))
         return nvfp4_fail(NVFP4_ERR_INTERNAL,
                           "gemm (cuda): no in-kernel A producer for variant %d (M=%lld)", plan.variant, (long long)m);
     if (var.kind == NVFP4_SM90_REGM || var.kind == NVFP4_SM90_REGW || var.kind == NVFP4_SM90_REGR) {
         /* the register small-M kernels: NVFP4 weights and activations by TMA */
         const int rot = var.kind == NVFP4_SM90_REGR, wa = var.kind == NVFP4_SM90_REGW || rot;
-        /* REGR with interleaved rows where it applies (its grid and ring) */
-        const int il = regr_il_plan(&plan, &var, m, n, src != NULL, dev->num_sms, dev->smem_optin);
+        /* REGR with resident activations where it applies (its ring), else
+         * with interleaved rows where that applies (its grid and ring) */
+        const int res = !act_ready && regr_res_plan(&plan, &var, m, k, src != NULL, dev->smem_optin);
+        /* REGR on FP16 activations where that option applies (its ring) */
+        const int f16 = !src && !res && regr_f16_takes(&var, act_ready);
+        if (f16 && regr_f16_plan(&plan, &var, dev->smem_optin) != 0)
+            return nvfp4_fail(NVFP4_ERR_INTERNAL, "gemm (cuda): no ring for REGR on FP16 activations (MT=%d)",
+                              var.bn);
+        const int il = res || f16 ? 0 : regr_il_plan(&plan, &var, m, n, src != NULL, dev->num_sms, dev->smem_optin);
         nvfp4_sm90_regm_params rp;
         memset(&rp, 0, sizeof rp);
         nvfp4_status mst = NVFP4_OK;
@@ -1162,7 +1364,9 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
             if (mst == NVFP4_OK) mst = regm_scale_map(encode, &rp.tm_b_scales, b, n, ncb, plan.tiles_per_cta);
         }
         /* (interleaved: the activation scale boxes hold the lines of MT rows only) */
-        if (mst == NVFP4_OK && !src)
+        if (mst == NVFP4_OK && f16)
+            mst = f16_act_map(encode, &rp.tm_a_f16, args->workspace, m, k, var.bn);
+        else if (mst == NVFP4_OK && !src)
             mst = split_map(encode, &rp.tm_a_codes, &rp.tm_a_scales, a, m, k, ncb, var.bn, SPLIT_AH(var.bn),
                             il ? 16 * var.bn : 256, "activation");
         if (mst != NVFP4_OK) return mst;
@@ -1196,6 +1400,10 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         }
         rp.a_scale2 = a->per_tensor_scale;
         rp.b_scale2 = b->per_tensor_scale;
+        if (!src && !act_ready) {
+            rp.a_codes = a->codes;
+            rp.a_scales = a->scales;
+        }
         rp.bias = args->bias;
         rp.raw = args->raw;
         rp.out = args->out;
@@ -1214,7 +1422,7 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
         rp.dev_mode = sm90_dev_mode;
         /* chains per MMA warp (REGR: one; var.r is its warps per chain) */
         const int tw = rot ? 1 : var.r;
-        sm90_regm_fn kern = regm_kernel_of(&var, src != NULL, il, dev, &smem_set);
+        sm90_regm_fn kern = regm_kernel_of(&var, src != NULL, il, res, f16, dev, &smem_set);
         const int threads = 32 * (plan.loaders + (rot ? REGR_AW(var.bn) : REGM_AW(var.bn, tw)) + plan.mma_warps);
         const int max_threads = rot  ? REGR_THREADS_MAX(var.bn)
                                 : wa ? REGW_THREADS_MAX(var.bn, tw)
@@ -1224,6 +1432,13 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
                               var.bn, plan.tiles_per_cta);
         nvfp4_status sst = raise_smem_to(smem_set, plan.smem, (const void *)kern);
         if (sst != NVFP4_OK) return sst;
+        if (f16 && !act_ready) { /* the pre-pass writes them; the GEMM its programmatic dependent */
+            cudaError_t pe = launch_dequant_act(a, args->workspace, m, k, NULL, 0, stream);
+            if (pe != cudaSuccess)
+                return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): activation pre-pass launch: %s",
+                                  cudaGetErrorString(pe));
+            after_producer = 1;
+        }
         cudaError_t e = launch_small((const void *)kern, plan.grid, threads, plan.smem, stream, after_producer, 1, &rp);
         if (e != cudaSuccess)
             return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): register small-M kernel launch (mt=%d, tw=%d): %s",
@@ -1299,19 +1514,8 @@ static nvfp4_status gemm_impl(const nvfp4_cuda_gemm_args *args, int act_ready, i
 
     nvfp4_sm90_params p;
     memset(&p, 0, sizeof p);
-    {
-        cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)m};
-        cuuint64_t strides[1] = {(cuuint64_t)k * 2};
-        cuuint32_t box[2] = {64, (cuuint32_t)var.bn};
-        cuuint32_t estr[2] = {1, 1};
-        CUresult r = encode(&p.tmap_act, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, args->workspace, dims,
-                            strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-        if (r != CUDA_SUCCESS)
-            return nvfp4_fail(NVFP4_ERR_CUDA, "gemm (cuda): activation tensor map failed (CUresult %d)",
-                              (int)r);
-    }
+    st = f16_act_map(encode, &p.tmap_act, args->workspace, m, k, var.bn);
+    if (st != NVFP4_OK) return st;
     p.producer = sm90_producer >= 0 ? sm90_producer
                  : sm90_early_w     ? SM90_PROD_DEFAULT(NVFP4_SM90_KSUB(var.bn, var.nc))
                                     : SM90_PROD_WAITING(NVFP4_SM90_KSUB(var.bn, var.nc));
@@ -1464,7 +1668,7 @@ static const nvfp4_sm90_variant *planned_variant(int64_t m, int64_t n, int64_t k
 extern "C" int nvfp4_sm90_gemm_takes_nvfp4_act(int64_t m, int64_t n, int64_t k, int k_slices)
 {
     const nvfp4_sm90_variant *v = planned_variant(m, n, k, k_slices);
-    return v && NVFP4_SM90_IS_SMALL(v);
+    return v && NVFP4_SM90_IS_SMALL(v) && !regr_f16_takes(v, 1);
 }
 
 extern "C" int nvfp4_sm90_gemm_plans_regr(int64_t m, int64_t n, int64_t k, int k_slices)
@@ -1486,7 +1690,7 @@ extern "C" int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, i
         return 0;
     /* the planned kernel's twin, where one is built and its ring fits */
     const nvfp4_sm90_variant *v = &nvfp4_sm90_variants[plan.variant];
-    if (!NVFP4_SM90_IS_REG(v) || !regm_kernel_of(v, 1, 0, dev, &smem_set) ||
+    if (!NVFP4_SM90_IS_REG(v) || !regm_kernel_of(v, 1, 0, 0, 0, dev, &smem_set) ||
         regm_bf16_plan(&plan, v, m, dev->smem_optin) != 0)
         return 0;
     /* where it measured faster than the quantizer kernel + GEMM (the

@@ -197,6 +197,46 @@ typedef struct nvfp4_sm90_variant {
       (size_t)16 * REGW_FRAG_BLOCK_BYTES(mt) + (size_t)(tmax) * 256 + 1023) / 1024 * 1024)
 #define REGR_IL_SMEM(mt, tmax, stages) (1024 + REGM_BAR_BYTES + (size_t)(stages) * REGR_IL_STAGE_BYTES(mt, tmax))
 
+/* REGR with resident activations (REGM_RES in the body, -DNVFP4_SM90_REGR_RES;
+ * twenty-seventh session, no device: an option until measured), MT = 8, M
+ * <= REGR_RES_ROWS, NVFP4 activations.  The activation warps turn the whole
+ * activation (M rows x K) into n8 B fragments once, at the kernel's start,
+ * into a resident region after the ring: per block the fragments of token
+ * rows 0 and 1 only (lanes 0..7 of the MMA warps; the others take zero
+ * registers), 64 bytes.  Why: at M = 1 the stage's activation boxes and
+ * fragments are 7/8 zero rows and their conversion, every chunk, was 2.8
+ * us of attn-out's skeleton and 4.6 of FC2's (twenty-second session, dev
+ * modes 96 -> 98).  The stage keeps the weight codes, scales and scale
+ * pairs only: codes [8 tmax][128] | weight scales [SGMAX][4][512] | scale
+ * pairs [tmax / 2 chains][8][8][8]. */
+#define REGR_RES_ROWS 2
+#define REGR_RES_BATCH 16 /* items a lane has in flight while it makes them */
+#define REGR_RES_BLOCK_BYTES (REGR_RES_ROWS * 32)
+#define REGR_RES_BYTES(k) (((size_t)(k) / 16 * REGR_RES_BLOCK_BYTES + 1023) / 1024 * 1024)
+#define REGR_RES_STAGE_BYTES(tmax)                                                                 \
+    (((size_t)(tmax) * 1024 + (size_t)REGM_SGMAX(tmax) * 2048 + (size_t)(tmax) * 256 + 1023) / 1024 * 1024)
+#define REGR_RES_SMEM(tmax, stages, k)                                                             \
+    (1024 + REGM_BAR_BYTES + (size_t)(stages) * REGR_RES_STAGE_BYTES(tmax) + REGR_SLOT_BYTES(8, tmax) + \
+     REGR_RES_BYTES(k))
+
+/* REGR on FP16 activations (REGM_F16 in the body, -DNVFP4_SM90_REGR_F16;
+ * twenty-seventh session, no device: an option until measured), MT = 8 or
+ * 16.  The fused linear's quantizer already writes the exact FP16 operands
+ * the wgmma kernels read ([M][K], the operand order of
+ * nvfp4_sm90_operand_elem); REGR's loader brings them in four {64, MT}
+ * boxes a chunk (128-byte swizzle) and the MMA warps ldmatrix them straight
+ * into B fragments (the order's slots 2t, 2t + 1 and 2t + 8, 2t + 9 are
+ * the m16n8k16 B fragment's b0 and b1).  Why: the activation warps'
+ * conversion of every chunk, in every CTA, was FC2 M = 16's largest part
+ * (twenty-second session: 38.4 -> 26.0 us without it in the
+ * dequantization-free skeleton).  Stage: codes [8 tmax][128] | FP16 boxes
+ * [4][MT][128] | weight scales [SGMAX][4][512] | scale pairs [tmax / 2][8][8][8]. */
+#define REGR_F16_STAGE_BYTES(mt, tmax)                                                             \
+    (((size_t)(tmax) * 1024 + (size_t)(mt) * 512 + (size_t)REGM_SGMAX(tmax) * 2048 + (size_t)(tmax) * 256 + 1023) / \
+     1024 * 1024)
+#define REGR_F16_SMEM(mt, tmax, stages)                                                            \
+    (1024 + REGM_BAR_BYTES + (size_t)(stages) * REGR_F16_STAGE_BYTES(mt, tmax) + REGR_SLOT_BYTES(mt, tmax))
+
 extern const nvfp4_sm90_variant nvfp4_sm90_variants[NVFP4_SM90_NUM_VARIANTS];
 
 /* K chunks of 64 elements per pipeline stage, and CTAs per SM, of a

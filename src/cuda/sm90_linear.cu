@@ -190,8 +190,9 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
     /* eager before REGR (attn-out, FC2 at M <= 16): the table kernel, where
      * four lanes a block measured 0.7-1.6 us slower in the fused linear
      * (docs/STREAMING_A.md, twenty-third session; QKV and FC1, on REGM and
-     * REGW, the other way round) */
-    q.table_first = !q.cuda_variant && nvfp4_act && nvfp4_sm90_gemm_plans_regr(m, n, kp, args->k_slices);
+     * REGW, the other way round) -- whether it writes codes or, for REGR
+     * on FP16 activations (an option of sm90_gemm.cu), FP16 operands */
+    q.table_first = !q.cuda_variant && nvfp4_sm90_gemm_plans_regr(m, n, kp, args->k_slices);
     q.codes = codes;
     q.scales = scales;
     /* The producer writes the exact FP16 operands straight into the GEMM's

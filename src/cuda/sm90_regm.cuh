@@ -38,7 +38,15 @@
  *  - REGM_ROT = R (kind REGR, on REGM_WA): R MMA warps per chain take its
  *    chunks in turn and hand the accumulator on through a shared-memory
  *    slot and an mbarrier per (chain, turn): the chain stays one sequence
- *    of steps in k order while R - 1 chunks are dequantized.
+ *    of steps in k order while R - 1 chunks are dequantized;
+ *  - REGM_RES (REGR at M <= 2, an option: -DNVFP4_SM90_REGR_RES): the
+ *    activation warps make the whole activation's B fragments once, from
+ *    global memory, into a resident region, and then only turn each
+ *    stage's weight scales into pairs; the loader brings weights alone;
+ *  - REGM_F16 (REGR on FP16 activations, an option: -DNVFP4_SM90_REGR_F16):
+ *    the loader brings the exact FP16 operands (the fused linear's
+ *    quantizer, or the pre-pass, wrote them) and the MMA warps ldmatrix
+ *    them into B fragments; the activation warps make weight-scale pairs only.
 
  * NOTES (hardware and contract constraints):
  *  - mma.sync m16n8k16 .f32.f16.f16.f32 is one sm90 k16 step (docs/ORACLE.md):
@@ -104,6 +112,14 @@ typedef struct nvfp4_sm90_regm_params {
     int act_rot;              /* activation warps at work (a divisor of stages): warp w codes chunks
                                * w, w + act_rot, ..., so that many chunks are in flight (also
                                * REGR's NVFP4 path with -DNVFP4_SM90_REGR_ACT_ROT: whole chunks) */
+    /* REGR with resident activations (REGM_RES) reads them itself, once:
+     * codes [m][k/2], tiled scales (last here, so the other fields keep
+     * their parameter offsets in every kernel) */
+    const uint8_t *a_codes;
+    const uint8_t *a_scales;
+    /* REGR with FP16 activations (REGM_F16): [m][k] FP16 in the operand
+     * order, box {64, MT}, 128-byte swizzle */
+    CUtensorMap tm_a_f16;
 } nvfp4_sm90_regm_params;
 
 /* dev_mode bits (dev/cuda/gemm_variants, NVFP4_DEV_MODE): time the kernel

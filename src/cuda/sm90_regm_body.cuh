@@ -16,7 +16,19 @@
  *              a chain is 4 scale lines x 4 subgroups of a 128-row group
  *              and a CTA's chains are one group's, so its scale boxes hold
  *              its own rows' scales only (sm90_heuristics.cuh,
- *              REGR_IL_STAGE_BYTES) */
+ *              REGR_IL_STAGE_BYTES)
+ *   REGM_RES   1 (with REGM_ROT, MT = 8, NVFP4 activations;
+ *              -DNVFP4_SM90_REGR_RES): resident activations -- the
+ *              activation warps make every block's B fragments of token
+ *              rows 0 and 1 once, at the start, into a region after the
+ *              ring; the stages hold weights only (sm90_heuristics.cuh,
+ *              REGR_RES_STAGE_BYTES)
+ *   REGM_F16   1 (with REGM_ROT; -DNVFP4_SM90_REGR_F16): FP16 activations
+ *              -- the exact operands the fused linear's quantizer (or the
+ *              GEMM's pre-pass) wrote, in the operand order -- by TMA
+ *              (four 64-element boxes a chunk, 128-byte swizzle) and
+ *              ldmatrix straight into the B fragments: no activation work
+ *              (sm90_heuristics.cuh, REGR_F16_STAGE_BYTES) */
 
 #ifndef REGM_WA
 #define REGM_WA 0
@@ -27,11 +39,21 @@
 #ifndef REGM_IL
 #define REGM_IL 0
 #endif
+#ifndef REGM_RES
+#define REGM_RES 0
+#endif
+#ifndef REGM_F16
+#define REGM_F16 0
+#endif
 static_assert(!REGM_IL || REGM_ROT, "interleaved rows are built into REGR only");
+static_assert(!REGM_RES || (REGM_ROT && REGM_MT == 8 && !REGM_IL), "resident activations: REGR at MT = 8");
+static_assert(!REGM_F16 || (REGM_ROT && !REGM_IL && !REGM_RES), "FP16 activations: REGR, contiguous rows");
+/* the activation warps make no fragments (REGM_RES: made once; REGM_F16: loaded) */
+#define REGM_NO_ACT_FRAGS (REGM_RES || REGM_F16)
 /* REGR's activation warps taking whole chunks in turn (NVFP4_SM90_REGR_ACT_ROT,
  * nineteenth session; at MT = 16 by default; the NVFP4 path -- the REGM_BF16
  * twins always do) */
-#define REGM_ACT_ROT (NVFP4_SM90_REGR_ACT_ROT_AT(REGM_MT) && REGM_ROT && !REGM_BF16)
+#define REGM_ACT_ROT (NVFP4_SM90_REGR_ACT_ROT_AT(REGM_MT) && REGM_ROT && !REGM_BF16 && !REGM_NO_ACT_FRAGS)
 static_assert(!REGM_ROT || (REGM_WA && REGM_TW == 1 && REGM_ROT > 1), "the rotating warps are built on REGM_WA, TW = 1");
 /* dev_mode (the parts left out of dev/cuda timings, REGM_DEV_*): read at run
  * time, or with -DNVFP4_SM90_REG_STATIC=1 (sixteenth session; not in the
@@ -47,7 +69,11 @@ static_assert(!REGM_ROT || (REGM_WA && REGM_TW == 1 && REGM_ROT > 1), "the rotat
 #endif
 #define REGM_U (REGM_WA ? 2 : 1)             /* 8-row units (box rows / 8) per chain */
 #define REGM_STAGE(mt, tmax)                                                                       \
-    (REGM_IL ? REGR_IL_STAGE_BYTES(mt, tmax) : REGM_WA ? REGW_STAGE_BYTES(mt, tmax) : REGM_STAGE_BYTES(mt, tmax))
+    (REGM_RES  ? REGR_RES_STAGE_BYTES(tmax)                                                       \
+     : REGM_F16 ? REGR_F16_STAGE_BYTES(mt, tmax)                                                   \
+     : REGM_IL ? REGR_IL_STAGE_BYTES(mt, tmax)                                                     \
+     : REGM_WA ? REGW_STAGE_BYTES(mt, tmax)                                                        \
+               : REGM_STAGE_BYTES(mt, tmax))
 #define REGM_NT (REGM_MT / 8)                /* n8 token tiles (activation warps) */
 #define REGM_NM (REGM_MT <= 16 ? 1 : 2)      /* m16 token tiles of the mma */
 #define REGM_NQ (REGM_WA ? REGM_NT : REGM_NM) /* token tiles per chain and block: mma per block */
@@ -313,17 +339,56 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
             acc[u][3] = v.w;                                                                       \
         }                                                                                          \
     }
-#define REGR_STEPS(FA, ST, NB)                                                                     \
+/* This lane's activation fragments of block 0 of chunk CH (in stage ST),
+ * the stride from block to block, and whether the lane has any (REGM_RES:
+ * lanes 0 .. 4 REGR_RES_ROWS - 1, token rows 0 and 1; the others take zero
+ * registers). */
+#if REGM_F16
+/* REGM_F16: the stage's shared-memory address; REGR_STEPS adds the lane's
+ * ldmatrix row (f16_lo / f16_hi) */
+#define REGR_ACT_AT(ST, CH) ptx_smem_addr(ST)
+#elif REGM_RES
+#define REGR_ACT_AT(ST, CH) (res + (size_t)(CH) * (16 * REGR_RES_BLOCK_BYTES) + lane * 8)
+#define REGR_ACT_STRIDE REGR_RES_BLOCK_BYTES
+#define REGR_ACT_LIVE (lane < 4 * REGR_RES_ROWS)
+#else
+#define REGR_ACT_AT(ST, CH) ((ST) + act_ld)
+#define REGR_ACT_STRIDE REGM_FB
+#define REGR_ACT_LIVE 1
+#endif
+#if REGM_F16
+/* Block pair (b, b + 1) of n8 tile u: one ldmatrix.x4 -- matrix 2 h + e is
+ * block b + h's operand slots 8e .. 8e + 7 of token rows 8u .. 8u + 7 (16
+ * bytes a row), so lane (g, t) gets b0 (slots 2t, 2t + 1) and b1 (2t + 8,
+ * 2t + 9) of both blocks; box b / 4, 16-byte chunk 2 (b % 4) + 2h + e of
+ * the row, swizzled by the row's low three bits (f16_lo, f16_hi). */
+#define REGR_STEPS(FA, AP, NB)                                                                     \
+    _Pragma("unroll") for (int b = 0; b < 16; b += 2) {                                            \
+        uint32_t xs_[REGM_NT][4];                                                                  \
+        _Pragma("unroll") for (int u = 0; u < REGM_NT; u++) {                                      \
+            xs_[u][0] = xs_[u][1] = xs_[u][2] = xs_[u][3] = 0u;                                    \
+            if (b < (NB))                                                                          \
+                ptx_ldsm_x4((AP) + ((b & 2) ? f16_hi : f16_lo) +                                    \
+                                (uint32_t)((b >> 2) * (REGM_MT * 128) + u * 1024), xs_[u]);         \
+        }                                                                                          \
+        _Pragma("unroll") for (int h = 0; h < 2; h++)                                              \
+            _Pragma("unroll") for (int u = 0; u < REGM_NT; u++)                                    \
+                ptx_mma_16816_regs(acc[u], FA[b + h][0], FA[b + h][1], FA[b + h][2], FA[b + h][3],  \
+                                   xs_[u][2 * h], xs_[u][2 * h + 1]);                              \
+    }
+#else
+#define REGR_STEPS(FA, AP, NB)                                                                     \
     _Pragma("unroll") for (int b = 0; b < 16; b++)                                                 \
         _Pragma("unroll") for (int u = 0; u < REGM_NT; u++) {                                      \
         uint32_t x0 = 0, x1 = 0;                                                                   \
-        if (b < (NB)) {                                                                            \
-            const uint2 x = *(const uint2 *)((ST) + act_ld + b * REGM_FB + u * 256);               \
+        if (b < (NB) && REGR_ACT_LIVE) {                                                           \
+            const uint2 x = *(const uint2 *)((AP) + b * REGR_ACT_STRIDE + u * 256);                \
             x0 = x.x;                                                                              \
             x1 = x.y;                                                                              \
         }                                                                                          \
         ptx_mma_16816_regs(acc[u], FA[b][0], FA[b][1], FA[b][2], FA[b][3], x0, x1);                \
     }
+#endif
 /* The end of a turn: with MORE chunks to go, the accumulator into the
  * chain's slot and on to the warp of turn NEXT (REGR_HAND_SIGNAL: it
  * releases the slot's stores); else this warp took the last chunk and
@@ -354,7 +419,7 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
         uint32_t fa[16][4];                                                                        \
         REGR_DQ(fa, st, NB)                                                                        \
         REGR_ACC_IN(c, c)                                                                          \
-        REGR_STEPS(fa, st, NB)                                                                     \
+        REGR_STEPS(fa, REGR_ACT_AT(st, c), NB)                                                     \
         ptx_mbar_arrive(&empty[s]); /* this lane's loads of the stage are done */                 \
     }
 
@@ -412,6 +477,20 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
         dst_[REGM_AH] = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(od_), s0_);                               \
         dst_[REGM_FB / 4] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(ev_), s1_);                           \
         dst_[REGM_FB / 4 + REGM_AH] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(od_), s1_);                 \
+    }
+/* REGM_RES: REGM_ACT_UNIT's instructions for the lane T of a token row's
+ * block pair (code words W0, W1 as REGM_ACT_LD loads them; SW: the two
+ * blocks' scale bytes in its low half) -> the B fragments {b0, b1} of block
+ * 2 BP (LO) and 2 BP + 1 (HI): the bits the stage's fragments would hold. */
+#define REGR_RES_UNIT(W0, W1, SW, T, LO, HI)                                                       \
+    {                                                                                              \
+        const uint32_t x_ = ptx_prmt(W0, W1, ((T) & 1) ? 0x7632u : 0x5410u);                       \
+        uint32_t ev_, od_;                                                                         \
+        nvfp4_codes_to_e4m3(x_, &ev_, &od_);                                                       \
+        const uint32_t sp_ = regm_scale_pair((SW), 0);                                             \
+        const uint32_t s0_ = ptx_prmt(sp_, 0, 0x1010u), s1_ = ptx_prmt(sp_, 0, 0x3232u);           \
+        LO = make_uint2(ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(ev_), s0_), ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(od_), s0_)); \
+        HI = make_uint2(ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(ev_), s1_), ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(od_), s1_)); \
     }
 #if REGM_BF16
 /* The in-kernel A producer: the activation fragments of token row R, block
@@ -527,6 +606,19 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
             ptx_tma_load_4d((ST) + wsc_off, &p.tm_b_scales, BAR, 0, 0, 4 * (C), group0);           \
     }
 #endif
+/* The loader's activation boxes of chunk C into stage ST: codes and scales,
+ * or (REGM_F16) the four 64-element FP16 boxes of MT rows. */
+#if REGM_F16
+#define REGM_ACT_BOXES(ST, BAR, C)                                                                 \
+    _Pragma("unroll") for (int q_ = 0; q_ < 4; q_++)                                               \
+        ptx_tma_load_2d((ST) + act_codes_off + q_ * (REGM_MT * 128), &p.tm_a_f16, BAR, (C) * REGM_KC + 64 * q_, 0);
+#else
+#define REGM_ACT_BOXES(ST, BAR, C)                                                                 \
+    {                                                                                              \
+        ptx_tma_load_2d((ST) + act_codes_off, &p.tm_a_codes, BAR, (C) * 128, 0);                   \
+        ptx_tma_load_3d((ST) + asc_off, &p.tm_a_scales, BAR, 0, 0, 4 * (C));                       \
+    }
+#endif
 /* the activation scale box's 512-byte chunk stride in the stage (REGM_IL: the
  * lines of rows 0 .. MT - 1 only) */
 #define REGM_ASC_Q (REGM_IL ? 16 * REGM_MT : 256 * SPLIT_AH(REGM_MT))
@@ -548,10 +640,15 @@ extern "C" __global__ void REGM_BOUNDS
     const int xbox_off = (int)REGM_STAGE(REGM_MT, p.tmax);
     /* offsets inside a stage (sm90_heuristics.cuh) */
     const int act_codes_off = p.tmax * 1024;
-    const int wsc_off = act_codes_off + REGM_MT * 128;
+    const int wsc_off = act_codes_off + (REGM_RES ? 0 : REGM_F16 ? REGM_MT * 512 : REGM_MT * 128);
     const int asc_off = wsc_off + (REGM_IL ? p.tmax * 128 : REGM_SGMAX(p.tmax) * 2048);
-    const int frag_off = asc_off + (REGM_IL ? REGM_MT * 64 : SPLIT_AH(REGM_MT) * 1024);
-    const int wsf_off = frag_off + 16 * REGM_FB;
+    const int frag_off = asc_off + (REGM_NO_ACT_FRAGS ? 0 : REGM_IL ? REGM_MT * 64 : SPLIT_AH(REGM_MT) * 1024);
+    const int wsf_off = frag_off + (REGM_NO_ACT_FRAGS ? 0 : 16 * REGM_FB);
+#if REGM_RES
+    /* the resident activation fragments, after the ring and REGR's slots:
+     * block j's at j * REGR_RES_BLOCK_BYTES, lane (g, t)'s {b0, b1} at (4 g + t) * 8 */
+    uint8_t *res = ring + (size_t)p.stages * stage_bytes + REGR_SLOT_BYTES(REGM_MT, p.tmax);
+#endif
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #if REGM_IL
@@ -605,13 +702,15 @@ extern "C" __global__ void REGM_BOUNDS
         ptx_prefetch_tmap(&p.tm_a_codes);
         ptx_prefetch_tmap(&p.tm_a_scales);
         if (REGM_BF16) ptx_prefetch_tmap(&p.tm_x);
+        if (REGM_F16) ptx_prefetch_tmap(&p.tm_a_f16);
         const int dm = REGM_DEV_MODE;
         /* the activation boxes (none when the activation warps quantize BF16 themselves) */
-        const int abox = !REGM_BF16 && !(dm & REGM_DEV_NO_ABOX);
+        const int abox = !REGM_BF16 && !REGM_RES && !(dm & REGM_DEV_NO_ABOX);
         const uint32_t bytes =
             (dm & REGM_DEV_NO_WCODES ? 0u : (uint32_t)p.tmax * 1024u) +
             (dm & REGM_DEV_NO_WSCALE ? 0u : REGM_IL ? (uint32_t)p.tmax * 128u : (uint32_t)REGM_SGMAX(p.tmax) * 2048u) +
-            (abox ? (uint32_t)REGM_MT * 128u + 4u * REGM_ASC_Q : 0u) + (REGM_BF16 ? (uint32_t)p.x_rows * 512u : 0u);
+            (abox ? (REGM_F16 ? (uint32_t)REGM_MT * 512u : (uint32_t)REGM_MT * 128u + 4u * REGM_ASC_Q) : 0u) +
+            (REGM_BF16 ? (uint32_t)p.x_rows * 512u : 0u);
         /* Weights first: the first ring's worth does not depend on the
          * previous kernel (the fused linear's quantizer, our programmatic
          * prerequisite), so it streams while that kernel finishes. */
@@ -627,8 +726,7 @@ extern "C" __global__ void REGM_BOUNDS
             ptx_griddep_wait();
             for (int c = warp; c < pro; c += p.loaders) {
                 uint8_t *st = ring + (size_t)c * stage_bytes;
-                ptx_tma_load_2d(st + act_codes_off, &p.tm_a_codes, &full[c], c * 128, 0);
-                ptx_tma_load_3d(st + asc_off, &p.tm_a_scales, &full[c], 0, 0, 4 * c);
+                REGM_ACT_BOXES(st, &full[c], c)
             }
         }
         for (int c = pro + ((warp - pro) % p.loaders + p.loaders) % p.loaders; c < nch; c += p.loaders) {
@@ -638,8 +736,7 @@ extern "C" __global__ void REGM_BOUNDS
             ptx_mbar_arrive_expect_tx(&full[s], bytes);
             REGM_WEIGHT_BOXES(st, &full[s], c)
             if (abox) {
-                ptx_tma_load_2d(st + act_codes_off, &p.tm_a_codes, &full[s], c * 128, 0);
-                ptx_tma_load_3d(st + asc_off, &p.tm_a_scales, &full[s], 0, 0, 4 * c);
+                REGM_ACT_BOXES(st, &full[s], c)
             }
             if (REGM_BF16) ptx_tma_load_2d(st + xbox_off, &p.tm_x, &full[s], c * REGM_KC, 0);
         }
@@ -696,6 +793,52 @@ extern "C" __global__ void REGM_BOUNDS
             }
 #endif
         const int wsc_items = REGM_WSCALE_PER_CHAIN * chains; /* REGM_WSCALE_ITEM's */
+#if REGM_RES
+        /* The resident fragments, once, row by row: item i = lane t (i & 3)
+         * of block pair i >> 2 (a warp reads 128 contiguous code bytes);
+         * rows m .. REGR_RES_ROWS - 1 zeros.  REGR_RES_BATCH items a lane,
+         * every load first, so the build costs a few global round trips.
+         * A row r < 32 has the scale bytes of blocks 2 bp, 2 bp + 1 side by
+         * side in the 128x4-tiled layout (nvfp4_tiled_offset): line r of
+         * tile bp / 2, bytes 2 (bp & 1) and + 1 -- one 16-bit load.  The
+         * activations may be the previous kernel's output (the fused
+         * linear's quantizer): wait for it first.  Every lane arrives on
+         * act_full for every chunk after its stores here, so the MMA warps'
+         * first wait publishes them. */
+        static_assert(REGR_RES_ROWS <= 32, "the resident rows' scales are lines of the first 32 rows");
+        ptx_griddep_wait();
+        if (!(REGM_DEV_MODE & REGM_DEV_NO_ACT)) {
+            const int per_row = nblocks / 2 * 4;
+            for (int tr = 0; tr < REGR_RES_ROWS; tr++) {
+                const uint8_t *crow = p.a_codes + (size_t)tr * (size_t)(p.k / 2);
+                const uint8_t *srow = p.a_scales + tr * 16;
+                uint8_t *drow = res + tr * 32;
+                for (int i0 = aw * 32 + lane; i0 < per_row; i0 += 32 * REGM_AWN * REGR_RES_BATCH) {
+                    uint32_t w0[REGR_RES_BATCH], w1[REGR_RES_BATCH], sw[REGR_RES_BATCH];
+#pragma unroll
+                    for (int j = 0; j < REGR_RES_BATCH; j++) {
+                        const int i = i0 + j * 32 * REGM_AWN, bp = i >> 2;
+                        w0[j] = w1[j] = sw[j] = 0u;
+                        if (tr < p.m && i < per_row) {
+                            const uint8_t *cw = crow + bp * 16 + ((i & 3) >> 1) * 4;
+                            w0[j] = *(const uint32_t *)cw;
+                            w1[j] = *(const uint32_t *)(cw + 8);
+                            sw[j] = *(const uint16_t *)(srow + (bp >> 1) * 512 + (bp & 1) * 2);
+                        }
+                    }
+#pragma unroll
+                    for (int j = 0; j < REGR_RES_BATCH; j++) {
+                        const int i = i0 + j * 32 * REGM_AWN, bp = i >> 2;
+                        if (i >= per_row) break;
+                        uint2 lo = make_uint2(0u, 0u), hi = make_uint2(0u, 0u);
+                        if (tr < p.m) REGR_RES_UNIT(w0[j], w1[j], sw[j], i & 3, lo, hi);
+                        *(uint2 *)(drow + 2 * bp * REGR_RES_BLOCK_BYTES + (i & 3) * 8) = lo;
+                        *(uint2 *)(drow + (2 * bp + 1) * REGR_RES_BLOCK_BYTES + (i & 3) * 8) = hi;
+                    }
+                }
+            }
+        }
+#endif
 #if REGM_BF16
         /* Warp aw takes chunks aw, aw + act_rot, ...: a chunk's blocks are
          * one latency-bound chain of work per lane (one block each at M = 1),
@@ -803,7 +946,7 @@ extern "C" __global__ void REGM_BOUNDS
             ptx_mbar_wait(&full[s], ph);
             uint8_t *st = ring + (size_t)s * stage_bytes;
             const int nbp = (nblocks - 16 * c < 16 ? nblocks - 16 * c : 16) / 2; /* block pairs */
-            if (REGM_DEV_MODE & REGM_DEV_NO_ACT) {
+            if (REGM_NO_ACT_FRAGS || (REGM_DEV_MODE & REGM_DEV_NO_ACT)) { /* (made above, or loaded) */
             } else if (nbp == 8) { /* every load first, so the units overlap */
                 uint32_t w_[8 / REGM_APS][2], sw_[8 / REGM_APS];
 #pragma unroll
@@ -871,7 +1014,15 @@ extern "C" __global__ void REGM_BOUNDS
     const int wrow = 16 * jr + g, crow_hi = 1024, gxw = gx;
 #endif
     const int crow0 = wrow * 128 + (t >> 1) * 4, sfo0 = wsf_off + (64 * jr + g) * 8;
-    const int act_ld = frag_off + lane * 8;
+#if REGM_F16
+    /* this lane's ldmatrix row: row lane % 8 of matrix lane / 8 (block pair
+     * (b, b + 1) with b % 4 = 0 at f16_lo, 2 at f16_hi; 128-byte swizzle) */
+    const int lrow = lane & 7, lmat = lane >> 3;
+    const uint32_t f16_lo = (uint32_t)(act_codes_off + lrow * 128 + ((lmat ^ lrow) << 4));
+    const uint32_t f16_hi = (uint32_t)(act_codes_off + lrow * 128 + (((4 + lmat) ^ lrow) << 4));
+#elif !REGM_RES
+    const int act_ld = frag_off + lane * 8; /* (REGM_RES: REGR_ACT_AT) */
+#endif
     float4 *slot = (float4 *)(ring + (size_t)p.stages * stage_bytes) + jr * REGM_NT * 32 + lane;
     const float b_scale = *p.b_scale2; /* the weight's: no previous kernel writes it */
 #if REGM_BF16
@@ -917,16 +1068,16 @@ extern "C" __global__ void REGM_BOUNDS
             REGR_DQ(fa, st0, 16)
             REGR_DQ(fb, st1, 16)
             REGR_ACC_IN(c, u0)
-            REGR_STEPS(fa, st0, 16)
-            REGR_STEPS(fb, st1, 16)
+            REGR_STEPS(fa, REGR_ACT_AT(st0, c), 16)
+            REGR_STEPS(fb, REGR_ACT_AT(st1, c + 1), 16)
         } else {
             uint32_t fa[16][4];
             REGR_DQ(fa, st0, nb0)
             REGR_ACC_IN(c, u0)
-            REGR_STEPS(fa, st0, nb0)
+            REGR_STEPS(fa, REGR_ACT_AT(st0, c), nb0)
             if (two) {
                 REGR_DQ(fa, st1, nb1)
-                REGR_STEPS(fa, st1, nb1)
+                REGR_STEPS(fa, REGR_ACT_AT(st1, c + 1), nb1)
             }
         }
         ptx_mbar_arrive(&empty[s0]); /* this lane's loads of the stages are done */
@@ -1063,6 +1214,14 @@ extern "C" __global__ void REGM_BOUNDS
 #undef REGR_DQ
 #undef REGR_ACC_IN
 #undef REGR_STEPS
+#undef REGR_ACT_AT
+#undef REGR_ACT_STRIDE
+#undef REGR_ACT_LIVE
+#undef REGR_RES_UNIT
+#undef REGM_RES
+#undef REGM_F16
+#undef REGM_NO_ACT_FRAGS
+#undef REGM_ACT_BOXES
 #undef REGR_TURN_END
 #undef REGR_LAST_ALPHA
 #undef REGW_EPILOGUE

@@ -219,9 +219,24 @@ ALT_FLAGS_loadfirst := -DNVFP4_SM90_LOAD_FIRST=1 $(ALT_WERROR)
 ALT_FLAGS_loadlast  := -DNVFP4_SM90_LOAD_FIRST=0 $(ALT_WERROR)
 ALT_FLAGS_mcastdev1 := -DNVFP4_SM90_MCAST=1 -DNVFP4_SM90_DEV_FIXED=1
 ALT_FLAGS_mcastdev3 := -DNVFP4_SM90_MCAST=1 -DNVFP4_SM90_DEV_FIXED=3
-ALTS     ?= pair regbal regstatic lean all pick base nbar turn2 il actrot actsplit ilrot mcast loadlast
-ALT_FULL ?= all pick base il ilrot mcast loadlast
-ALT_DEV  ?= all_dev1 all_dev4 all_dev5 all_dev6 nbardev ildev ilrotdev mcastdev1 mcastdev3
+# Twenty-seventh session (built without a device: to be measured, see
+# dev/cuda/session27.sh): `res`, REGR at M <= 2 with resident activation
+# fragments, made once per CTA, and stages of weights only
+# (-DNVFP4_SM90_REGR_RES, sm90_heuristics.cuh REGR_RES_STAGE_BYTES);
+# `resdev` the same with dev_mode (parts left out); `f16`, REGR reading the
+# exact FP16 operands the fused linear's quantizer writes (its quantizer
+# then writes them where REGR is planned: -DNVFP4_SM90_REGR_F16=1,
+# REGR_F16_STAGE_BYTES), and `f16pre` also in the prequantized GEMM, after
+# the pre-pass (=3); `f16dev` that with dev_mode.
+ALT_FLAGS_res       := -DNVFP4_SM90_REGR_RES=1 $(ALT_WERROR)
+ALT_FLAGS_resdev    := -DNVFP4_SM90_REGR_RES=1 -DNVFP4_SM90_DEV
+ALT_FLAGS_f16       := -DNVFP4_SM90_REGR_F16=1 $(ALT_WERROR)
+ALT_FLAGS_f16pre    := -DNVFP4_SM90_REGR_F16=3 $(ALT_WERROR)
+ALT_FLAGS_f16dev    := -DNVFP4_SM90_REGR_F16=3 -DNVFP4_SM90_DEV
+ALTS     ?= pair regbal regstatic lean all pick base nbar turn2 il actrot actsplit ilrot mcast loadlast res f16 \
+            f16pre
+ALT_FULL ?= all pick base il ilrot mcast loadlast res f16 f16pre
+ALT_DEV  ?= all_dev1 all_dev4 all_dev5 all_dev6 nbardev ildev ilrotdev mcastdev1 mcastdev3 resdev f16dev
 $(foreach n,1 2 3 4 5 6 7,$(eval ALT_FLAGS_all_dev$(n) := $(ALT_DEFS_all) -DNVFP4_SM90_DEV_FIXED=$(n)))
 .PHONY: alts alt-objs
 alts: $(foreach a,$(ALTS),$(BUILD)/gpu/gemm_variants_$(a) $(BUILD)/gpu/test_gemm_cuda_$(a)) \
@@ -253,6 +268,11 @@ $(BUILD)/gpu/test_gemm_cuda_%: tests/gpu/test_gemm_cuda.c tests/unit/testlib.h $
 	@mkdir -p $(@D)
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/obj/alt/libnvfp4_$*.a $(GPU_LIBS)
 $(BUILD)/gpu/test_linear_cuda_%: tests/gpu/test_linear_cuda.c tests/unit/testlib.h $(BUILD)/obj/alt/libnvfp4_%.a
+	@mkdir -p $(@D)
+	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/obj/alt/libnvfp4_$*.a $(GPU_LIBS)
+# the fused linear timed on the alternative library (dev/cuda/inkernel_a:
+# every output checked against the CPU linear first), for A/B runs
+$(BUILD)/gpu/inkernel_a_%: dev/cuda/inkernel_a.c dev/cuda/dev_check.h dev/cuda/dev_rand.h $(BUILD)/obj/alt/libnvfp4_%.a
 	@mkdir -p $(@D)
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/obj/alt/libnvfp4_$*.a $(GPU_LIBS)
 # the nvfp4 command (bench, check) on the alternative library: the CLI's
