@@ -156,14 +156,14 @@ step_ncu_kernels() {
             sed 's/(.*)//; s/"$//' | tail -n "$nlines"
     done
 }
-# REGR at R = 2, 3, 4 (variants 35..37 at MT = 8 for M = 1, 38..40 at MT =
-# 16 otherwise) after the planned kernel, each checked bit for bit, then
+# REGR at R = 2, 3, 4 (variants 35..37 at MT = 8 for M = 1 and 2, 38..40
+# at MT = 16 otherwise) after the planned kernel, each checked bit for bit, then
 # timed (the list twice), on each linear:M of SHAPES for each gemm_variants
 # program PROG (logs PROG_linear_M_TAG): step_regr_vs TAG "SHAPES" PROG...
 step_regr_vs() {
     tag=$1; shapes=$2; shift 2
     for s in $shapes; do
-        case "$s" in *:1) vs="35,36,37" ;; *) vs="38,39,40" ;; esac
+        case "$s" in *:1 | *:2) vs="35,36,37" ;; *) vs="38,39,40" ;; esac
         for prog in "$@"; do
             n="${prog}_${s%%:*}_${s##*:}_$tag"
             step "$n" 90 env NVFP4_VARIANTS=$vs "$B/gpu/$prog" "${s%%:*}" "${s##*:}" -1 200
