@@ -11,7 +11,9 @@
 #           warps ldmatrix them, the activation warps convert nothing
 #           (`f16`, =1, is the fused linear's half alone)
 # and the amax pass's testing-hook read made a kernel argument
-# (docs/STREAMING_A.md "Twenty-seventh session").
+# (docs/STREAMING_A.md "Twenty-seventh session").  Offline, before a call:
+# python3 dev/cuda/regr_act_layout_check.py (the options' fragment
+# addressing against the streaming path's).
 # Usage: OUT=DIR [PARTS="..."] [SETS="res f16pre"] sh dev/cuda/session27.sh BUILD
 #   layout    gemm_variants and gemm_variants_X (X in SETS) at attn-out and
 #             FC2, M = 1, 2, 16: the planned kernel and REGR at R = 2, 3, 4
