@@ -44,7 +44,9 @@
 #             bench at M = 1, 16, 128, 2048 (the twenty-sixth session's
 #             code never had an H200 bench: its dynamic-scale rule)
 # First call: PARTS="layout quick fused final" (an H200 if one comes:
-# final's bench is #11's table); then PARTS="dyn sweep suites checks bench
+# final's bench is #11's table; the twenty-sixth session's "dyn suites
+# final" took ~200 s, so this should fit 600 s -- if not, "quick final"
+# then "layout fused"); then PARTS="dyn sweep suites checks bench
 # sanitize" with SETS the options that were exact and faster.
 # Carry (dev/cuda/pack_carry.sh): nvfp4 and gpu/{gemm_variants,
 # gemm_variants_res, gemm_variants_f16pre, gemm_variants_dev,
