@@ -1677,7 +1677,7 @@ extern "C" int nvfp4_sm90_gemm_plans_regr(int64_t m, int64_t n, int64_t k, int k
     return v && v->kind == NVFP4_SM90_REGR;
 }
 
-extern "C" int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, int k_slices, int static_scale)
+extern "C" int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, int k_slices)
 {
     sm90_device_info *dev = NULL;
     nvfp4_sm90_plan plan;
@@ -1695,7 +1695,6 @@ extern "C" int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, i
         return 0;
     /* where it measured faster than the quantizer kernel + GEMM (the
      * header), static and dynamic scale alike */
-    (void)static_scale;
     return sm90_inkernel_a == 1 || (v->kind != NVFP4_SM90_REGM && k <= (int64_t)NVFP4_SM90_INKERNEL_A_STATIC_MAX_K);
 }
 

@@ -347,11 +347,11 @@ void nvfp4_sm90_force_loaders(int lw);
 void nvfp4_sm90_force_inkernel_a(int mode);
 
 /* sm90_gemm.cu: whether the fused linear's GEMM of this shape takes BF16
- * activations and quantizes them itself (static_scale: the caller's
- * per-tensor scale, else the amax pass's; the bounds above now hold for
- * both): the planned register kernel has an in-kernel twin whose ring
- * fits, and the bounds above allow it, or the hook forces it. */
-int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, int k_slices, int static_scale);
+ * activations and quantizes them itself, with the caller's per-tensor
+ * scale or the amax pass's alike: the planned register kernel has an
+ * in-kernel twin whose ring fits, and the bounds above allow it, or the
+ * hook forces it. */
+int nvfp4_sm90_gemm_quantizes_bf16(int64_t m, int64_t n, int64_t k, int k_slices);
 
 /* Testing hook (sm90_gemm.cu): how the wgmma kernel's producer issues a
  * stage (SM90_PROD_* bits of sm90_internal.cuh; -1 = the default).  Every

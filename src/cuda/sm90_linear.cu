@@ -137,7 +137,7 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
      * then the GEMM as its programmatic dependent with the dynamic one), its
      * CTA 0 the debug copies too. */
     const int inkernel = (args->raw || args->out) && k % 8 == 0 && !lin_misaligned(args->x, 16) &&
-                         nvfp4_sm90_gemm_quantizes_bf16(m, n, kp, args->k_slices, args->input_scale != NULL);
+                         nvfp4_sm90_gemm_quantizes_bf16(m, n, kp, args->k_slices);
     if (!args->input_scale) { /* no memset: each CTA stores its own word */
         st = nvfp4_q_amax_parts_launch(args->x, m, k, amax_parts, LIN_AMAX_PARTS, &amax_n, stream, fn);
         if (st != NVFP4_OK) return st;

@@ -264,8 +264,7 @@ static void check_inkernel_vs_kernels(const char *label, const uint16_t *x, int6
     snprintf(what, sizeof what, "%s M=%lld N=%lld K=%lld %s %s", label, (long long)m, (long long)n,
              (long long)kp, v == NVFP4_VARIANT_CUDA ? "cuda" : "eager", input_scale ? "static" : "dynamic");
     nvfp4_sm90_force_inkernel_a(1);
-    CHECKF(nvfp4_sm90_gemm_quantizes_bf16(m, n, kp, 0, input_scale != NULL), "%s: the in-kernel producer is not planned",
-           what);
+    CHECKF(nvfp4_sm90_gemm_quantizes_bf16(m, n, kp, 0), "%s: the in-kernel producer is not planned", what);
     nvfp4_sm90_force_inkernel_a(-1);
     const size_t ws = nvfp4_linear_cuda_workspace(m, n, k), nr = (size_t)(m * n);
     const size_t cb = (size_t)(prows * kp / 2), sb = nvfp4_scales_bytes(prows, kp, NVFP4_SCALES_TILED);
@@ -786,7 +785,7 @@ int main(int argc, char **argv)
             uint16_t *x = random_bf16(D[i].m, D[i].k, 910 + (uint64_t)i);
             for (int ik = 0; ik < 2; ik++) {
                 nvfp4_sm90_force_inkernel_a(ik); /* 1: where the plan has a twin (the M = 1 entries) */
-                if (ik && !nvfp4_sm90_gemm_quantizes_bf16(D[i].m, D[i].n, D[i].kp, 0, 0)) continue;
+                if (ik && !nvfp4_sm90_gemm_quantizes_bf16(D[i].m, D[i].n, D[i].kp, 0)) continue;
                 char label[64];
                 snprintf(label, sizeof label, "late stores%s %s", ik ? " in-kernel" : "", D[i].name);
                 for (int sc = 0; sc < 2; sc++)
