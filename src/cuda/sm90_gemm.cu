@@ -907,6 +907,23 @@ static sm90_regm_fn regm_kernel_of(const nvfp4_sm90_variant *var, int bf16, int 
  * also holds the chunk's BF16 box and the threshold table comes last, so the
  * ring may be shallower (REGR: still a multiple of R).  0, or -1 if it does
  * not fit. */
+/* A register kernel's ring in smem_optin bytes: `fixed` bytes and as many
+ * stages of `stage` bytes as fit, at most cap, a multiple of `multiple`
+ * (REGR: R x REGR_TURN) -- into plan's stages and smem.  0, or -1 (plan
+ * unchanged) if fewer than two stages fit. */
+static int regm_ring_fit(nvfp4_sm90_plan *plan, size_t fixed, size_t stage, size_t cap, size_t multiple,
+                         size_t smem_optin)
+{
+    if (fixed + 2 * stage > smem_optin) return -1;
+    size_t nst = (smem_optin - fixed) / stage;
+    if (nst > cap) nst = cap;
+    nst -= nst % multiple;
+    if (nst < 2) return -1;
+    plan->stages = (int)nst;
+    plan->smem = fixed + nst * stage;
+    return 0;
+}
+
 static int regm_bf16_plan(nvfp4_sm90_plan *plan, const nvfp4_sm90_variant *var, int64_t m, size_t smem_optin)
 {
     const int rot = var->kind == NVFP4_SM90_REGR, wa = rot || var->kind == NVFP4_SM90_REGW;
@@ -916,14 +933,8 @@ static int regm_bf16_plan(nvfp4_sm90_plan *plan, const nvfp4_sm90_variant *var, 
     const size_t stage = (wa ? REGW_STAGE_BYTES(mt, units) : REGM_STAGE_BYTES(mt, units)) + REGM_XBOX_BYTES(m);
     const size_t fixed = (wa ? REGW_SMEM(mt, units, 0) : REGM_SMEM(mt, units, 0)) +
                          (rot ? REGR_SLOT_BYTES(mt, units) : 0) + REGM_QTAB_BYTES;
-    if (fixed + 2 * stage > smem_optin) return -1;
-    size_t nst = (smem_optin - fixed) / stage;
-    if (nst > (size_t)plan->stages) nst = (size_t)plan->stages;
-    if (rot) nst -= nst % ((size_t)var->r * REGR_TURN);
-    if (nst < 2) return -1;
-    plan->stages = (int)nst;
-    plan->smem = fixed + nst * stage;
-    return 0;
+    return regm_ring_fit(plan, fixed, stage, (size_t)plan->stages, rot ? (size_t)var->r * REGR_TURN : 1,
+                         smem_optin);
 }
 
 /* REGR with interleaved rows (NVFP4_SM90_REGR_IL): 1 where it applies --
@@ -945,14 +956,8 @@ static int regr_il_plan(nvfp4_sm90_plan *plan, const nvfp4_sm90_variant *var, in
     const size_t units = (size_t)plan->tiles_per_cta, mt = (size_t)var->bn;
     const size_t stage = REGR_IL_STAGE_BYTES(mt, units) + (bf16 ? REGM_XBOX_BYTES(m) : 0);
     const size_t fixed = REGR_IL_SMEM(mt, units, 0) + REGR_SLOT_BYTES(mt, units) + (bf16 ? REGM_QTAB_BYTES : 0);
-    if (fixed + 2 * stage > smem_optin) return 0;
-    size_t nst = (smem_optin - fixed) / stage;
-    if (nst > REGM_MAX_STAGES) nst = REGM_MAX_STAGES;
-    nst -= nst % ((size_t)var->r * REGR_TURN);
-    if (nst < 2) return 0;
+    if (regm_ring_fit(plan, fixed, stage, REGM_MAX_STAGES, (size_t)var->r * REGR_TURN, smem_optin) != 0) return 0;
     plan->grid = (int)grid;
-    plan->stages = (int)nst;
-    plan->smem = fixed + nst * stage;
     return 1;
 }
 
@@ -969,14 +974,7 @@ static int regr_res_plan(nvfp4_sm90_plan *plan, const nvfp4_sm90_variant *var, i
         return 0;
     const size_t units = (size_t)plan->tiles_per_cta;
     const size_t stage = REGR_RES_STAGE_BYTES(units), fixed = REGR_RES_SMEM(units, 0, k);
-    if (fixed >= smem_optin) return 0;
-    size_t nst = (smem_optin - fixed) / stage;
-    if (nst > REGM_MAX_STAGES) nst = REGM_MAX_STAGES;
-    nst -= nst % ((size_t)var->r * REGR_TURN);
-    if (nst < 2) return 0;
-    plan->stages = (int)nst;
-    plan->smem = fixed + nst * stage;
-    return 1;
+    return regm_ring_fit(plan, fixed, stage, REGM_MAX_STAGES, (size_t)var->r * REGR_TURN, smem_optin) == 0;
 }
 
 /* Whether REGR reads FP16 activations (NVFP4_SM90_REGR_F16) in a GEMM of
@@ -988,19 +986,12 @@ static int regr_f16_takes(const nvfp4_sm90_variant *var, int act_ready)
 }
 
 /* Its ring (REGR_F16_STAGE_BYTES): the plan's depth and shared memory made
- * the layout's, a multiple of R.  0, or -1 if two turns do not fit. */
+ * the layout's, a multiple of R.  0, or -1 if not even R stages fit. */
 static int regr_f16_plan(nvfp4_sm90_plan *plan, const nvfp4_sm90_variant *var, size_t smem_optin)
 {
     const size_t units = (size_t)plan->tiles_per_cta, mt = (size_t)var->bn;
     const size_t stage = REGR_F16_STAGE_BYTES(mt, units), fixed = REGR_F16_SMEM(mt, units, 0);
-    if (fixed >= smem_optin) return -1;
-    size_t nst = (smem_optin - fixed) / stage;
-    if (nst > REGM_MAX_STAGES) nst = REGM_MAX_STAGES;
-    nst -= nst % ((size_t)var->r * REGR_TURN);
-    if (nst < 2) return -1;
-    plan->stages = (int)nst;
-    plan->smem = fixed + nst * stage;
-    return 0;
+    return regm_ring_fit(plan, fixed, stage, REGM_MAX_STAGES, (size_t)var->r * REGR_TURN, smem_optin);
 }
 
 static nvfp4_status device_info(sm90_device_info **out)
