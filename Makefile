@@ -1,11 +1,11 @@
 # nvfp4 -- build, test, sanitize, fuzz.  `make help` lists the targets.
 #
 # Sources are found by directory, so adding a file needs no edit here:
-#   src/*/*.c              the library (C11)
+#   src/*/*.c, src/*/*/*.c the library (C11)
 #   src/cpu/*_avx2.c       compiled with AVX2+FMA enabled (chosen at run time)
 #   src/cpu/*_avx512.c     compiled with AVX-512 enabled (chosen at run time)
-#   src/cuda/*.cu          CUDA C for sm_90a (only when nvcc is found)
-#   src/cuda/stub_nocuda.c replaces them in builds without CUDA
+#   src/cuda/*.cu, src/cuda/*/*.cu  CUDA C for sm_90a (only when nvcc is found)
+#   src/cuda/stub_nocuda.c replaces them (and src/cuda/*/*.c) in builds without CUDA
 #   cli/*.c                the nvfp4 command (bench/*.c joins it in CUDA builds)
 #   tests/unit/test_*.c    one test program each
 #   $(BUILD)/gen/*.c       generated at build time (the H200's reciprocal table,
@@ -48,9 +48,17 @@ LDFLAGS  += $(SANFLAGS)
 NVCCFLAGS ?= -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
              -Xcompiler -Wall -Werror all-warnings -fmad=false -Iinclude -Isrc/core -Isrc \
              -lineinfo
+# TESTING=1: the library with its testing hooks (src/core/nvfp4_testing.h),
+# which the test programs link: $(BUILD)/testing/libnvfp4.a.  The shipped
+# library has none.
+TESTING  ?= 0
+ifeq ($(TESTING),1)
+  CFLAGS    += -DNVFP4_TESTING
+  NVCCFLAGS += -DNVFP4_TESTING
+endif
 
-LIB_C    := $(wildcard src/*/*.c)
-CUDA_CU  := $(wildcard src/cuda/*.cu)
+LIB_C    := $(wildcard src/*/*.c src/*/*/*.c)
+CUDA_CU  := $(wildcard src/cuda/*.cu src/cuda/*/*.cu)
 ifeq ($(WITH_CUDA),1)
   LIB_C   := $(filter-out src/cuda/stub_nocuda.c,$(LIB_C))
   CLI_C   := $(wildcard cli/*.c) $(wildcard bench/*.c)
@@ -73,7 +81,7 @@ CLI_O    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_C))
 TEST_C   := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_C))
 
-.PHONY: all lib cli tests test test-unit test-cli test-python test-sanitize fuzz gpu-tests sm90-options probe-sm120 deps help clean
+.PHONY: all lib cli testing-lib tests test test-unit test-cli test-python test-sanitize fuzz gpu-tests probe-sm120 deps help clean FORCE
 all: lib cli
 
 help:
@@ -84,7 +92,6 @@ help:
 	@echo "make fuzz        libFuzzer over the safetensors reader (FUZZ_SECONDS=60)"
 	@echo "make gpu-tests   build the H200 test programs (tests/gpu/run.sh runs them)"
 	@echo "make probe-sm120 build the GB10 / RTX Blackwell probe (when nvcc has sm_121a)"
-	@echo "make sm90-options  compile the H200 kernel's not-yet-default options (tests/gpu/gpu.mk alts)"
 	@echo "make deps        install the Debian packages the build needs"
 
 deps:
@@ -120,14 +127,22 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c src/quant/quant_sm90.h
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # nvcc writes no dependency files: the headers CUDA sources include, listed.
-CUDA_HDRS := include/nvfp4.h $(wildcard src/core/*.h src/formats/*.h src/quant/*.h src/cuda/*.h src/cuda/*.cuh)
+CUDA_HDRS := include/nvfp4.h $(wildcard src/core/*.h src/formats/*.h src/quant/*.h src/cuda/*.h src/cuda/*.cuh \
+                                       src/cuda/*/*.h src/cuda/*/*.cuh src/cuda/*/*.def)
 $(BUILD)/obj/%.cu.o: %.cu $(CUDA_HDRS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/testlib.h $(BUILD)/libnvfp4.a
+# the testing library: the same sources with NVFP4_TESTING, under $(BUILD)/testing
+TEST_LIB := $(BUILD)/testing/libnvfp4.a
+$(TEST_LIB): FORCE
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/testing TESTING=1 lib
+FORCE:
+testing-lib: $(TEST_LIB)
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/testlib.h $(TEST_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libnvfp4.a $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) -DNVFP4_TESTING -Itests/unit -o $@ $< $(TEST_LIB) $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
 
 tests: $(TEST_BIN)
 
@@ -162,11 +177,6 @@ gpu-tests:
 
 # the wgmma kernel's measured-before-default options (tests/gpu/gpu.mk alts)
 # compile warning-free: CI builds their objects
-sm90-options:
-	@if [ -n "$(NVCC)" ]; then \
-	  $(MAKE) --no-print-directory -f tests/gpu/gpu.mk BUILD=$(BUILD) NVCC=$(NVCC) alt-objs; \
-	else echo "sm90-options: skipped (no nvcc here)"; fi
-
 probe-sm120:
 	@if [ -n "$(NVCC)" ] && "$(NVCC)" --list-gpu-arch 2>/dev/null | grep -q compute_121; then \
 	  $(MAKE) --no-print-directory -f tests/gpu/gpu.mk BUILD=$(BUILD) probe-sm120; \

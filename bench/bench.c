@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "nvfp4.h"
-#include "cuda/sm90_heuristics.cuh"
+#include "cuda/sm90/plan.h"
 
 int nvfp4_cli_bench(int argc, char **argv);
 
@@ -319,28 +319,9 @@ typedef struct result {
     double us_nvfp4, us_bf16, us_fp8;
     double us_fused, us_unfused; /* BF16 activations in (static input scale) */
     double us_fused_dyn;         /* the fused linear with the dynamic scale */
-    int variant;
+    int kernel; /* the planned kernel (nvfp4_sm90_kernels), or -1 */
     double bytes_nvfp4;
-    double us_variant[NVFP4_SM90_NUM_VARIANTS]; /* --all-tiles */
 } result;
-
-/* "weight rows x activation rows" of a kernel variant. */
-static void tile_label(char *buf, size_t len, int v)
-{
-    const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
-    if (x->kind == NVFP4_SM90_REGM)
-        snprintf(buf, len, "reg%d_tw%d", x->bn, x->r);
-    else if (x->kind == NVFP4_SM90_REGW)
-        snprintf(buf, len, "regw%d_tw%d", x->bn, x->r);
-    else if (x->kind == NVFP4_SM90_REGR)
-        snprintf(buf, len, "regr%d_r%d", x->bn, x->r);
-    else if (x->kind == NVFP4_SM90_SS)
-        snprintf(buf, len, "ss%dx%d", 64 * x->nc, x->bn);
-    else if (x->kind != NVFP4_SM90_WGMMA)
-        snprintf(buf, len, "mma%d_r%d", x->bn, x->r);
-    else
-        snprintf(buf, len, "%dx%d", 64 * x->nc, x->bn);
-}
 
 static int nrot_for(size_t set_bytes, size_t l2)
 {
@@ -351,7 +332,7 @@ static int nrot_for(size_t set_bytes, size_t l2)
 
 static void usage(FILE *f)
 {
-    fputs("usage: nvfp4 bench [--json FILE] [--m LIST] [--quick] [--all-tiles]\n"
+    fputs("usage: nvfp4 bench [--json FILE] [--m LIST] [--quick]\n"
           "\n"
           "Times the H200 NVFP4 GEMM (nvfp4_gemm_cuda), cuBLAS BF16 (BF16 in, FP32\n"
           "accumulate, BF16 out) and cuBLASLt FP8 (E4M3, per-tensor scales, BF16 out) on\n"
@@ -368,15 +349,14 @@ static void usage(FILE *f)
           "\n"
           "  --m LIST     comma-separated activation rows (default 1,16,128,512,2048,8192)\n"
           "  --json FILE  also write every number as JSON\n"
-          "  --quick      fewer launches per measurement\n"
-          "  --all-tiles  also time every tile variant of the kernel (tuning)\n",
+          "  --quick      fewer launches per measurement\n",
           f);
 }
 
 typedef struct bench_opts {
     const char *json_path;
     int64_t ms[BENCH_MAX_M];
-    int nm, quick, all_tiles;
+    int nm, quick;
 } bench_opts;
 
 /* Parse: -1 to run, else the exit status (0 after --help, 2 on a bad argument). */
@@ -389,8 +369,6 @@ static int bench_parse(int argc, char **argv, bench_opts *o)
             return 0;
         } else if (!strcmp(argv[i], "--quick")) {
             o->quick = 1;
-        } else if (!strcmp(argv[i], "--all-tiles")) {
-            o->all_tiles = 1;
         } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
             o->json_path = argv[++i];
         } else if (!strcmp(argv[i], "--m") && i + 1 < argc) {
@@ -463,16 +441,16 @@ fail:
 /* Report (1/2): the table on stdout. */
 static void bench_print_table(const result *res, int nres, double copy_bw, double fp16_tflops)
 {
-    printf("\n%-9s %6s %11s %11s %11s %8s %7s %8s %8s %-9s %11s %7s %11s %12s\n", "linear", "M",
-           "nvfp4_us", "bf16_us", "fp8_us", "x_bf16", "x_fp8", "%bytes", "%fp16", "tile", "fused_us",
+    printf("\n%-9s %6s %11s %11s %11s %8s %7s %8s %8s %-18s %11s %7s %11s %12s\n", "linear", "M",
+           "nvfp4_us", "bf16_us", "fp8_us", "x_bf16", "x_fp8", "%bytes", "%fp16", "kernel", "fused_us",
            "x_pre", "unfused_us", "fused_dyn_us");
     for (int i = 0; i < nres; i++) {
         const result *R = &res[i];
         double floor_us = R->bytes_nvfp4 / copy_bw * 1e6;
         double tc_us = 2.0 * (double)R->m * R->n * R->k / (fp16_tflops * 1e12) * 1e6;
-        char tile[32] = "?";
-        if (R->variant >= 0) tile_label(tile, sizeof tile, R->variant);
-        printf("%-9s %6lld %11.1f %11.1f %11.1f %8.2f %7.2f %7.0f%% %7.0f%% %-9s %11.1f %7.2f %11.1f %12.1f\n",
+        /* the planned kernel's name without its nvfp4_sm90_ prefix */
+        const char *tile = R->kernel >= 0 ? nvfp4_sm90_kernels[R->kernel].name + 11 : "?";
+        printf("%-9s %6lld %11.1f %11.1f %11.1f %8.2f %7.2f %7.0f%% %7.0f%% %-18s %11.1f %7.2f %11.1f %12.1f\n",
                R->linear, (long long)R->m, R->us_nvfp4, R->us_bf16, R->us_fp8,
                R->us_nvfp4 / R->us_bf16, R->us_fp8 > 0 ? R->us_nvfp4 / R->us_fp8 : 0.0,
                100 * floor_us / R->us_nvfp4, 100 * tc_us / R->us_nvfp4, tile, R->us_fused,
@@ -482,7 +460,7 @@ static void bench_print_table(const result *res, int nres, double copy_bw, doubl
 
 /* Report (2/2): the JSON document. */
 static json_t *bench_json(const char *dev_name, const result *res, int nres, double copy_bw,
-                          double fp16_tflops, int iters, int all_tiles)
+                          double fp16_tflops, int iters)
 {
     json_t *root = json_object(), *rows = json_array();
     json_object_set_new(root, "device", json_string(dev_name));
@@ -511,20 +489,7 @@ static json_t *bench_json(const char *dev_name, const result *res, int nres, dou
         json_object_set_new(o, "nvfp4_bytes", json_real(R->bytes_nvfp4));
         json_object_set_new(o, "pct_byte_floor", json_real(100 * floor_us / R->us_nvfp4));
         json_object_set_new(o, "pct_fp16_floor", json_real(100 * tc_us / R->us_nvfp4));
-        if (all_tiles) {
-            json_t *tv = json_object();
-            for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
-                char key[32];
-                tile_label(key, sizeof key, v);
-                json_object_set_new(tv, key, R->us_variant[v] >= 0 ? json_real(R->us_variant[v]) : json_null());
-            }
-            json_object_set_new(o, "nvfp4_us_by_tile", tv);
-        }
-        if (R->variant >= 0) {
-            char lab[24];
-            tile_label(lab, sizeof lab, R->variant);
-            json_object_set_new(o, "tile", json_string(lab));
-        }
+        if (R->kernel >= 0) json_object_set_new(o, "kernel", json_string(nvfp4_sm90_kernels[R->kernel].name));
         json_array_append_new(rows, o);
     }
     json_object_set_new(root, "results", rows);
@@ -538,7 +503,7 @@ int nvfp4_cli_bench(int argc, char **argv)
     if (parsed >= 0) return parsed;
     const char *json_path = opt.json_path;
     const int64_t *ms = opt.ms;
-    const int nm = opt.nm, quick = opt.quick, all_tiles = opt.all_tiles;
+    const int nm = opt.nm, quick = opt.quick;
     char dev_name[128], cc[16];
     if (nvfp4_cuda_device_name(dev_name, sizeof dev_name, cc, sizeof cc) != NVFP4_OK) {
         fprintf(stderr, "nvfp4 bench: %s (the kernels need an sm_90 GPU: H100, H200)\n", nvfp4_last_error());
@@ -655,35 +620,14 @@ int nvfp4_cli_bench(int argc, char **argv)
             }
             {
                 nvfp4_sm90_plan plan;
-                int sms = 0;
-                size_t optin = 0;
-                int iv = 0, ps = 0;
+                int sms = 0, optin = 0, ps = 0;
                 cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-                cudaDeviceGetAttribute(&iv, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+                cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
                 cudaDeviceGetAttribute(&ps, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
-                optin = (size_t)iv;
-                R->variant = nvfp4_sm90_plan_gemm(m, n, k, 1, sms, optin, (size_t)ps, -1, &plan) == 0
-                                 ? plan.variant
-                                 : -1;
+                const nvfp4_sm90_device d = {sms, (size_t)optin, (size_t)ps};
+                R->kernel = nvfp4_sm90_plan_gemm(&d, m, n, k, 1, NVFP4_SM90_ACT_NVFP4, &plan) == 0 ? plan.kernel : -1;
             }
             R->bytes_nvfp4 = (double)(wq_codes + wq_sc + xq_codes + xq_sc + y16);
-            if (all_tiles) {
-                printf("  %-8s M=%-5lld tiles:", L->name, (long long)m);
-                for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
-                    R->us_variant[v] = -1;
-                    if (NVFP4_SM90_IS_SMALL(&nvfp4_sm90_variants[v]) && m > nvfp4_sm90_variants[v].bn) continue;
-                    nvfp4_sm90_force_variant(v);
-                    int bad = time_median(launch_nvfp4, &qc, rq, 2, 10, &R->us_variant[v]);
-                    nvfp4_sm90_force_variant(-1);
-                    if (bad) goto fail;
-                    if (bad == 0 && R->us_variant[v] >= 0) {
-                        char lab[24];
-                        tile_label(lab, sizeof lab, v);
-                        printf(" %s=%.1f", lab, R->us_variant[v]);
-                    }
-                }
-                printf("\n");
-            }
             /* cuBLAS BF16 */
             bf16_ctx bc;
             memset(&bc, 0, sizeof bc);
@@ -840,7 +784,7 @@ int nvfp4_cli_bench(int argc, char **argv)
     bench_print_table(res, nres, copy_bw, fp16_tflops);
     if (report) {
         /* whole or not at all: a temporary file renamed into place */
-        json_t *root = bench_json(dev_name, res, nres, copy_bw, fp16_tflops, iters, all_tiles);
+        json_t *root = bench_json(dev_name, res, nres, copy_bw, fp16_tflops, iters);
         char *text = json_dumps(root, JSON_INDENT(1));
         json_decref(root);
         nvfp4_status st = text ? nvfp4_atomic_write(report, text, strlen(text))

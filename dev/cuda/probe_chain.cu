@@ -41,8 +41,8 @@
 #include <string.h>
 
 #include "cuda/ptx.cuh"
-#include "cuda/sm90_internal.cuh"
-#include "cuda/sm90_wgmma.cuh"
+#include "cuda/sm90/common.cuh"
+#include "cuda/sm90/wgmma_ptx.cuh"
 
 #include "dev_check.h"
 #include "dev_tmap.h"

@@ -1,4 +1,4 @@
-/* sm90_quantize.cu -- comfy-kitchen's NVFP4 quantizer on the device, bit for
+/* quantize.cu -- comfy-kitchen's NVFP4 quantizer on the device, bit for
  * bit nvfp4_quantize(): the amax pass of the dynamic per-tensor scale, the
  * block kernel (also the fused A producer of nvfp4_linear_cuda, which asks
  * it for the GEMM's FP16 operands instead of, or besides, codes and scales)
@@ -11,31 +11,27 @@
 #include "cuda/ptx.cuh"
 #include "cuda/quantize_internal.h"
 #include "quant/thresholds.h"
+#ifdef NVFP4_TESTING
+#include "nvfp4_testing.h"
+#endif
 
 #define Q_THREADS 256
 /* Grid: at most this many CTAs per SM (what fits: 80 registers a
  * thread), each looping over blocks, so the table is built a few times per
  * SM rather than once per 256 blocks. */
 #define Q_CTAS_PER_SM 3
-/* The four-lane exact kernel's share of the launches (the rule below) */
-#ifndef NVFP4_Q_COOP
-#define NVFP4_Q_COOP 1
-#endif
-
-static int q_forced_launch = -1;
-extern "C" void nvfp4_q_force_launch(int mode) { q_forced_launch = mode >= 0 && mode <= 2 ? mode : -1; }
-
 static int q_misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) != 0; }
 
-/* Testing hook: the threads that store the quantizer's per-tensor scale
- * and the amax pass's words spin this many cycles first, so that a kernel
- * reading them before its griddepcontrol.wait would read stale ones
- * (test_linear_cuda).  The amax pass takes it as an argument: a read of
- * the device copy sat between each CTA's reduction and its store, on the
- * path of every kernel after it. */
+#ifdef NVFP4_TESTING
+/* nvfp4_testing.h: the block kernel by the rule or forced; the threads that
+ * store the quantizer's per-tensor scale and the amax pass's words spin
+ * first (the amax pass takes the delay as an argument: a read of the device
+ * copy would sit between each CTA's reduction and its store). */
+static int q_forced_launch = -1;
+extern "C" void nvfp4_q_force_launch(int mode) { q_forced_launch = mode >= 0 && mode <= 2 ? mode : -1; }
 static __device__ long long q_dev_store_delay;
 static long long q_store_delay_host;
-extern "C" int nvfp4_q_dev_delay_stores(long long cycles)
+extern "C" int nvfp4_q_delay_stores(long long cycles)
 {
     q_store_delay_host = cycles;
     return cudaMemcpyToSymbol(q_dev_store_delay, &cycles, sizeof cycles) == cudaSuccess ? 0 : -1;
@@ -46,10 +42,19 @@ static __device__ __forceinline__ void q_dev_spin(long long delay)
         for (const long long t0 = clock64(); clock64() - t0 < delay;) {
         }
 }
-/* thread 0's per-tensor scale stores, after the testing hook's delay */
+#define Q_DELAY_PARAM , long long delay
+#define Q_DELAY_ARG , q_store_delay_host
+#define Q_SPIN(delay) q_dev_spin(delay)
+#else
+#define Q_DELAY_PARAM
+#define Q_DELAY_ARG
+#define Q_SPIN(delay)
+#endif
+
+/* thread 0's per-tensor scale stores */
 static __device__ __forceinline__ void q_store_pts(float pts, float *pts_out, float *pts_out2)
 {
-    q_dev_spin(q_dev_store_delay);
+    Q_SPIN(q_dev_store_delay);
     if (pts_out) *pts_out = pts;
     if (pts_out2) *pts_out2 = pts;
 }
@@ -74,8 +79,7 @@ static __device__ __forceinline__ uint32_t amax_word(uint32_t w, uint32_t best)
  * it to out[i] (no memset before the pass, no atomics); else one atomicMax
  * a CTA into *out, zeroed before the launch. */
 extern "C" __global__ void __launch_bounds__(Q_THREADS)
-    nvfp4_q_amax_kernel(const uint16_t *__restrict__ x, int64_t n, int vec, uint32_t *out, int parts,
-                        long long delay)
+    nvfp4_q_amax_kernel(const uint16_t *__restrict__ x, int64_t n, int vec, uint32_t *out, int parts Q_DELAY_PARAM)
 {
     __shared__ uint32_t warp_best[Q_THREADS / 32];
     /* the kernel after it (the quantizer, or the register GEMM with the
@@ -112,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
         best = threadIdx.x < Q_THREADS / 32 ? warp_best[threadIdx.x] : 0u;
         best = __reduce_max_sync(0xFFFFFFFFu, best);
         if (threadIdx.x == 0) {
-            q_dev_spin(delay);
+            Q_SPIN(delay);
             if (parts)
                 out[blockIdx.x] = best << 16;
             else if (best != 0)
@@ -138,8 +142,7 @@ nvfp4_status nvfp4_q_amax_launch(const uint16_t *x, int64_t m, int64_t k, uint32
         return nvfp4_fail(NVFP4_ERR_CUDA, "%s: clearing the amax slot: %s", fn, cudaGetErrorString(e));
     const int64_t n = m * k;
     const int vec = !q_misaligned(x, 16);
-    nvfp4_q_amax_kernel<<<q_amax_grid(n, vec, 132 * 8), Q_THREADS, 0, stream>>>(x, n, vec, amax_bits, 0,
-                                                                                  q_store_delay_host);
+    nvfp4_q_amax_kernel<<<q_amax_grid(n, vec, 132 * 8), Q_THREADS, 0, stream>>>(x, n, vec, amax_bits, 0 Q_DELAY_ARG);
     e = cudaGetLastError();
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "%s: amax kernel launch: %s", fn, cudaGetErrorString(e));
@@ -153,7 +156,7 @@ nvfp4_status nvfp4_q_amax_parts_launch(const uint16_t *x, int64_t m, int64_t k, 
     const int64_t n = m * k;
     const int vec = !q_misaligned(x, 16);
     const unsigned grid = q_amax_grid(n, vec, max_parts);
-    nvfp4_q_amax_kernel<<<grid, Q_THREADS, 0, stream>>>(x, n, vec, parts, 1, q_store_delay_host);
+    nvfp4_q_amax_kernel<<<grid, Q_THREADS, 0, stream>>>(x, n, vec, parts, 1 Q_DELAY_ARG);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return nvfp4_fail(NVFP4_ERR_CUDA, "%s: amax kernel launch: %s", fn, cudaGetErrorString(e));
@@ -453,14 +456,11 @@ nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
      * table_first (the fused linear, eager before a REGR GEMM): the table
      * kernel all the same (measured faster there, twenty-third session). */
     int mode = want <= sms ? 1 : 0;
-#if NVFP4_Q_COOP >= 1
     if (mode == 1) mode = 2;
-#endif
-#if NVFP4_Q_COOP >= 2
-    if (want <= 2 * cap) mode = 2;
-#endif
     if (q->table_first && mode == 2) mode = 0;
+#ifdef NVFP4_TESTING
     if (q_forced_launch >= 0) mode = q_forced_launch;
+#endif
     unsigned grid;
     q_kernel_fn kernel;
     if (mode == 2) {
@@ -559,6 +559,7 @@ extern "C" nvfp4_status nvfp4_quantize_cuda(const nvfp4_cuda_quantize_args *args
     return nvfp4_q_blocks_launch(&q, fn);
 }
 
+#ifdef NVFP4_TESTING
 extern "C" nvfp4_status nvfp4_sm90_produce_operands(const uint16_t *x, int64_t m, int64_t k,
                                                     const float *per_tensor_scale,
                                                     void *amax_scratch, nvfp4_variant variant,
@@ -588,3 +589,4 @@ extern "C" nvfp4_status nvfp4_sm90_produce_operands(const uint16_t *x, int64_t m
     }
     return nvfp4_q_blocks_launch(&q, fn);
 }
+#endif

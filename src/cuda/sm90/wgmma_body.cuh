@@ -26,14 +26,15 @@
  * tile's wgmmas (C7511: an arrive and a wait around each). */
 #if defined(SM90_SLICED)
 #define SM90_SLICES 1
-#elif defined(NVFP4_SM90_LEAN) && NVFP4_SM90_LEAN
-#define SM90_SLICES 0
 #else
-#define SM90_SLICES (SM90_BN <= 64)
+#define SM90_SLICES 0
 #endif
 /* A stage holds KSUB chunks of 64 K-elements (4 NVFP4 blocks each): wider
  * code rows per TMA request where tiles are small (TMA cost is per row). */
 #define SM90_KSUB NVFP4_SM90_KSUB(SM90_BN, SM90_NC)
+/* the producer's issuers: one per kind of request where a stage holds
+ * several chunks (below) */
+#define SM90_PARALLEL (SM90_KSUB > 1)
 #define SM90_ACT_BOX (SM90_BN * 128)             /* one 64-element activation box */
 #define SM90_ACT_BYTES (SM90_ACT_BOX * SM90_KSUB)
 #define SM90_CODE_ROW (32 * SM90_KSUB)            /* code bytes per weight row per stage */
@@ -41,28 +42,8 @@
 #define SM90_STAGE_BYTES \
     (((SM90_ACT_BYTES + SM90_CODE_BYTES + 512 * SM90_KSUB) + 1023) / 1024 * 1024)
 
-/* Activation multicast (NVFP4_SM90_MCAST builds, on where the host
- * launched a cluster of two: p.mcast; the tiles of NVFP4_SM90_MCAST_TILE):
- * both CTAs of the cluster run the same activation tile through the same K
- * chunks, each loads half of every activation box into both CTAs' stages,
- * and a consumer frees a stage in both CTAs (SM90_RELEASE) -- so half the
- * activation bytes come from L2.  Why it was tried: at M = 128 the 84 CTAs
- * of attn-out and FC2 each read the whole activation tile a chunk (16 KB of
- * a stage's 18.5), ~174 MB from L2.  Measured 2x slower (twenty-first
- * session): the `.release.cluster` arrival of SM90_RELEASE collapses a
- * cluster ring, and without it multicast was no faster in the probe
- * (docs/KERNEL.md, twenty-second session). */
-#if defined(NVFP4_SM90_MCAST) && NVFP4_SM90_MCAST && NVFP4_SM90_MCAST_TILE(SM90_BN)
-#define SM90_MCAST 1
-#define SM90_RELEASE(SLOT)                                                                         \
-    {                                                                                              \
-        ptx_mbar_arrive(&empty[SLOT]);                                                             \
-        if (p.mcast) ptx_mbar_arrive_cluster(&empty[SLOT], peer);                                  \
-    }
-#else
-#define SM90_MCAST 0
+/* A consumer frees a ring slot. */
 #define SM90_RELEASE(SLOT) ptx_mbar_arrive(&empty[SLOT])
-#endif
 
 /* Consumer helpers.  Chunk kc (64 K-elements) lives in ring slot s at
  * sub-chunk `sub` of its stage. */
@@ -140,8 +121,8 @@
 #define SM90_EPI_OUT()                                                                             \
     {                                                                                              \
         const int nw_ = n0 + c * 64 + warp * 16;         /* the warp's first weight row */       \
-        const float b0_ = p.bias && nw_ + g < p.n ? p.bias[nw_ + g] : 0.0f;                         \
-        const float b1_ = p.bias && nw_ + 8 + g < p.n ? p.bias[nw_ + 8 + g] : 0.0f;                 \
+        const float b0_ = p.io.bias && nw_ + g < p.io.n ? p.io.bias[nw_ + g] : 0.0f;                         \
+        const float b1_ = p.io.bias && nw_ + 8 + g < p.io.n ? p.io.bias[nw_ + 8 + g] : 0.0f;                 \
         const uint32_t st_ = ptx_smem_addr(epi) + (uint32_t)lane * 16u; /* lanes 0..15: rows */    \
         const int h_ = (lane >> 3) & 1, r_ = lane & 7; /* read back: half h_, m offset r_ */       \
         const int n_ = nw_ + 8 * h_;                                                               \
@@ -149,14 +130,14 @@
             uint32_t f_[2];                                                                        \
             _Pragma("unroll") for (int q_ = 0; q_ < 2; q_++) {                                     \
                 const float bq_ = q_ ? b1_ : b0_;                                                  \
-                f_[q_] = (uint32_t)nvfp4_sm90_out_bf16(acc[4 * j_ + 2 * q_], alpha, p.bias, bq_) |     \
-                         (uint32_t)nvfp4_sm90_out_bf16(acc[4 * j_ + 2 * q_ + 1], alpha, p.bias, bq_) << 16; \
+                f_[q_] = (uint32_t)nvfp4_sm90_out_bf16(acc[4 * j_ + 2 * q_], alpha, p.io.bias, bq_) |     \
+                         (uint32_t)nvfp4_sm90_out_bf16(acc[4 * j_ + 2 * q_ + 1], alpha, p.io.bias, bq_) << 16; \
             }                                                                                      \
             ptx_stmatrix_x2_trans(st_, f_[0], f_[1]);                                              \
             __syncwarp();                                                                          \
             const int m_ = m0 + 8 * j_ + r_;                                                       \
-            if (lane < 16 && m_ < p.m && n_ < p.n)                                                 \
-                *(uint4 *)(p.out + (size_t)m_ * (size_t)p.n + (size_t)n_) = *(const uint4 *)(epi + lane * 16); \
+            if (lane < 16 && m_ < p.io.m && n_ < p.io.n)                                                 \
+                *(uint4 *)(p.io.out + (size_t)m_ * (size_t)p.io.n + (size_t)n_) = *(const uint4 *)(epi + lane * 16); \
             __syncwarp();                                                                          \
         }                                                                                          \
     }
@@ -186,11 +167,11 @@
         SM90_FENCE_FRAGS(CUR, 4)                                                                   \
         ptx_wgmma_fence();                                                                         \
         const uint64_t desc_ = ptx_desc_sw128(ptx_smem_addr(SM90_STAGE(s) + sub * SM90_ACT_BOX));  \
-        if (SM90_MMA_ON) SM90_WGMMA_CHUNK(CUR, desc_)                                              \
+        SM90_WGMMA_CHUNK(CUR, desc_)                                                                \
         ptx_wgmma_commit();                                                                        \
         if (SM90_SLICES && sliced && kc + 1 == slice_end) {                                        \
             SM90_FOLD();                                                                           \
-            slice_end += p.chunks_per_slice;                                                       \
+            slice_end += p.io.chunks_per_slice;                                                       \
         }                                                                                          \
         SM90_RETIRE_BOOKKEEPING();                                                                 \
         prev_slot = s;                                                                             \
@@ -200,7 +181,7 @@
         nvfp4_sm90_chunk_raw raw_;                                                                 \
         if (more_) {                                                                               \
             if (sub == 0) ptx_mbar_wait(&full[s], phase);                                          \
-            if (SM90_LOAD_AHEAD && SM90_DEQUANT_ON) raw_ = SM90_LOAD();                            \
+            if (SM90_LOAD_AHEAD) raw_ = SM90_LOAD();                            \
         }                                                                                          \
         SM90_WAIT_GROUP();                                                                         \
         SM90_FENCE_FRAGS(NXT, 4)                                                                   \
@@ -210,37 +191,22 @@
             if (lane == 0) SM90_RELEASE(rel_slot_);                                                \
         }                                                                                          \
         if (!more_) break;                                                                         \
-        if (!SM90_LOAD_AHEAD && SM90_DEQUANT_ON) raw_ = SM90_LOAD();                               \
-        if (SM90_DEQUANT_ON) nvfp4_sm90_convert_chunk(raw_, xsel, NXT);                            \
+        if (!SM90_LOAD_AHEAD) raw_ = SM90_LOAD();                               \
+        nvfp4_sm90_convert_chunk(raw_, xsel, NXT);                                                \
     }
 
-/* Pipeline depth: fragment sets in rotation.  Two (wait_group 1: while the
- * next chunk is dequantized, one group of this warpgroup is in flight), or
- * three with two consumers (wait_group 2: two groups in flight, so the
- * tensor pipe keeps work while both warpgroups dequantize).  The stage of
- * the chunk that wait_group retires is released: kc-1, or kc-2 at depth 3
- * (rel_slot_ / rel_: that chunk's slot, and whether it ended its stage). */
-#ifndef NVFP4_SM90_MAX_DEPTH
-/* 2: depth 3 measured slower (eleventh session: attn-out / FC2 M = 2048
- * +8 %, ptxas spills at 168 registers per thread); -DNVFP4_SM90_MAX_DEPTH=3
- * builds it (bn 256 stays at 2: it would spill more) */
-#define NVFP4_SM90_MAX_DEPTH 2
-#endif
-#define SM90_DEPTH (SM90_NC == 2 && SM90_BN <= 232 && NVFP4_SM90_MAX_DEPTH >= 3 ? 3 : 2)
+/* Pipeline depth: two fragment sets in rotation (wait_group 1: while the
+ * next chunk is dequantized, one group of this warpgroup is in flight;
+ * three sets with two consumers measured 8 % slower at M = 2048, ptxas
+ * spilling at 168 registers).  The stage of the chunk that wait_group
+ * retires is released: kc-1 (rel_slot_ / rel_: that chunk's slot, and
+ * whether it ended its stage). */
 /* The next chunk's codes and scales are loaded before the wgmma wait where
  * the registers allow it (at 128 registers per thread, 2 CTAs per SM, the
  * early load spills: loaded after the wait there). */
 #define SM90_LOAD_AHEAD (SM90_MINB == 1)
-#if SM90_DEPTH == 3
-#define SM90_WAIT_GROUP() ptx_wgmma_wait2()
-#define SM90_RETIRE_BOOKKEEPING()                                                                  \
-    const int rel_slot_ = prev2_slot, rel_ = kc > kbeg + 1 && prev2_last;                          \
-    prev2_slot = prev_slot;                                                                        \
-    prev2_last = prev_last;
-#else
 #define SM90_WAIT_GROUP() ptx_wgmma_wait1()
 #define SM90_RETIRE_BOOKKEEPING() const int rel_slot_ = prev_slot, rel_ = kc > kbeg && prev_last;
-#endif
 
 /* Chunk pairs (NVFP4_SM90_PAIR, sixteenth session; the default since the
  * seventeenth, sm90_gemm.cu): a wgmma group is two chunks' 8 k16
@@ -254,16 +220,9 @@
  * tiles (wgmma N <= NVFP4_SM90_PAIR_MAX_BN) with two chunks a stage and
  * one consumer, or one chunk a stage (two stages a pair) and two; the
  * same k16 steps in the same order into the same accumulators. */
-#ifndef NVFP4_SM90_PAIR_MAX_BN
-#define NVFP4_SM90_PAIR_MAX_BN 128
-#endif
-#if defined(NVFP4_SM90_PAIR) && NVFP4_SM90_PAIR
 #define SM90_PAIR                                                                                  \
-    (SM90_BN > 64 && SM90_BN <= NVFP4_SM90_PAIR_MAX_BN && SM90_DEPTH == 2 &&                       \
+    (SM90_BN > 64 && SM90_BN <= NVFP4_SM90_PAIR_MAX_BN &&                                           \
      ((SM90_NC == 1 && SM90_KSUB == 2 && !SM90_SK) || (SM90_NC == 2 && SM90_KSUB == 1)))
-#else
-#define SM90_PAIR 0
-#endif
 #if SM90_PAIR
 /* the chunk at sub-chunk SUB of stage ST, loaded */
 #define SM90_LOAD_AT(ST, SUB)                                                                      \
@@ -279,10 +238,8 @@
     {                                                                                              \
         ptx_mbar_wait(&full[s], phase);                                                            \
         if (SM90_KSUB == 1) ptx_mbar_wait(&full[SM90_PAIR_S2(s)], SM90_PAIR_PH2(s, phase));        \
-        if (SM90_DEQUANT_ON) {                                                                     \
-            RA = SM90_LOAD_AT(s, 0);                                                               \
-            RB = SM90_LOAD_AT(SM90_PAIR_S2(s), SM90_KSUB - 1);                                     \
-        }                                                                                          \
+        RA = SM90_LOAD_AT(s, 0);                                                                   \
+        RB = SM90_LOAD_AT(SM90_PAIR_S2(s), SM90_KSUB - 1);                                         \
     }
 /* The middle of a pair step (the pair at s is the one whose wgmmas this
  * step issues; s2_ its second chunk's stage): note its stages for release,
@@ -314,32 +271,8 @@
             }                                                                                      \
         }                                                                                          \
         if (!more_) break;                                                                         \
-        if (SM90_DEQUANT_ON) {                                                                     \
-            nvfp4_sm90_convert_chunk(ra_, xsel, NXT);                                              \
-            nvfp4_sm90_convert_chunk(rb_, xsel, NXT + 4);                                          \
-        }
-#if !(defined(NVFP4_SM90_LOAD_FIRST) && NVFP4_SM90_LOAD_FIRST)
-/* One step of the pair pipeline (NVFP4_SM90_LOAD_FIRST=0, flag set
- * `loadlast`; the default's order is below): the 8 wgmmas of the pair at s
- * from CUR (blocks 0..3 its first chunk, 4..7 its second); wait for and
- * load the next pair; retire the previous pair (wait_group 1) and free its
- * stages; dequantize the next pair into NXT. */
-#define SM90_PAIR_STEP(CUR, NXT)                                                                   \
-    {                                                                                              \
-        SM90_FENCE_FRAGS(CUR, 8)                                                                   \
-        ptx_wgmma_fence();                                                                         \
-        const int s2_ = SM90_PAIR_S2(s);                                                           \
-        const uint64_t d0_ = ptx_desc_sw128(ptx_smem_addr(SM90_STAGE(s)));                         \
-        const uint64_t d1_ = ptx_desc_sw128(ptx_smem_addr(SM90_STAGE(s2_) + (SM90_KSUB - 1) * SM90_ACT_BOX)); \
-        if (SM90_MMA_ON) {                                                                         \
-            SM90_WGMMA_CHUNK(CUR, d0_)                                                             \
-            SM90_WGMMA_CHUNK(CUR + 4, d1_)                                                         \
-        }                                                                                          \
-        ptx_wgmma_commit();                                                                        \
-        SM90_PAIR_ADVANCE()                                                                        \
-        SM90_PAIR_RETIRE(NXT)                                                                      \
-    }
-#else
+        nvfp4_sm90_convert_chunk(ra_, xsel, NXT);                                                  \
+        nvfp4_sm90_convert_chunk(rb_, xsel, NXT + 4);
 /* NVFP4_SM90_LOAD_FIRST (twentieth session; the default since the
  * twenty-first): the same step with the next pair's `full` wait and its
  * code and scale loads *before* this pair's wgmmas are issued.  In the
@@ -356,39 +289,13 @@
         SM90_PAIR_ADVANCE()                                                                        \
         SM90_FENCE_FRAGS(CUR, 8)                                                                   \
         ptx_wgmma_fence();                                                                         \
-        if (SM90_MMA_ON) {                                                                         \
-            SM90_WGMMA_CHUNK(CUR, d0_)                                                             \
-            SM90_WGMMA_CHUNK(CUR + 4, d1_)                                                         \
-        }                                                                                          \
+        SM90_WGMMA_CHUNK(CUR, d0_)                                                                 \
+        SM90_WGMMA_CHUNK(CUR + 4, d1_)                                                             \
         ptx_wgmma_commit();                                                                        \
         SM90_PAIR_RETIRE(NXT)                                                                      \
     }
 #endif
-#endif
 
-/* dev_mode (parts left out) only in dev builds (-DNVFP4_SM90_DEV,
- * build/gpu/gemm_variants_dev): its branch around the wgmmas makes ptxas
- * inject warpgroup.arrive (C7519), and its other tests cost registers --
- * that build runs ~30 % slower with nothing left out (fifteenth session).
- * -DNVFP4_SM90_DEV_FIXED=MODE fixes the parts left out at compile time
- * instead (build/gpu/gemm_variants_devMODE, `make -f tests/gpu/gpu.mk
- * dev-fixed`): no branch, the library's code for what is kept. */
-#if defined(NVFP4_SM90_DEV_FIXED)
-#define SM90_MMA_ON (!((NVFP4_SM90_DEV_FIXED) & SM90_DEV_NO_MMA))
-#define SM90_DEQUANT_ON (!((NVFP4_SM90_DEV_FIXED) & SM90_DEV_NO_DEQUANT))
-#define SM90_FEED_OFF ((NVFP4_SM90_DEV_FIXED) & SM90_DEV_NO_FEED)
-#define SM90_EPILOGUE_ON (!((NVFP4_SM90_DEV_FIXED) & SM90_DEV_NO_EPILOGUE))
-#elif defined(NVFP4_SM90_DEV)
-#define SM90_MMA_ON (!(p.dev_mode & SM90_DEV_NO_MMA))
-#define SM90_DEQUANT_ON (!(p.dev_mode & SM90_DEV_NO_DEQUANT))
-#define SM90_FEED_OFF (p.dev_mode & SM90_DEV_NO_FEED)
-#define SM90_EPILOGUE_ON (!(p.dev_mode & SM90_DEV_NO_EPILOGUE))
-#else
-#define SM90_MMA_ON 1
-#define SM90_DEQUANT_ON 1
-#define SM90_FEED_OFF 0
-#define SM90_EPILOGUE_ON 1
-#endif
 
 /* Small single-consumer variants run two CTAs per SM: twice the
  * independent load -> dequant -> wgmma chains where M is small. */
@@ -408,7 +315,7 @@
  * at most 240 (one CTA per SM: the launch count becomes 240 and the
  * increase is to the same count); two CTAs 128 -> 216, three 80 -> 120.
  * A larger request would block forever. */
-#if defined(NVFP4_SM90_REGBAL) && NVFP4_SM90_REGBAL && SM90_NC == 1
+#if SM90_NC == 1
 #define SM90_REG_CAP ((65536 / (SM90_THREADS * SM90_MINB)) / 8 * 8)
 #define SM90_CONSUMER_REGS (2 * SM90_REG_CAP - 40 < 240 ? 2 * SM90_REG_CAP - 40 : 240)
 #endif
@@ -421,7 +328,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
      * integer round trip the pointer became generic and every code load a
      * 64-bit LD instead of LDS (seen in the SASS) */
     uint8_t *const smem = smem_dyn + ((1024u - (ptx_smem_addr(smem_dyn) & 1023u)) & 1023u);
-    const int stages = p.stages;
+    const int stages = p.io.stages;
     uint64_t *full = (uint64_t *)(smem + (size_t)stages * SM90_STAGE_BYTES);
     uint64_t *empty = full + stages;
     /* after the 512-byte barrier block: 256 bytes per consumer warp for the
@@ -430,43 +337,29 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
 
     const int tid = threadIdx.x;
     const int wg = tid / 128;
-#if SM90_MCAST
-    const uint32_t peer = ptx_cluster_rank() ^ 1u; /* the other CTA of the cluster (p.mcast) */
-#endif
-    const int num_kc = (p.k + 63) / 64;
+    const int num_kc = (p.io.k + 63) / 64;
     /* Chunks of 64 K-elements; K % 32 == 0, so a partial last chunk holds
      * exactly 2 blocks (the host rejects other K). */
-    const int num_full = p.k / 64;
+    const int num_full = p.io.k / 64;
     /* this CTA's tiles and pieces of tiles, in order (both roles walk it) */
     const nvfp4_sm90_work work = nvfp4_sm90_work_of(p, num_kc, SM90_SK);
 
     if (tid == 0) {
         for (int s = 0; s < stages; s++) {
             ptx_mbar_init(&full[s], 1);
-#if SM90_MCAST
-            ptx_mbar_init(&empty[s], 4 * SM90_NC * (p.mcast ? 2 : 1)); /* both CTAs' consumer warps */
-#else
             ptx_mbar_init(&empty[s], 4 * SM90_NC);
-#endif
         }
         ptx_fence_mbar_init();
     }
-#if SM90_MCAST
-    if (p.mcast) /* the other CTA's barriers are ready before any copy or arrival reaches them */
-        ptx_cluster_sync();
-    else
-#endif
         __syncthreads();
     /* launched as the programmatic dependent of the kernel that wrote the
      * activations (and maybe the per-tensor scale) and zeroed the stream-K
      * counters: nothing global is read or written before it has completed
-     * (a no-op otherwise).  SM90_PROD_EARLY_W: the weight issuers
-     * (producer warps 1 and 2) do not wait -- 0.3-0.9 us at the 64 x 128
-     * tile (twenty-fifth session), where one issuer asking for the first
-     * stages' weights before the wait had measured no faster (fifteenth). */
-    const int early_w = (p.producer & (SM90_PROD_EARLY_W | SM90_PROD_PARALLEL)) ==
-                            (SM90_PROD_EARLY_W | SM90_PROD_PARALLEL) &&
-                        wg == 0 && (tid / 32 == 1 || tid / 32 == 2);
+     * (a no-op otherwise) -- but where a stage holds several chunks, the
+     * weight issuers (producer warps 1 and 2) do not wait: the weights are
+     * not that kernel's output, and the ring's first stages of them stream
+     * while it finishes (0.3-0.9 us at the 64 x 128 tile). */
+    const int early_w = SM90_PARALLEL && wg == 0 && (tid / 32 == 1 || tid / 32 == 2);
     if (!early_w) ptx_griddep_wait();
 
     if (wg == 0) {
@@ -474,18 +367,20 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
 #if SM90_NC == 2 || defined(SM90_CONSUMER_REGS)
         ptx_setmaxnreg_dec_40();
 #endif
-        /* One issuing thread (lane 0 of warp 0), or with SM90_PROD_PARALLEL
-         * one per kind of request (warp 0: the activation boxes and the
+        /* One issuing thread (lane 0 of warp 0) where a stage holds one
+         * chunk (more measured no faster), else (SM90_PARALLEL) one per kind
+         * of request (warp 0: the activation boxes and the
          * expect_tx of the whole stage, warp 1: the code box, warp 2: the
          * scale chunk, warp 3: every other activation box): each request
          * then waits on its own issuer only.  A copy may complete on full[s]
          * before warp 0's expect_tx: the tx-count goes below zero while the
          * arrival is pending, so the phase still cannot complete early.
-         * SM90_PROD_ACT3D: a stage's KSUB activation chunks as one 3-D box
-         * (tmap_act3: {64 elements, M rows, chunks}) instead of KSUB boxes. */
+         * p.act3d: a stage's KSUB activation chunks as one 3-D box (tmap_act3:
+         * {64 elements, M rows, chunks}) instead of KSUB boxes (1-2 % faster
+         * at M <= 128). */
         const int pwarp = tid / 32;
-        const int parallel = (p.producer & SM90_PROD_PARALLEL) != 0;
-        const int act3d = (p.producer & SM90_PROD_ACT3D) != 0 && SM90_KSUB > 1;
+        const int parallel = SM90_PARALLEL;
+        const int act3d = p.act3d && SM90_KSUB > 1;
         if (tid % 32 == 0 && (parallel || pwarp == 0)) {
             if (pwarp == 0) {
                 ptx_prefetch_tmap(&p.tmap_act);
@@ -502,19 +397,11 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                 const int64_t tile = nvfp4_sm90_item(work, item, num_kc, &kbeg, &kend);
                 const int wt = (int)(tile / p.num_at), at = (int)(tile % p.num_at);
                 const int n0 = wt * 64 * SM90_NC, m0 = at * SM90_BN;
-                const int sc_chunk0 = (n0 / 128) * p.ncb; /* the tile's first 512-byte scale chunk */
+                const int sc_chunk0 = (n0 / 128) * p.io.ncb; /* the tile's first 512-byte scale chunk */
                 for (int kc0 = kbeg; kc0 < kend; kc0 += SM90_KSUB) {
                     const int nsub = kend - kc0 < SM90_KSUB ? kend - kc0 : SM90_KSUB;
                     ptx_mbar_wait(&empty[s], phase ^ 1);
                     uint8_t *st = SM90_STAGE(s);
-                    if (SM90_FEED_OFF) {
-                        if (pwarp == 0) ptx_mbar_arrive(&full[s]);
-                        if (++s == stages) {
-                            s = 0;
-                            phase ^= 1;
-                        }
-                        continue;
-                    }
                     if (pwarp == 0) /* the scale box is KSUB chunks even in a short last stage */
                         ptx_mbar_arrive_expect_tx(&full[s], nsub * SM90_ACT_BOX + SM90_CODE_BYTES + SM90_KSUB * 512);
                     if (act3d && kc0 + SM90_KSUB <= num_full) {
@@ -522,15 +409,6 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                     } else {
                         for (int j = 0; j < nsub; j++) {
                             if (!((j % 2 == 0) ? do_act0 : do_act1)) continue;
-#if SM90_MCAST
-                            if (p.mcast) { /* this CTA's half of the box, into both CTAs' stages */
-                                const int half = (int)(peer ^ 1u); /* this CTA's rank */
-                                ptx_tma_load_2d_multicast(st + j * SM90_ACT_BOX + half * (SM90_ACT_BOX / 2),
-                                                          &p.tmap_act_half, &full[s], (kc0 + j) * 64,
-                                                          m0 + half * (SM90_BN / 2), 3);
-                                continue;
-                            }
-#endif
                             ptx_tma_load_2d(st + j * SM90_ACT_BOX, &p.tmap_act, &full[s], (kc0 + j) * 64, m0);
                         }
                     }
@@ -564,11 +442,11 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
          * word t / 2 of the block, half t % 2 (the prmt selector) */
         const int word_off = 4 * (t >> 1);
         const uint32_t xsel = (t & 1) ? 0x7632u : 0x5410u;
-        const float alpha = __fmul_rn(*p.a_scale2, *p.b_scale2);
+        const float alpha = __fmul_rn(*p.io.a_scale2, *p.io.b_scale2);
         float acc[SM90_BN / 2];
         /* K slices: running sums (only where SM90_SLICES; else unused) */
         float tot[SM90_BN / 2];
-        const int sliced = SM90_SLICES && p.chunks_per_slice < num_kc;
+        const int sliced = SM90_SLICES && p.io.chunks_per_slice < num_kc;
         int s = 0;
         uint32_t phase = 0;
         for (int64_t item = 0; item < work.items; item++) {
@@ -599,13 +477,9 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
             uint32_t fa[4][4];
             int kc = kbeg, sub = 0, prev_slot = 0;
 #if !SM90_PAIR
-            int slice_end = p.chunks_per_slice;
+            int slice_end = p.io.chunks_per_slice;
             uint32_t fb[4][4];
             int prev_last = 0;
-#endif
-#if SM90_DEPTH == 3
-            uint32_t fc[4][4];
-            int prev2_slot = 0, prev2_last = 0;
 #endif
 #if SM90_PAIR
             /* the full chunks in pairs from kbeg (one consumer: kbeg = 0 and
@@ -618,10 +492,8 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                 {
                     nvfp4_sm90_chunk_raw ra_, rb_;
                     SM90_PAIR_WAIT_LOAD(ra_, rb_);
-                    if (SM90_DEQUANT_ON) {
-                        nvfp4_sm90_convert_chunk(ra_, xsel, pa);
-                        nvfp4_sm90_convert_chunk(rb_, xsel, pa + 4);
-                    }
+                    nvfp4_sm90_convert_chunk(ra_, xsel, pa);
+                    nvfp4_sm90_convert_chunk(rb_, xsel, pa + 4);
                 }
                 for (;;) {
                     SM90_PAIR_STEP(pa, pb)
@@ -648,7 +520,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                 SM90_FENCE_FRAGS(fa, 4)
                 ptx_wgmma_fence();
                 const uint64_t d_ = ptx_desc_sw128(ptx_smem_addr(SM90_STAGE(s) + sub * SM90_ACT_BOX));
-                if (SM90_MMA_ON) SM90_WGMMA_CHUNK(fa, d_)
+                SM90_WGMMA_CHUNK(fa, d_)
                 ptx_wgmma_commit();
                 ptx_wgmma_wait0();
 #pragma unroll
@@ -665,14 +537,8 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                 ptx_mbar_wait(&full[s], phase);
                 SM90_DEQUANT(fa);
                 for (;;) {
-#if SM90_DEPTH == 3
-                    SM90_CHUNK(fa, fb)
-                    SM90_CHUNK(fb, fc)
-                    SM90_CHUNK(fc, fa)
-#else
                     SM90_CHUNK(fa, fb)
                     SM90_CHUNK(fb, fa)
-#endif
                 }
                 ptx_wgmma_wait0();
 #pragma unroll
@@ -683,16 +549,7 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                     for (int j = 0; j < 4; j++) {
                         ptx_fence_reg_u32(fa[kb][j]);
                         ptx_fence_reg_u32(fb[kb][j]);
-#if SM90_DEPTH == 3
-                        ptx_fence_reg_u32(fc[kb][j]);
-#endif
                     }
-#if SM90_DEPTH == 3
-                if (prev2_last && kstop - kbeg > 1) { /* chunk kstop - 2, if it ended a stage */
-                    __syncwarp();
-                    if (lane == 0) SM90_RELEASE(prev2_slot);
-                }
-#endif
                 if (prev_last) {
                     /* (reads only: no proxy fence) */
                     __syncwarp();
@@ -742,25 +599,18 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
                 for (int i = 0; i < SM90_BN / 2; i++) acc[i] = tot[i];
             }
 #endif
-            if (SM90_EPILOGUE_ON) {
-                if (p.out_staged) {
-                    SM90_EPI_OUT();
-                    if (p.raw) NVFP4_SM90_EPILOGUE_X(p, acc, SM90_BN, n0, m0, r0, t, alpha, 0);
-                } else {
-                    NVFP4_SM90_EPILOGUE(p, acc, SM90_BN, n0, m0, r0, t, alpha);
-                }
+            if (p.out_staged) {
+                SM90_EPI_OUT();
+                if (p.io.raw) NVFP4_SM90_EPILOGUE_X(p, acc, SM90_BN, n0, m0, r0, t, alpha, 0);
+            } else {
+                NVFP4_SM90_EPILOGUE(p, acc, SM90_BN, n0, m0, r0, t, alpha);
             }
         }
     }
-#if SM90_MCAST
-    /* no CTA leaves while the other may still copy into its stages or
-     * arrive on its barriers */
-    if (p.mcast) ptx_cluster_sync();
-#endif
 }
 
 #undef SM90_CHUNK
-#undef SM90_MCAST
+#undef SM90_PARALLEL
 #undef SM90_RELEASE
 #undef SM90_WGMMA_CHUNK
 #undef SM90_FENCE_FRAGS
@@ -785,11 +635,6 @@ extern "C" __global__ void __launch_bounds__(SM90_THREADS, SM90_MINB)
 #undef SM90_NEXT_CHUNK
 #undef SM90_DEQUANT
 #undef SM90_LOAD
-#undef SM90_MMA_ON
-#undef SM90_DEQUANT_ON
-#undef SM90_FEED_OFF
-#undef SM90_EPILOGUE_ON
-#undef SM90_DEPTH
 #undef SM90_LOAD_AHEAD
 #undef SM90_WAIT_GROUP
 #undef SM90_RETIRE_BOOKKEEPING

@@ -39,14 +39,6 @@
  *    chunks in turn and hand the accumulator on through a shared-memory
  *    slot and an mbarrier per (chain, turn): the chain stays one sequence
  *    of steps in k order while R - 1 chunks are dequantized;
- *  - REGM_RES (REGR at M <= 2, an option: -DNVFP4_SM90_REGR_RES): the
- *    activation warps make the whole activation's B fragments once, from
- *    global memory, into a resident region, and then only turn each
- *    stage's weight scales into pairs; the loader brings weights alone;
- *  - REGM_F16 (REGR on FP16 activations, an option: -DNVFP4_SM90_REGR_F16):
- *    the loader brings the exact FP16 operands (the fused linear's
- *    quantizer, or the pre-pass, wrote them) and the MMA warps ldmatrix
- *    them into B fragments; the activation warps make weight-scale pairs only.
 
  * NOTES (hardware and contract constraints):
  *  - mma.sync m16n8k16 .f32.f16.f16.f32 is one sm90 k16 step (docs/ORACLE.md):
@@ -68,36 +60,24 @@
 
 #include "cuda/ptx.cuh"
 #include "cuda/quantize_internal.h"
-#include "cuda/sm90_heuristics.cuh"
-#include "cuda/sm90_internal.cuh"
+#include "cuda/sm90/plan.h"
+#include "cuda/sm90/common.cuh"
 
 #define REGM_KC 256 /* K elements per stage (16 blocks, 128 code bytes per row) */
 
 typedef struct nvfp4_sm90_regm_params {
-    CUtensorMap tm_b_codes;  /* weights [N][K/2] bytes, box {128, 8 * tmax}, 128-byte swizzle; REGM_IL:
-                              * {K/2, 32 lines, 4 subgroups, N/128 groups}, box {128, 12, 4, 1} */
-    CUtensorMap tm_b_scales; /* weight scales as {256, 2, ncb, 128-row groups}, box {256, 2, 4, SGMAX};
-                              * REGM_IL: {16, 32 lines, ncb, groups}, box {16, 12, 4, 1} */
+    nvfp4_sm90_gemm_io io;
+    CUtensorMap tm_b_codes;  /* weights [N][K/2] bytes, box {128, 8 * tmax}, 128-byte swizzle */
+    CUtensorMap tm_b_scales; /* weight scales as {256, 2, ncb, 128-row groups}, box {256, 2, 4, SGMAX} */
     CUtensorMap tm_a_codes;  /* activations [M][K/2], box {128, MT}, 128-byte swizzle */
-    CUtensorMap tm_a_scales; /* activation scales as {256, 2, chunks}, box {256, AH, 4}; REGM_IL:
-                              * box {16 MT, 1, 4} (the lines of rows 0 .. MT - 1) */
-    const float *a_scale2;
-    const float *b_scale2;
-    const float *bias;
-    float *raw;
-    uint16_t *out;
-    int m, n, k;
-    int ncb;              /* 512-byte scale chunks per 128-row tile = roundup(K/16,4)/4 */
-    int tiles;            /* 8-row weight chains = N / 8 */
-    int tmax;             /* chains per CTA at most (the stage layout) */
-    int stages;           /* ring depth */
+    CUtensorMap tm_a_scales; /* activation scales as {256, 2, chunks}, box {256, AH, 4} */
+    int tiles;            /* 8-row weight units = N / 8 */
+    int tmax;             /* units per CTA at most (the stage layout) */
     int mma_warps;        /* MMA warps per CTA = ceil(tmax / TW) */
     int loaders;          /* TMA-issuing warps per CTA (1..REGM_LWMAX) */
     int pair_stores;      /* raw is 8-byte and out 4-byte aligned: the epilogue stores pairs */
-    int chunks_per_slice; /* K slices: 64-element groups per slice */
-    int dev_mode;         /* 0; dev/cuda experiments only (REGM_DEV_* bits: parts left out, results wrong) */
     /* The in-kernel A producer (the REGM_BF16 kernels only; tm_a_* and
-     * a_scale2 unused): the activation warps code BF16 x [m][x_cols]
+     * io.a_scale2 unused): the activation warps code BF16 x [m][x_cols]
      * exactly as nvfp4_quantize() and build the fragments from the codes. */
     CUtensorMap tm_x;         /* x [m][x_cols] BF16, box {256, x_rows}: one chunk (zeros past x's columns) */
     int x_cols;               /* x's columns (<= k) */
@@ -111,61 +91,18 @@ typedef struct nvfp4_sm90_regm_params {
     int cuda_variant;         /* the quantizer variant */
     int act_rot;              /* activation warps at work (a divisor of stages): warp w codes chunks
                                * w, w + act_rot, ..., so that many chunks are in flight (also
-                               * REGR's NVFP4 path with -DNVFP4_SM90_REGR_ACT_ROT: whole chunks) */
-    /* REGR with resident activations (REGM_RES) reads them itself, once:
-     * codes [m][k/2], tiled scales (last here, so the other fields keep
-     * their parameter offsets in every kernel) */
-    const uint8_t *a_codes;
-    const uint8_t *a_scales;
-    /* REGR with FP16 activations (REGM_F16): [m][k] FP16 in the operand
-     * order, box {64, MT}, 128-byte swizzle */
-    CUtensorMap tm_a_f16;
+                               * REGR's NVFP4 path at MT = 16: whole chunks) */
 } nvfp4_sm90_regm_params;
 
-/* dev_mode bits (dev/cuda/gemm_variants, NVFP4_DEV_MODE): time the kernel
- * with a part left out, to find what sets its pace.  Never set by the
- * library's own callers. */
-#define REGM_DEV_NO_MMA 1     /* MMA warps wait for each stage and release it, nothing else */
-#define REGM_DEV_NO_ACT 2     /* activation warps likewise */
-#define REGM_DEV_NO_WSCALE 4  /* the loader skips the weight-scale box */
-#define REGM_DEV_NO_ABOX 8    /* the loader skips the activation boxes */
-#define REGM_DEV_NO_WCODES 16 /* the loader skips the weight-code box */
-#define REGR_DEV_NO_DQ 32     /* REGR: the MMA warps skip the weight dequantization (zero fragments) */
-#define REGR_DEV_NO_HAND 64   /* REGR, dev builds (-DNVFP4_SM90_DEV) only: no wait for the accumulator
-                               * hand-off and no signal of it (each chunk's warp reads the slot
-                               * whenever it gets there) */
-
 /* REGR's accumulator hand-off, in the MMA warp mw = R jr + rr that takes
- * turn U of chain jr (chunk U, or with REGR_TURN = 2 chunks 2U and 2U + 1;
- * rr = U % R): REGR_HAND_WAIT(U) before it loads the slot (U > 0),
- * REGR_HAND_SIGNAL(U + 1) to the warp of turn U + 1 after it stored the
- * slot.  By default an mbarrier per receiving warp (acc_ready[mw], count
- * 32: the waiter's parity is ((U - 1) / R) & 1); with -DNVFP4_SM90_NBAR=1 named
- * barrier REGR_HAND_BAR0 + mw over the two warps (64 threads): the sender's
- * bar.arrive, the receiver's bar.sync.  A barrier never has two rounds in
- * flight: the sender's next hand-off to the same warp follows chunks the
- * receiver's turn comes before. */
-#define REGR_HAND_BAR0 2 /* 1: the activation warps' table (REGM_BF16) */
-#if NVFP4_SM90_NBAR
-#define REGR_HAND_WAIT_(U) ptx_bar_sync(REGR_HAND_BAR0 + mw, 64)
-#define REGR_HAND_SIGNAL_(U) ptx_bar_arrive(REGR_HAND_BAR0 + jr * REGM_ROT + (U) % REGM_ROT, 64)
-#else
-#define REGR_HAND_WAIT_(U) ptx_mbar_wait(&acc_ready[mw], (uint32_t)(((U) - 1) / REGM_ROT) & 1u)
-#define REGR_HAND_SIGNAL_(U) ptx_mbar_arrive(&acc_ready[jr * REGM_ROT + (U) % REGM_ROT])
-#endif
-#ifdef NVFP4_SM90_DEV
-#define REGR_HAND_WAIT(U)                                                                          \
-    if (!(REGM_DEV_MODE & REGR_DEV_NO_HAND)) REGR_HAND_WAIT_(U)
-#define REGR_HAND_SIGNAL(U)                                                                        \
-    if (!(REGM_DEV_MODE & REGR_DEV_NO_HAND)) REGR_HAND_SIGNAL_(U)
-#else
-#define REGR_HAND_WAIT(U) REGR_HAND_WAIT_(U)
-#define REGR_HAND_SIGNAL(U) REGR_HAND_SIGNAL_(U)
-#endif
-/* the chunks a warp takes per turn (-DNVFP4_SM90_REGR_TURN, sm90_gemm.cu) */
-#define REGR_TURN NVFP4_SM90_REGR_TURN
-static_assert(REGR_TURN == 1 || REGR_TURN == 2, "REGR turns of one or two chunks");
-static_assert(REGR_HAND_BAR0 + REGR_WMAX <= 16, "a named barrier per REGR MMA warp");
+ * chunk U of chain jr (rr = U % R): REGR_HAND_WAIT(U) before it loads the
+ * slot (U > 0), REGR_HAND_SIGNAL(U + 1) to the warp of chunk U + 1 after it
+ * stored the slot.  An mbarrier per receiving warp (acc_ready[mw], count 32:
+ * the waiter's parity is ((U - 1) / R) & 1).  A barrier never has two
+ * rounds in flight: the sender's next hand-off to the same warp follows
+ * chunks the receiver's turn comes before. */
+#define REGR_HAND_WAIT(U) ptx_mbar_wait(&acc_ready[mw], (uint32_t)(((U) - 1) / REGM_ROT) & 1u)
+#define REGR_HAND_SIGNAL(U) ptx_mbar_arrive(&acc_ready[jr * REGM_ROT + (U) % REGM_ROT])
 
 /* The FP16 pair {s_a * 64, s_b * 64} of the two block-scale bytes in the
  * low (hi = 0) or high half of a word (signs cleared: the contract uses

@@ -11,24 +11,7 @@
  *              (8-row chains, the activations the m16 A operand; kind REGM)
  *   REGM_ROT   R > 1 (with REGM_WA, TW = 1; kind REGR): R MMA warps per
  *              chain take its chunks in turn, handing the accumulator on
- *              through shared memory (below, "MMA warps")
- *   REGM_IL    1 (with REGM_ROT; -DNVFP4_SM90_REGR_IL): interleaved rows --
- *              a chain is 4 scale lines x 4 subgroups of a 128-row group
- *              and a CTA's chains are one group's, so its scale boxes hold
- *              its own rows' scales only (sm90_heuristics.cuh,
- *              REGR_IL_STAGE_BYTES)
- *   REGM_RES   1 (with REGM_ROT, MT = 8, NVFP4 activations;
- *              -DNVFP4_SM90_REGR_RES): resident activations -- the
- *              activation warps make every block's B fragments of token
- *              rows 0 and 1 once, at the start, into a region after the
- *              ring; the stages hold weights only (sm90_heuristics.cuh,
- *              REGR_RES_STAGE_BYTES)
- *   REGM_F16   1 (with REGM_ROT; -DNVFP4_SM90_REGR_F16): FP16 activations
- *              -- the exact operands the fused linear's quantizer (or the
- *              GEMM's pre-pass) wrote, in the operand order -- by TMA
- *              (four 64-element boxes a chunk, 128-byte swizzle) and
- *              ldmatrix straight into the B fragments: no activation work
- *              (sm90_heuristics.cuh, REGR_F16_STAGE_BYTES) */
+ *              through shared memory (below, "MMA warps") */
 
 #ifndef REGM_WA
 #define REGM_WA 0
@@ -36,44 +19,15 @@
 #ifndef REGM_ROT
 #define REGM_ROT 0
 #endif
-#ifndef REGM_IL
-#define REGM_IL 0
-#endif
-#ifndef REGM_RES
-#define REGM_RES 0
-#endif
-#ifndef REGM_F16
-#define REGM_F16 0
-#endif
-static_assert(!REGM_IL || REGM_ROT, "interleaved rows are built into REGR only");
-static_assert(!REGM_RES || (REGM_ROT && REGM_MT == 8 && !REGM_IL), "resident activations: REGR at MT = 8");
-static_assert(!REGM_F16 || (REGM_ROT && !REGM_IL && !REGM_RES), "FP16 activations: REGR, contiguous rows");
-/* the activation warps make no fragments (REGM_RES: made once; REGM_F16: loaded) */
-#define REGM_NO_ACT_FRAGS (REGM_RES || REGM_F16)
-/* REGR's activation warps taking whole chunks in turn (NVFP4_SM90_REGR_ACT_ROT,
- * nineteenth session; at MT = 16 by default; the NVFP4 path -- the REGM_BF16
- * twins always do) */
-#define REGM_ACT_ROT (NVFP4_SM90_REGR_ACT_ROT_AT(REGM_MT) && REGM_ROT && !REGM_BF16 && !REGM_NO_ACT_FRAGS)
+/* REGR at MT = 16 (two activation warps): each activation warp takes whole
+ * chunks in turn, so two chunks are in flight, where splitting every chunk's
+ * block pairs over both warps kept them on one chunk at a time (attn-out and
+ * FC2 at M = 16 8-9 % faster on the H200; at MT = 8, four warps, 1 % slower:
+ * docs/KERNEL.md).  The REGM_BF16 kernels always take whole chunks. */
+#define REGM_ACT_ROT (REGM_MT >= 16 && REGM_ROT && !REGM_BF16)
 static_assert(!REGM_ROT || (REGM_WA && REGM_TW == 1 && REGM_ROT > 1), "the rotating warps are built on REGM_WA, TW = 1");
-/* dev_mode (the parts left out of dev/cuda timings, REGM_DEV_*): read at run
- * time, or with -DNVFP4_SM90_REG_STATIC=1 (sixteenth session; not in the
- * library's build until measured) 0 outside dev builds (-DNVFP4_SM90_DEV).
- * Why: REGR's hot chunk zeroes all 64 A-fragment registers for the
- * no-dequantization branch (32 CS2R a chunk of ~546 instructions in the
- * SASS), and every such test is a branch in the MMA, activation and
- * loader warps. */
-#if defined(NVFP4_SM90_REG_STATIC) && NVFP4_SM90_REG_STATIC && !defined(NVFP4_SM90_DEV)
-#define REGM_DEV_MODE 0
-#else
-#define REGM_DEV_MODE (p.dev_mode)
-#endif
 #define REGM_U (REGM_WA ? 2 : 1)             /* 8-row units (box rows / 8) per chain */
-#define REGM_STAGE(mt, tmax)                                                                       \
-    (REGM_RES  ? REGR_RES_STAGE_BYTES(tmax)                                                       \
-     : REGM_F16 ? REGR_F16_STAGE_BYTES(mt, tmax)                                                   \
-     : REGM_IL ? REGR_IL_STAGE_BYTES(mt, tmax)                                                     \
-     : REGM_WA ? REGW_STAGE_BYTES(mt, tmax)                                                        \
-               : REGM_STAGE_BYTES(mt, tmax))
+#define REGM_STAGE(mt, tmax) (REGM_WA ? REGW_STAGE_BYTES(mt, tmax) : REGM_STAGE_BYTES(mt, tmax))
 #define REGM_NT (REGM_MT / 8)                /* n8 token tiles (activation warps) */
 #define REGM_NM (REGM_MT <= 16 ? 1 : 2)      /* m16 token tiles of the mma */
 #define REGM_NQ (REGM_WA ? REGM_NT : REGM_NM) /* token tiles per chain and block: mma per block */
@@ -245,7 +199,7 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
                 acc[j_][q_][e_] = 0.0f;                                                            \
             }                                                                                      \
             first_slice = 0;                                                                       \
-            slice_end += p.chunks_per_slice;                                                       \
+            slice_end += p.io.chunks_per_slice;                                                       \
         }                                                                                          \
     }
 
@@ -309,9 +263,6 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
  * fragment loaded up front and the stage released before the accumulator
  * wait, FC2 M = 1 38.7 us against 34.6.) */
 #define REGR_DQ(FA, ST, NB)                                                                        \
-    if (REGM_DEV_MODE & REGR_DEV_NO_DQ) { /* dev/cuda timing only: results wrong */                \
-        _Pragma("unroll") for (int b = 0; b < 16; b++) FA[b][0] = FA[b][1] = FA[b][2] = FA[b][3] = 0; \
-    } else                                                                                         \
         _Pragma("unroll") for (int bp = 0; bp < 8; bp++) {                                         \
             const int cw = crow0 + ((bp << 4) ^ gxw);                                              \
             const uint32_t w0 = *(const uint32_t *)((ST) + cw), w1 = *(const uint32_t *)((ST) + cw + 8); \
@@ -324,7 +275,7 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
             REGW_AFRAG(ptx_prmt(w1, w3, xsel), sp.y, FA[2 * bp + 1][0], FA[2 * bp + 1][1],          \
                        FA[2 * bp + 1][2], FA[2 * bp + 1][3]);                                      \
         }
-/* the chain's accumulator into the turn of chunk C, unit U (= C / REGR_TURN) */
+/* the chain's accumulator into the turn of chunk C (U = C) */
 #define REGR_ACC_IN(C, U)                                                                          \
     if ((C) == 0) {                                                                                \
         _Pragma("unroll") for (int u = 0; u < REGM_NT; u++)                                        \
@@ -339,56 +290,19 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
             acc[u][3] = v.w;                                                                       \
         }                                                                                          \
     }
-/* This lane's activation fragments of block 0 of chunk CH (in stage ST),
- * the stride from block to block, and whether the lane has any (REGM_RES:
- * lanes 0 .. 4 REGR_RES_ROWS - 1, token rows 0 and 1; the others take zero
- * registers). */
-#if REGM_F16
-/* REGM_F16: the stage's shared-memory address; REGR_STEPS adds the lane's
- * ldmatrix row (f16_lo / f16_hi) */
-#define REGR_ACT_AT(ST, CH) ptx_smem_addr(ST)
-#elif REGM_RES
-#define REGR_ACT_AT(ST, CH) (res + (size_t)(CH) * (16 * REGR_RES_BLOCK_BYTES) + lane * 8)
-#define REGR_ACT_STRIDE REGR_RES_BLOCK_BYTES
-#define REGR_ACT_LIVE (lane < 4 * REGR_RES_ROWS)
-#else
-#define REGR_ACT_AT(ST, CH) ((ST) + act_ld)
-#define REGR_ACT_STRIDE REGM_FB
-#define REGR_ACT_LIVE 1
-#endif
-#if REGM_F16
-/* Block pair (b, b + 1) of n8 tile u: one ldmatrix.x4 -- matrix 2 h + e is
- * block b + h's operand slots 8e .. 8e + 7 of token rows 8u .. 8u + 7 (16
- * bytes a row), so lane (g, t) gets b0 (slots 2t, 2t + 1) and b1 (2t + 8,
- * 2t + 9) of both blocks; box b / 4, 16-byte chunk 2 (b % 4) + 2h + e of
- * the row, swizzled by the row's low three bits (f16_lo, f16_hi). */
-#define REGR_STEPS(FA, AP, NB)                                                                     \
-    _Pragma("unroll") for (int b = 0; b < 16; b += 2) {                                            \
-        uint32_t xs_[REGM_NT][4];                                                                  \
-        _Pragma("unroll") for (int u = 0; u < REGM_NT; u++) {                                      \
-            xs_[u][0] = xs_[u][1] = xs_[u][2] = xs_[u][3] = 0u;                                    \
-            if (b < (NB))                                                                          \
-                ptx_ldsm_x4((AP) + ((b & 2) ? f16_hi : f16_lo) +                                    \
-                                (uint32_t)((b >> 2) * (REGM_MT * 128) + u * 1024), xs_[u]);         \
-        }                                                                                          \
-        _Pragma("unroll") for (int h = 0; h < 2; h++)                                              \
-            _Pragma("unroll") for (int u = 0; u < REGM_NT; u++)                                    \
-                ptx_mma_16816_regs(acc[u], FA[b + h][0], FA[b + h][1], FA[b + h][2], FA[b + h][3],  \
-                                   xs_[u][2 * h], xs_[u][2 * h + 1]);                              \
-    }
-#else
+/* The NB steps of the chunk whose activation fragments of block 0 (this
+ * lane's) are at AP: blocks past NB take zero activations. */
 #define REGR_STEPS(FA, AP, NB)                                                                     \
     _Pragma("unroll") for (int b = 0; b < 16; b++)                                                 \
         _Pragma("unroll") for (int u = 0; u < REGM_NT; u++) {                                      \
         uint32_t x0 = 0, x1 = 0;                                                                   \
-        if (b < (NB) && REGR_ACT_LIVE) {                                                           \
-            const uint2 x = *(const uint2 *)((AP) + b * REGR_ACT_STRIDE + u * 256);                \
+        if (b < (NB)) {                                                                            \
+            const uint2 x = *(const uint2 *)((AP) + b * REGM_FB + u * 256);                        \
             x0 = x.x;                                                                              \
             x1 = x.y;                                                                              \
         }                                                                                          \
         ptx_mma_16816_regs(acc[u], FA[b][0], FA[b][1], FA[b][2], FA[b][3], x0, x1);                \
     }
-#endif
 /* The end of a turn: with MORE chunks to go, the accumulator into the
  * chain's slot and on to the warp of turn NEXT (REGR_HAND_SIGNAL: it
  * releases the slot's stores); else this warp took the last chunk and
@@ -403,7 +317,7 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
  * activation boxes were issued after the loader's griddepcontrol.wait.
  * Read at the kernel's start it raced the quantizer's store (found when a
  * slower quantizer start made it lose: stale scales, wrong outputs). */
-#define REGR_LAST_ALPHA const float alpha = __fmul_rn(*p.a_scale2, b_scale);
+#define REGR_LAST_ALPHA const float alpha = __fmul_rn(*p.io.a_scale2, b_scale);
 #endif
 #define REGR_TURN_END(MORE, NEXT)                                                                  \
     if (MORE) {                                                                                    \
@@ -419,18 +333,13 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
         uint32_t fa[16][4];                                                                        \
         REGR_DQ(fa, st, NB)                                                                        \
         REGR_ACC_IN(c, c)                                                                          \
-        REGR_STEPS(fa, REGR_ACT_AT(st, c), NB)                                                     \
+        REGR_STEPS(fa, st + act_ld, NB)                                                            \
         ptx_mbar_arrive(&empty[s]); /* this lane's loads of the stage are done */                 \
     }
 
-/* The weight row of the mma's A row g + 8 H of the CTA's chain I: with
- * REGM_IL line l0 + 4 I + (g & 3) of subgroup (g >> 2) + 2 H of the CTA's
- * group, else the chain's 16 consecutive rows. */
-#if REGM_IL
-#define REGW_ROW_N(I, H) (il_grp * 128 + 32 * ((g >> 2) + 2 * (H)) + il_l0 + 4 * (I) + (g & 3))
-#else
+/* The weight row of the mma's A row g + 8 H of the CTA's chain I (the
+ * chain's 16 consecutive rows). */
 #define REGW_ROW_N(I, H) (tile0 * 8 + 16 * (I) + g + 8 * (H))
-#endif
 /* The REGW / REGR epilogue of chain I (16 rows): ACC[u][e] is output (m =
  * 8u + 2t + (e & 1), n = the chain's row g + 8 (e >> 1)): raw, and out =
  * BF16(FP32(alpha * raw) [+ bias]). */
@@ -438,17 +347,17 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
     {                                                                                              \
         _Pragma("unroll") for (int h_ = 0; h_ < 2; h_++) {                                         \
             const int n_ = REGW_ROW_N(I, h_);                                                      \
-            const float bias_n_ = p.bias ? p.bias[n_] : 0.0f;                                      \
+            const float bias_n_ = p.io.bias ? p.io.bias[n_] : 0.0f;                                      \
             _Pragma("unroll") for (int u_ = 0; u_ < REGM_NT; u_++)                                 \
                 _Pragma("unroll") for (int e_ = 0; e_ < 2; e_++) {                                 \
                 const int m_ = 8 * u_ + 2 * t + e_;                                                \
-                if (m_ >= p.m) continue;                                                           \
-                const size_t o_ = (size_t)m_ * (size_t)p.n + (size_t)n_;                           \
+                if (m_ >= p.io.m) continue;                                                           \
+                const size_t o_ = (size_t)m_ * (size_t)p.io.n + (size_t)n_;                           \
                 const float v_ = (ACC)[u_][2 * h_ + e_];                                           \
                 float y_ = __fmul_rn(alpha, v_);                                                   \
-                if (p.bias) y_ = __fadd_rn(y_, bias_n_);                                           \
-                if (p.raw) p.raw[o_] = v_;                                                         \
-                if (p.out) p.out[o_] = nvfp4_dev_bf16_rne(y_);                                     \
+                if (p.io.bias) y_ = __fadd_rn(y_, bias_n_);                                           \
+                if (p.io.raw) p.io.raw[o_] = v_;                                                         \
+                if (p.io.out) p.io.out[o_] = nvfp4_dev_bf16_rne(y_);                                     \
             }                                                                                      \
         }                                                                                          \
     }
@@ -477,20 +386,6 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
         dst_[REGM_AH] = ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(od_), s0_);                               \
         dst_[REGM_FB / 4] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(ev_), s1_);                           \
         dst_[REGM_FB / 4 + REGM_AH] = ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(od_), s1_);                 \
-    }
-/* REGM_RES: REGM_ACT_UNIT's instructions for the lane T of a token row's
- * block pair (code words W0, W1 as REGM_ACT_LD loads them; SW: the two
- * blocks' scale bytes in its low half) -> the B fragments {b0, b1} of block
- * 2 BP (LO) and 2 BP + 1 (HI): the bits the stage's fragments would hold. */
-#define REGR_RES_UNIT(W0, W1, SW, T, LO, HI)                                                       \
-    {                                                                                              \
-        const uint32_t x_ = ptx_prmt(W0, W1, ((T) & 1) ? 0x7632u : 0x5410u);                       \
-        uint32_t ev_, od_;                                                                         \
-        nvfp4_codes_to_e4m3(x_, &ev_, &od_);                                                       \
-        const uint32_t sp_ = regm_scale_pair((SW), 0);                                             \
-        const uint32_t s0_ = ptx_prmt(sp_, 0, 0x1010u), s1_ = ptx_prmt(sp_, 0, 0x3232u);           \
-        LO = make_uint2(ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(ev_), s0_), ptx_hmul2(ptx_e4m3x2_lo_to_f16x2(od_), s0_)); \
-        HI = make_uint2(ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(ev_), s1_), ptx_hmul2(ptx_e4m3x2_hi_to_f16x2(od_), s1_)); \
     }
 #if REGM_BF16
 /* The in-kernel A producer: the activation fragments of token row R, block
@@ -525,19 +420,10 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
  * row R of the chunk in stage `st` (the 128x4-tiled layout: row r of a
  * 128-row group at (r % 32) * 16 + ((r % 128) / 32) * 4 of each 512-byte
  * chunk q). */
-#if REGM_IL
-/* (REGM_IL: CTA row R = 16 i + a, the mma's A row a of chain i, is line 4 i +
- * (a & 3) of subgroup a >> 2; the box is [4 chunks][REGR_IL_LINES][16 bytes].) */
-#define REGM_WSCALE_WORD(R, Q)                                                                     \
-    (*(const uint32_t *)(st + wsc_off + (Q) * 16 * REGR_IL_LINES + (4 * ((R) >> 4) + ((R) & 3)) * 16 + \
-                         (((R) & 15) >> 2) * 4) &                                                  \
-     0x7F7F7F7Fu)
-#else
 #define REGM_WSCALE_WORD(R, Q)                                                                     \
     (*(const uint32_t *)(st + wsc_off + ((tile0 * 8 + (R)) / 128 - group0) * 2048 +                \
                          ((tile0 * 8 + (R)) % 32) * 16 + (((tile0 * 8 + (R)) % 128) / 32) * 4 + (Q) * 512) & \
      0x7F7F7F7Fu)
-#endif
 #if REGM_WA
 /* The scale words q of rows g and g + 8 of chain i (CTA rows 16 i + g,
  * + 8) -> for blocks 4q .. 4q + 3 the FP16 pairs {s(g), s(g + 8)} * 64,
@@ -589,39 +475,20 @@ static_assert(2 * Q_TAB * 16 == REGM_QTAB_BYTES, "the threshold table's shared-m
         }                                                                                          \
     }
 #endif
-/* The loader's weight boxes of chunk C into stage ST (dm: its dev_mode):
- * codes, then scales. */
-#if REGM_IL
+/* The loader's weight boxes of chunk C into stage ST: codes, then scales. */
 #define REGM_WEIGHT_BOXES(ST, BAR, C)                                                              \
     {                                                                                              \
-        if (!(dm & REGM_DEV_NO_WCODES)) ptx_tma_load_4d(ST, &p.tm_b_codes, BAR, (C) * 128, il_l0, 0, il_grp); \
-        if (!(dm & REGM_DEV_NO_WSCALE))                                                            \
-            ptx_tma_load_4d((ST) + wsc_off, &p.tm_b_scales, BAR, 0, il_l0, 4 * (C), il_grp);       \
+        ptx_tma_load_2d(ST, &p.tm_b_codes, BAR, (C) * 128, tile0 * 8);                             \
+        ptx_tma_load_4d((ST) + wsc_off, &p.tm_b_scales, BAR, 0, 0, 4 * (C), group0);               \
     }
-#else
-#define REGM_WEIGHT_BOXES(ST, BAR, C)                                                              \
-    {                                                                                              \
-        if (!(dm & REGM_DEV_NO_WCODES)) ptx_tma_load_2d(ST, &p.tm_b_codes, BAR, (C) * 128, tile0 * 8); \
-        if (!(dm & REGM_DEV_NO_WSCALE))                                                            \
-            ptx_tma_load_4d((ST) + wsc_off, &p.tm_b_scales, BAR, 0, 0, 4 * (C), group0);           \
-    }
-#endif
-/* The loader's activation boxes of chunk C into stage ST: codes and scales,
- * or (REGM_F16) the four 64-element FP16 boxes of MT rows. */
-#if REGM_F16
-#define REGM_ACT_BOXES(ST, BAR, C)                                                                 \
-    _Pragma("unroll") for (int q_ = 0; q_ < 4; q_++)                                               \
-        ptx_tma_load_2d((ST) + act_codes_off + q_ * (REGM_MT * 128), &p.tm_a_f16, BAR, (C) * REGM_KC + 64 * q_, 0);
-#else
+/* The loader's activation boxes of chunk C into stage ST: codes and scales. */
 #define REGM_ACT_BOXES(ST, BAR, C)                                                                 \
     {                                                                                              \
         ptx_tma_load_2d((ST) + act_codes_off, &p.tm_a_codes, BAR, (C) * 128, 0);                   \
         ptx_tma_load_3d((ST) + asc_off, &p.tm_a_scales, BAR, 0, 0, 4 * (C));                       \
     }
-#endif
-/* the activation scale box's 512-byte chunk stride in the stage (REGM_IL: the
- * lines of rows 0 .. MT - 1 only) */
-#define REGM_ASC_Q (REGM_IL ? 16 * REGM_MT : 256 * SPLIT_AH(REGM_MT))
+/* the activation scale box's 512-byte chunk stride in the stage */
+#define REGM_ASC_Q (256 * REGM_ACT_HALVES(REGM_MT))
 #define REGM_ACT_SW(BP) (*(const uint32_t *)(st + act_sc + ((BP) >> 1) * REGM_ASC_Q))
 
 extern "C" __global__ void REGM_BOUNDS
@@ -640,55 +507,39 @@ extern "C" __global__ void REGM_BOUNDS
     const int xbox_off = (int)REGM_STAGE(REGM_MT, p.tmax);
     /* offsets inside a stage (sm90_heuristics.cuh) */
     const int act_codes_off = p.tmax * 1024;
-    const int wsc_off = act_codes_off + (REGM_RES ? 0 : REGM_F16 ? REGM_MT * 512 : REGM_MT * 128);
-    const int asc_off = wsc_off + (REGM_IL ? p.tmax * 128 : REGM_SGMAX(p.tmax) * 2048);
-    const int frag_off = asc_off + (REGM_NO_ACT_FRAGS ? 0 : REGM_IL ? REGM_MT * 64 : SPLIT_AH(REGM_MT) * 1024);
-    const int wsf_off = frag_off + (REGM_NO_ACT_FRAGS ? 0 : 16 * REGM_FB);
-#if REGM_RES
-    /* the resident activation fragments, after the ring and REGR's slots:
-     * block j's at j * REGR_RES_BLOCK_BYTES, lane (g, t)'s {b0, b1} at (4 g + t) * 8 */
-    uint8_t *res = ring + (size_t)p.stages * stage_bytes + REGR_SLOT_BYTES(REGM_MT, p.tmax);
-#endif
+    const int wsc_off = act_codes_off + REGM_MT * 128;
+    const int asc_off = wsc_off + REGM_SGMAX(p.tmax) * 2048;
+    const int frag_off = asc_off + REGM_ACT_HALVES(REGM_MT) * 1024;
+    const int wsf_off = frag_off + 16 * REGM_FB;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-#if REGM_IL
-    /* this CTA's chains: REGR_IL_CPG CTAs a 128-row group, REGR_IL_PER
-     * chains each (the group's last fewer) -- lines [l0, l0 + 4 chains) of
-     * its four 32-row subgroups; the boxes span REGR_IL_LINES lines (past
-     * the group's 32: zeros, not loaded).  (p.tmax == 2 REGR_IL_PER: the
-     * launcher.) */
-    const int il_grp = (int)blockIdx.x / REGR_IL_CPG, il_q0 = (int)blockIdx.x % REGR_IL_CPG * REGR_IL_PER;
-    const int il_l0 = 4 * il_q0;
-    const int chains = 8 - il_q0 < REGR_IL_PER ? 8 - il_q0 : REGR_IL_PER;
-#else
     /* this CTA's 8-row units (box rows / 8): [tile0, tile0 + tcount), whole
      * chains of REGM_U units balanced over the grid */
     const int tile0 = REGM_U * (int)((int64_t)blockIdx.x * (p.tiles / REGM_U) / gridDim.x);
     const int tcount = REGM_U * (int)((int64_t)(blockIdx.x + 1) * (p.tiles / REGM_U) / gridDim.x) - tile0;
     const int chains = tcount / REGM_U;
     const int group0 = tile0 * 8 / 128; /* the first 128-row scale group */
-#endif
-    const int nblocks = p.k / 16;
-    const int nch = (p.k + REGM_KC - 1) / REGM_KC;
+    const int nblocks = p.io.k / 16;
+    const int nch = (p.io.k + REGM_KC - 1) / REGM_KC;
     /* MMA warps with a chain of their own (a CTA one chain short of tmax
      * leaves its last warp idle: it exits at once instead of repeating a
      * chain, so the issue slots go to the real ones) */
     const int mma_live = REGM_ROT ? chains * REGM_ROT : (chains + REGM_TW - 1) / REGM_TW;
     /* REGM_ROT: the accumulator hand-off (REGR_HAND_WAIT), barrier j * R + r
      * (count 32) for the chunks turn r of chain j takes, after the other
-     * barriers; unused with named barriers (NVFP4_SM90_NBAR) */
+     * barriers */
     uint64_t *acc_ready = (uint64_t *)(smem + REGR_ACC_BAR_OFF);
     (void)acc_ready;
 
     if (threadIdx.x == 0) {
-        for (int s = 0; s < p.stages; s++) {
+        for (int s = 0; s < p.io.stages; s++) {
             ptx_mbar_init(&full[s], 1);
             /* REGM_BF16, REGM_ACT_ROT: one activation warp per chunk (below) */
             ptx_mbar_init(&act_full[s], 32 * (REGM_BF16 || REGM_ACT_ROT ? 1 : REGM_AWN));
             /* every reader lane arrives */
             ptx_mbar_init(&empty[s], 32 * ((REGM_ROT ? chains : mma_live) + (REGM_BF16 || REGM_ACT_ROT ? 1 : REGM_AWN)));
         }
-        if (REGM_ROT && !NVFP4_SM90_NBAR)
+        if (REGM_ROT)
             for (int i = 0; i < mma_live; i++) ptx_mbar_init(&acc_ready[i], 32);
         ptx_fence_mbar_init();
     }
@@ -702,19 +553,16 @@ extern "C" __global__ void REGM_BOUNDS
         ptx_prefetch_tmap(&p.tm_a_codes);
         ptx_prefetch_tmap(&p.tm_a_scales);
         if (REGM_BF16) ptx_prefetch_tmap(&p.tm_x);
-        if (REGM_F16) ptx_prefetch_tmap(&p.tm_a_f16);
-        const int dm = REGM_DEV_MODE;
         /* the activation boxes (none when the activation warps quantize BF16 themselves) */
-        const int abox = !REGM_BF16 && !REGM_RES && !(dm & REGM_DEV_NO_ABOX);
+        const int abox = !REGM_BF16;
         const uint32_t bytes =
-            (dm & REGM_DEV_NO_WCODES ? 0u : (uint32_t)p.tmax * 1024u) +
-            (dm & REGM_DEV_NO_WSCALE ? 0u : REGM_IL ? (uint32_t)p.tmax * 128u : (uint32_t)REGM_SGMAX(p.tmax) * 2048u) +
-            (abox ? (REGM_F16 ? (uint32_t)REGM_MT * 512u : (uint32_t)REGM_MT * 128u + 4u * REGM_ASC_Q) : 0u) +
+            (uint32_t)p.tmax * 1024u + (uint32_t)REGM_SGMAX(p.tmax) * 2048u +
+            (abox ? (uint32_t)REGM_MT * 128u + 4u * REGM_ASC_Q : 0u) +
             (REGM_BF16 ? (uint32_t)p.x_rows * 512u : 0u);
         /* Weights first: the first ring's worth does not depend on the
          * previous kernel (the fused linear's quantizer, our programmatic
          * prerequisite), so it streams while that kernel finishes. */
-        const int pro = nch < p.stages ? nch : p.stages;
+        const int pro = nch < p.io.stages ? nch : p.io.stages;
         for (int c = warp; c < pro; c += p.loaders) {
             uint8_t *st = ring + (size_t)c * stage_bytes;
             ptx_mbar_arrive_expect_tx(&full[c], bytes);
@@ -730,8 +578,8 @@ extern "C" __global__ void REGM_BOUNDS
             }
         }
         for (int c = pro + ((warp - pro) % p.loaders + p.loaders) % p.loaders; c < nch; c += p.loaders) {
-            const int s = c % p.stages;
-            ptx_mbar_wait(&empty[s], (uint32_t)((c / p.stages - 1) & 1)); /* the stage's last use is read */
+            const int s = c % p.io.stages;
+            ptx_mbar_wait(&empty[s], (uint32_t)((c / p.io.stages - 1) & 1)); /* the stage's last use is read */
             uint8_t *st = ring + (size_t)s * stage_bytes;
             ptx_mbar_arrive_expect_tx(&full[s], bytes);
             REGM_WEIGHT_BOXES(st, &full[s], c)
@@ -759,7 +607,7 @@ extern "C" __global__ void REGM_BOUNDS
          * block) -- and write its fragments with REGM_ACT_UNIT's
          * instructions.  First, together: the per-tensor scale and the
          * table. */
-        uint4 *qtab = (uint4 *)(ring + (size_t)p.stages * stage_bytes +
+        uint4 *qtab = (uint4 *)(ring + (size_t)p.io.stages * stage_bytes +
                                 (REGM_ROT ? REGR_SLOT_BYTES(REGM_MT, p.tmax) : 0));
         if (!p.x_pts) ptx_griddep_wait(); /* the amax pass has completed */
         const float pts = p.x_pts ? *p.x_pts : q_dynamic_pts(q_amax_of_parts(p.x_amax, p.x_amax_n));
@@ -786,59 +634,13 @@ extern "C" __global__ void REGM_BOUNDS
         const int act_sc = asc_off + (r / 16) * 256 + (r % 16) * 16;
         const int act_dst = REGM_WA ? frag_off + u * 256 + lane * 8 : frag_off + ((u >> 1) * 32 + lane) * 16 + (u & 1) * 4;
         if (!REGM_WA && REGM_MT == 8 && aw == 0) /* token rows 8..15 of every fragment: zero, once */
-            for (int z = 0; z < p.stages * 16; z++) {
+            for (int z = 0; z < p.io.stages * 16; z++) {
                 uint32_t *q = (uint32_t *)(ring + (size_t)(z / 16) * stage_bytes + frag_off + (z % 16) * REGM_FB + lane * 16);
                 q[1] = 0;
                 q[3] = 0;
             }
 #endif
         const int wsc_items = REGM_WSCALE_PER_CHAIN * chains; /* REGM_WSCALE_ITEM's */
-#if REGM_RES
-        /* The resident fragments, once, row by row: item i = lane t (i & 3)
-         * of block pair i >> 2 (a warp reads 128 contiguous code bytes);
-         * rows m .. REGR_RES_ROWS - 1 zeros.  REGR_RES_BATCH items a lane,
-         * every load first, so the build costs a few global round trips.
-         * A row r < 32 has the scale bytes of blocks 2 bp, 2 bp + 1 side by
-         * side in the 128x4-tiled layout (nvfp4_tiled_offset): line r of
-         * tile bp / 2, bytes 2 (bp & 1) and + 1 -- one 16-bit load.  The
-         * activations may be the previous kernel's output (the fused
-         * linear's quantizer): wait for it first.  Every lane arrives on
-         * act_full for every chunk after its stores here, so the MMA warps'
-         * first wait publishes them. */
-        static_assert(REGR_RES_ROWS <= 32, "the resident rows' scales are lines of the first 32 rows");
-        ptx_griddep_wait();
-        if (!(REGM_DEV_MODE & REGM_DEV_NO_ACT)) {
-            const int per_row = nblocks / 2 * 4;
-            for (int tr = 0; tr < REGR_RES_ROWS; tr++) {
-                const uint8_t *crow = p.a_codes + (size_t)tr * (size_t)(p.k / 2);
-                const uint8_t *srow = p.a_scales + tr * 16;
-                uint8_t *drow = res + tr * 32;
-                for (int i0 = aw * 32 + lane; i0 < per_row; i0 += 32 * REGM_AWN * REGR_RES_BATCH) {
-                    uint32_t w0[REGR_RES_BATCH], w1[REGR_RES_BATCH], sw[REGR_RES_BATCH];
-#pragma unroll
-                    for (int j = 0; j < REGR_RES_BATCH; j++) {
-                        const int i = i0 + j * 32 * REGM_AWN, bp = i >> 2;
-                        w0[j] = w1[j] = sw[j] = 0u;
-                        if (tr < p.m && i < per_row) {
-                            const uint8_t *cw = crow + bp * 16 + ((i & 3) >> 1) * 4;
-                            w0[j] = *(const uint32_t *)cw;
-                            w1[j] = *(const uint32_t *)(cw + 8);
-                            sw[j] = *(const uint16_t *)(srow + (bp >> 1) * 512 + (bp & 1) * 2);
-                        }
-                    }
-#pragma unroll
-                    for (int j = 0; j < REGR_RES_BATCH; j++) {
-                        const int i = i0 + j * 32 * REGM_AWN, bp = i >> 2;
-                        if (i >= per_row) break;
-                        uint2 lo = make_uint2(0u, 0u), hi = make_uint2(0u, 0u);
-                        if (tr < p.m) REGR_RES_UNIT(w0[j], w1[j], sw[j], i & 3, lo, hi);
-                        *(uint2 *)(drow + 2 * bp * REGR_RES_BLOCK_BYTES + (i & 3) * 8) = lo;
-                        *(uint2 *)(drow + (2 * bp + 1) * REGR_RES_BLOCK_BYTES + (i & 3) * 8) = hi;
-                    }
-                }
-            }
-        }
-#endif
 #if REGM_BF16
         /* Warp aw takes chunks aw, aw + act_rot, ...: a chunk's blocks are
          * one latency-bound chain of work per lane (one block each at M = 1),
@@ -851,46 +653,44 @@ extern "C" __global__ void REGM_BOUNDS
         /* the fragments of token rows m .. XROWS - 1, never written by the
          * chunks, zeroed once in this warp's stages (its act_full arrivals
          * publish them) */
-        for (int z = aw; z < p.stages; z += p.act_rot)
-            for (int e = lane; e < (REGM_XROWS - p.m) * 64; e += 32) {
+        for (int z = aw; z < p.io.stages; z += p.act_rot)
+            for (int e = lane; e < (REGM_XROWS - p.io.m) * 64; e += 32) {
                 uint32_t *dst = (uint32_t *)(ring + (size_t)z * stage_bytes + frag_off + ((e >> 2) & 15) * REGM_FB +
-                                             REGM_XFRAG_OFF(p.m + (e >> 6), e & 3));
+                                             REGM_XFRAG_OFF(p.io.m + (e >> 6), e & 3));
                 dst[0] = 0;
                 dst[REGM_AH] = 0;
             }
         for (int c = aw; c < nch; c += p.act_rot) {
-            const int s = c % p.stages;
-            ptx_mbar_wait(&full[s], (uint32_t)(c / p.stages) & 1u);
+            const int s = c % p.io.stages;
+            ptx_mbar_wait(&full[s], (uint32_t)(c / p.io.stages) & 1u);
             uint8_t *st = ring + (size_t)s * stage_bytes;
-            if (!(REGM_DEV_MODE & REGM_DEV_NO_ACT)) {
-                /* block (r, j) = I / 16, I % 16 by lane I % 32 (several blocks a
-                 * lane interleaved measured slower at M = 1: attn-out 23.3 ->
-                 * 47.4 us, docs/STREAMING_A.md) */
-                for (int I = lane; I < 16 * p.m; I += 32) {
-                    const int xr = I >> 4, j = I & 15, cb = 16 * c + j;
-                    uint32_t s8 = 0;
-                    uint2 cw = make_uint2(0, 0); /* past K: +0 operands (REGR's tail steps add nothing) */
-                    if (cb < nblocks) {
-                        const uint4 *src = (const uint4 *)(st + xbox_off + xr * 512 + j * 32);
-                        const uint4 v0 = src[0], v1 = src[1];
-                        const uint32_t wv[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
-                        cw = q_block_codes(wv, qtab, pts, rcp_pts, p.cuda_variant, &s8);
-                        if (copies) {
-                            if (p.x_codes) *(uint2 *)(p.x_codes + (size_t)xr * (size_t)(nblocks * 8) + (size_t)cb * 8) = cw;
-                            if (p.x_scales) p.x_scales[nvfp4_tiled_offset(xr, cb, p.ncb)] = (uint8_t)s8;
-                        }
+            /* block (r, j) = I / 16, I % 16 by lane I % 32 (several blocks a
+             * lane interleaved measured slower at M = 1: attn-out 23.3 ->
+             * 47.4 us, docs/STREAMING_A.md) */
+            for (int I = lane; I < 16 * p.io.m; I += 32) {
+                const int xr = I >> 4, j = I & 15, cb = 16 * c + j;
+                uint32_t s8 = 0;
+                uint2 cw = make_uint2(0, 0); /* past K: +0 operands (REGR's tail steps add nothing) */
+                if (cb < nblocks) {
+                    const uint4 *src = (const uint4 *)(st + xbox_off + xr * 512 + j * 32);
+                    const uint4 v0 = src[0], v1 = src[1];
+                    const uint32_t wv[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+                    cw = q_block_codes(wv, qtab, pts, rcp_pts, p.cuda_variant, &s8);
+                    if (copies) {
+                        if (p.x_codes) *(uint2 *)(p.x_codes + (size_t)xr * (size_t)(nblocks * 8) + (size_t)cb * 8) = cw;
+                        if (p.x_scales) p.x_scales[nvfp4_tiled_offset(xr, cb, p.io.ncb)] = (uint8_t)s8;
                     }
-                    REGM_XFRAG(xr, j, cw, s8);
                 }
-                if (copies) /* rows m .. 15 of the 16 padded rows */
-                    for (int I = 16 * p.m + lane; I < 256; I += 32) {
-                        const int xr = I >> 4, cb = 16 * c + (I & 15);
-                        if (cb >= nblocks) continue;
-                        if (p.x_codes) *(uint2 *)(p.x_codes + (size_t)xr * (size_t)(nblocks * 8) + (size_t)cb * 8) = zcw;
-                        if (p.x_scales) p.x_scales[nvfp4_tiled_offset(xr, cb, p.ncb)] = (uint8_t)zs8;
-                    }
-                for (int i = lane; i < wsc_items; i += 32) REGM_WSCALE_ITEM(i);
+                REGM_XFRAG(xr, j, cw, s8);
             }
+            if (copies) /* rows m .. 15 of the 16 padded rows */
+                for (int I = 16 * p.io.m + lane; I < 256; I += 32) {
+                    const int xr = I >> 4, cb = 16 * c + (I & 15);
+                    if (cb >= nblocks) continue;
+                    if (p.x_codes) *(uint2 *)(p.x_codes + (size_t)xr * (size_t)(nblocks * 8) + (size_t)cb * 8) = zcw;
+                    if (p.x_scales) p.x_scales[nvfp4_tiled_offset(xr, cb, p.io.ncb)] = (uint8_t)zs8;
+                }
+            for (int i = lane; i < wsc_items; i += 32) REGM_WSCALE_ITEM(i);
             ptx_mbar_arrive(&act_full[s]); /* releases this lane's fragment and scale stores */
             ptx_mbar_arrive(&empty[s]);    /* ... and its reads of the stage */
         }
@@ -904,38 +704,36 @@ extern "C" __global__ void REGM_BOUNDS
          * never a phase ahead. */
         if (aw >= p.act_rot) return;
         for (int c = aw; c < nch; c += p.act_rot) {
-            const int s = c % p.stages;
-            ptx_mbar_wait(&full[s], (uint32_t)(c / p.stages) & 1u);
+            const int s = c % p.io.stages;
+            ptx_mbar_wait(&full[s], (uint32_t)(c / p.io.stages) & 1u);
             uint8_t *st = ring + (size_t)s * stage_bytes;
             const int nbp = (nblocks - 16 * c < 16 ? nblocks - 16 * c : 16) / 2; /* block pairs */
-            if (!(REGM_DEV_MODE & REGM_DEV_NO_ACT)) {
 #pragma unroll
-                for (int u = 0; u < REGM_NT; u++) {
-                    const int r = 8 * u + g;
-                    const int act_row = act_codes_off + r * 128 + (t >> 1) * 4;
-                    const int act_sc = asc_off + (r / 16) * 256 + (r % 16) * 16;
-                    const int act_dst = frag_off + u * 256 + lane * 8;
-                    if (nbp == 8) { /* every load first, so the units overlap */
-                        uint32_t w_[8][2], sw_[8];
+            for (int u = 0; u < REGM_NT; u++) {
+                const int r = 8 * u + g;
+                const int act_row = act_codes_off + r * 128 + (t >> 1) * 4;
+                const int act_sc = asc_off + (r / 16) * 256 + (r % 16) * 16;
+                const int act_dst = frag_off + u * 256 + lane * 8;
+                if (nbp == 8) { /* every load first, so the units overlap */
+                    uint32_t w_[8][2], sw_[8];
 #pragma unroll
-                        for (int bp = 0; bp < 8; bp++) {
-                            REGM_ACT_LD(bp, w_[bp][0], w_[bp][1]);
-                            sw_[bp] = REGM_ACT_SW(bp);
-                        }
-#pragma unroll
-                        for (int bp = 0; bp < 8; bp++) REGM_ACT_UNIT(bp, w_[bp][0], w_[bp][1], sw_[bp]);
-                    } else {
-#pragma unroll
-                        for (int bp = 0; bp < 8; bp++)
-                            if (bp < nbp) {
-                                uint32_t w0, w1;
-                                REGM_ACT_LD(bp, w0, w1);
-                                REGM_ACT_UNIT(bp, w0, w1, REGM_ACT_SW(bp));
-                            }
+                    for (int bp = 0; bp < 8; bp++) {
+                        REGM_ACT_LD(bp, w_[bp][0], w_[bp][1]);
+                        sw_[bp] = REGM_ACT_SW(bp);
                     }
+#pragma unroll
+                    for (int bp = 0; bp < 8; bp++) REGM_ACT_UNIT(bp, w_[bp][0], w_[bp][1], sw_[bp]);
+                } else {
+#pragma unroll
+                    for (int bp = 0; bp < 8; bp++)
+                        if (bp < nbp) {
+                            uint32_t w0, w1;
+                            REGM_ACT_LD(bp, w0, w1);
+                            REGM_ACT_UNIT(bp, w0, w1, REGM_ACT_SW(bp));
+                        }
                 }
-                for (int i = lane; i < wsc_items; i += 32) REGM_WSCALE_ITEM(i);
             }
+            for (int i = lane; i < wsc_items; i += 32) REGM_WSCALE_ITEM(i);
             ptx_mbar_arrive(&act_full[s]); /* releases this lane's fragment and scale stores */
             ptx_mbar_arrive(&empty[s]);    /* ... and its reads of the stage */
         }
@@ -946,8 +744,7 @@ extern "C" __global__ void REGM_BOUNDS
             ptx_mbar_wait(&full[s], ph);
             uint8_t *st = ring + (size_t)s * stage_bytes;
             const int nbp = (nblocks - 16 * c < 16 ? nblocks - 16 * c : 16) / 2; /* block pairs */
-            if (REGM_NO_ACT_FRAGS || (REGM_DEV_MODE & REGM_DEV_NO_ACT)) { /* (made above, or loaded) */
-            } else if (nbp == 8) { /* every load first, so the units overlap */
+            if (nbp == 8) { /* every load first, so the units overlap */
                 uint32_t w_[8 / REGM_APS][2], sw_[8 / REGM_APS];
 #pragma unroll
                 for (int i = 0; i < 8 / REGM_APS; i++) {
@@ -968,11 +765,10 @@ extern "C" __global__ void REGM_BOUNDS
                     }
                 }
             }
-            if (!(REGM_DEV_MODE & REGM_DEV_NO_ACT))
-                for (int i = aw * 32 + lane; i < wsc_items; i += 32 * REGM_AWN) REGM_WSCALE_ITEM(i);
+            for (int i = aw * 32 + lane; i < wsc_items; i += 32 * REGM_AWN) REGM_WSCALE_ITEM(i);
             ptx_mbar_arrive(&act_full[s]); /* releases this lane's fragment and scale stores */
             ptx_mbar_arrive(&empty[s]);    /* ... and its reads of the stage */
-            if (++s == p.stages) {
+            if (++s == p.io.stages) {
                 s = 0;
                 ph ^= 1u;
             }
@@ -1003,36 +799,19 @@ extern "C" __global__ void REGM_BOUNDS
     if (mw >= mma_live) return;
     const int jr = mw / REGM_ROT, rr = mw % REGM_ROT;
     /* the lane's code words: box row wrow for the mma's A row g, + crow_hi
-     * bytes for A row g + 8 (REGM_IL: rows (g >> 2) L + 4 jr + (g & 3) and +
-     * 2 L of the [4][L] box, L = REGR_IL_LINES = 12: both have the swizzle
-     * phase gxw, and over g = 0..7 the phases are 0..7, conflict-free) */
-#if REGM_IL
-    const int wrow = (g >> 2) * REGR_IL_LINES + 4 * jr + (g & 3), crow_hi = 2 * REGR_IL_LINES * 128;
-    const int gxw = (wrow & 7) << 4;
-    (void)gx; /* (the activation rows' swizzle phase; unused by the REGM_BF16 twins) */
-#else
+     * bytes for A row g + 8 */
     const int wrow = 16 * jr + g, crow_hi = 1024, gxw = gx;
-#endif
     const int crow0 = wrow * 128 + (t >> 1) * 4, sfo0 = wsf_off + (64 * jr + g) * 8;
-#if REGM_F16
-    /* this lane's ldmatrix row: row lane % 8 of matrix lane / 8 (block pair
-     * (b, b + 1) with b % 4 = 0 at f16_lo, 2 at f16_hi; 128-byte swizzle) */
-    const int lrow = lane & 7, lmat = lane >> 3;
-    const uint32_t f16_lo = (uint32_t)(act_codes_off + lrow * 128 + ((lmat ^ lrow) << 4));
-    const uint32_t f16_hi = (uint32_t)(act_codes_off + lrow * 128 + (((4 + lmat) ^ lrow) << 4));
-#elif !REGM_RES
-    const int act_ld = frag_off + lane * 8; /* (REGM_RES: REGR_ACT_AT) */
-#endif
-    float4 *slot = (float4 *)(ring + (size_t)p.stages * stage_bytes) + jr * REGM_NT * 32 + lane;
-    const float b_scale = *p.b_scale2; /* the weight's: no previous kernel writes it */
+    const int act_ld = frag_off + lane * 8;
+    float4 *slot = (float4 *)(ring + (size_t)p.io.stages * stage_bytes) + jr * REGM_NT * 32 + lane;
+    const float b_scale = *p.io.b_scale2; /* the weight's: no previous kernel writes it */
 #if REGM_BF16
     /* the activation scale as the activation warps take it (the dynamic one after the chunks) */
     const float x_static = p.x_pts ? *p.x_pts : 0.0f;
 #endif
-#if REGR_TURN == 1
     for (int c = rr; c < nch; c += REGM_ROT) {
-        const int s = c % p.stages;
-        const uint32_t ph = (uint32_t)(c / p.stages) & 1u;
+        const int s = c % p.io.stages;
+        const uint32_t ph = (uint32_t)(c / p.io.stages) & 1u;
         ptx_mbar_wait(&full[s], ph);
         ptx_mbar_wait(&act_full[s], ph);
         const uint8_t *st = ring + (size_t)s * stage_bytes;
@@ -1045,46 +824,6 @@ extern "C" __global__ void REGM_BOUNDS
         }
         REGR_TURN_END(c + 1 < nch, c + 1)
     }
-#else
-    /* REGR_TURN = 2: a turn is two chunks (unit U = C / 2 of chunks 2U and 2U
-     * + 1, warp U % R), so the chain changes warps half as often; both
-     * chunks are dequantized before the accumulator wait (128 fragment
-     * registers).  The ring's depth is a multiple of 2R (the launcher). */
-    for (int c = 2 * rr; c < nch; c += 2 * REGM_ROT) {
-        const int u0 = c / 2, s0 = c % p.stages, s1 = (c + 1) % p.stages;
-        const bool two = c + 1 < nch;
-        ptx_mbar_wait(&full[s0], (uint32_t)(c / p.stages) & 1u);
-        ptx_mbar_wait(&act_full[s0], (uint32_t)(c / p.stages) & 1u);
-        if (two) {
-            ptx_mbar_wait(&full[s1], (uint32_t)((c + 1) / p.stages) & 1u);
-            ptx_mbar_wait(&act_full[s1], (uint32_t)((c + 1) / p.stages) & 1u);
-        }
-        const uint8_t *st0 = ring + (size_t)s0 * stage_bytes, *st1 = ring + (size_t)s1 * stage_bytes;
-        const int nb0 = nblocks - 16 * c < 16 ? nblocks - 16 * c : 16;
-        const int nb1 = !two ? 0 : nblocks - 16 * (c + 1) < 16 ? nblocks - 16 * (c + 1) : 16;
-        float acc[REGM_NT][4];
-        if (nb1 == 16) { /* the hot path: two whole chunks */
-            uint32_t fa[16][4], fb[16][4];
-            REGR_DQ(fa, st0, 16)
-            REGR_DQ(fb, st1, 16)
-            REGR_ACC_IN(c, u0)
-            REGR_STEPS(fa, REGR_ACT_AT(st0, c), 16)
-            REGR_STEPS(fb, REGR_ACT_AT(st1, c + 1), 16)
-        } else {
-            uint32_t fa[16][4];
-            REGR_DQ(fa, st0, nb0)
-            REGR_ACC_IN(c, u0)
-            REGR_STEPS(fa, REGR_ACT_AT(st0, c), nb0)
-            if (two) {
-                REGR_DQ(fa, st1, nb1)
-                REGR_STEPS(fa, REGR_ACT_AT(st1, c + 1), nb1)
-            }
-        }
-        ptx_mbar_arrive(&empty[s0]); /* this lane's loads of the stages are done */
-        if (two) ptx_mbar_arrive(&empty[s1]);
-        REGR_TURN_END(c + 2 < nch, u0 + 1)
-    }
-#endif
 #else
     /* ---------------- MMA warps ---------------- */
     const int mw = warp - p.loaders - REGM_AWN;
@@ -1099,8 +838,8 @@ extern "C" __global__ void REGM_BOUNDS
                 acc[j][q][e] = 0.0f;
                 tot[j][q][e] = 0.0f;
             }
-    const int ngroups64 = (p.k + 63) / 64;
-    int first_slice = 1, slice_end = p.chunks_per_slice;
+    const int ngroups64 = (p.io.k + 63) / 64;
+    int first_slice = 1, slice_end = p.io.chunks_per_slice;
     /* this lane's activation fragment slot (block 0, token tile 0) */
     const int act_ld = frag_off + lane * (REGM_WA ? 8 : 16);
     /* Per chain: the code word of its box row g (before the swizzle; with
@@ -1122,8 +861,7 @@ extern "C" __global__ void REGM_BOUNDS
         ptx_mbar_wait(&act_full[s], ph);
         const uint8_t *st = ring + (size_t)s * stage_bytes;
         const int nblk = nblocks - 16 * c < 16 ? nblocks - 16 * c : 16;
-        if (REGM_DEV_MODE & REGM_DEV_NO_MMA) {
-        } else if (nblk == 16 && 4 * c + 4 < slice_end && 4 * c + 4 < ngroups64) {
+        if (nblk == 16 && 4 * c + 4 < slice_end && 4 * c + 4 < ngroups64) {
             /* the hot path: 16 steps and no K-slice fold, one basic block */
             REGM_HOT();
         } else { /* the K tail (2 .. 14 blocks) or a chunk that ends a K slice */
@@ -1132,7 +870,7 @@ extern "C" __global__ void REGM_BOUNDS
                 if (2 * bp < nblk) REGM_PAIR(bp);
         }
         ptx_mbar_arrive(&empty[s]); /* this lane's loads of the stage are done */
-        if (++s == p.stages) {
+        if (++s == p.io.stages) {
             s = 0;
             ph ^= 1u;
         }
@@ -1140,10 +878,10 @@ extern "C" __global__ void REGM_BOUNDS
 
 #if REGM_BF16
     /* the activation scale as the activation warps took it (regm_x_pts) */
-    const float alpha = __fmul_rn(regm_x_pts(&p, p.x_pts ? *p.x_pts : 0.0f), *p.b_scale2);
+    const float alpha = __fmul_rn(regm_x_pts(&p, p.x_pts ? *p.x_pts : 0.0f), *p.io.b_scale2);
 #else
     /* after this warp's stages, as REGR_LAST_ALPHA says why */
-    const float alpha = __fmul_rn(*p.a_scale2, *p.b_scale2);
+    const float alpha = __fmul_rn(*p.io.a_scale2, *p.io.b_scale2);
 #endif
 #if REGM_WA
 #pragma unroll
@@ -1159,32 +897,32 @@ extern "C" __global__ void REGM_BOUNDS
         const int i = mw * REGM_TW + j;
         if (i >= chains) continue;
         const int n = (tile0 + i) * 8 + 2 * t;
-        const float bias0 = p.bias ? p.bias[n] : 0.0f, bias1 = p.bias ? p.bias[n + 1] : 0.0f;
+        const float bias0 = p.io.bias ? p.io.bias[n] : 0.0f, bias1 = p.io.bias ? p.io.bias[n + 1] : 0.0f;
 #pragma unroll
         for (int q = 0; q < REGM_NM; q++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int m = 16 * q + g + 8 * h;
-                if (m >= p.m) continue;
-                const size_t o = (size_t)m * (size_t)p.n + (size_t)n; /* even (N % 16 == 0) */
+                if (m >= p.io.m) continue;
+                const size_t o = (size_t)m * (size_t)p.io.n + (size_t)n; /* even (N % 16 == 0) */
                 const float v0 = tot[j][q][2 * h], v1 = tot[j][q][2 * h + 1];
                 float y0 = __fmul_rn(alpha, v0), y1 = __fmul_rn(alpha, v1);
-                if (p.bias) {
+                if (p.io.bias) {
                     y0 = __fadd_rn(y0, bias0);
                     y1 = __fadd_rn(y1, bias1);
                 }
                 const uint16_t o0 = nvfp4_dev_bf16_rne(y0), o1 = nvfp4_dev_bf16_rne(y1);
                 if (p.pair_stores) {
-                    if (p.raw) *(float2 *)(p.raw + o) = make_float2(v0, v1);
-                    if (p.out) *(uint32_t *)(p.out + o) = (uint32_t)o0 | ((uint32_t)o1 << 16);
+                    if (p.io.raw) *(float2 *)(p.io.raw + o) = make_float2(v0, v1);
+                    if (p.io.out) *(uint32_t *)(p.io.out + o) = (uint32_t)o0 | ((uint32_t)o1 << 16);
                 } else {
-                    if (p.raw) {
-                        p.raw[o] = v0;
-                        p.raw[o + 1] = v1;
+                    if (p.io.raw) {
+                        p.io.raw[o] = v0;
+                        p.io.raw[o + 1] = v1;
                     }
-                    if (p.out) {
-                        p.out[o] = o0;
-                        p.out[o + 1] = o1;
+                    if (p.io.out) {
+                        p.io.out[o] = o0;
+                        p.io.out[o + 1] = o1;
                     }
                 }
             }
@@ -1214,13 +952,6 @@ extern "C" __global__ void REGM_BOUNDS
 #undef REGR_DQ
 #undef REGR_ACC_IN
 #undef REGR_STEPS
-#undef REGR_ACT_AT
-#undef REGR_ACT_STRIDE
-#undef REGR_ACT_LIVE
-#undef REGR_RES_UNIT
-#undef REGM_RES
-#undef REGM_F16
-#undef REGM_NO_ACT_FRAGS
 #undef REGM_ACT_BOXES
 #undef REGR_TURN_END
 #undef REGR_LAST_ALPHA
@@ -1241,12 +972,10 @@ extern "C" __global__ void REGM_BOUNDS
 #undef REGM_BF16
 #undef REGM_WA
 #undef REGM_ROT
-#undef REGM_IL
 #undef REGM_ACT_ROT
 #undef REGW_ROW_N
 #undef REGM_ASC_Q
 #undef REGM_WEIGHT_BOXES
-#undef REGM_DEV_MODE
 #ifdef REGM_XFRAG
 #undef REGM_XFRAG
 #undef REGM_XFRAG_OFF

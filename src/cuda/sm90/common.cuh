@@ -7,26 +7,31 @@
 
 #include "cuda/ptx.cuh"
 
-/* Kernel parameters (passed by value; the tensor maps must live in
- * parameter space, hence __grid_constant__). */
+/* What every GEMM kernel takes, first in its parameters: the operands'
+ * per-tensor scales (device pointers), the outputs and the shape. */
+typedef struct nvfp4_sm90_gemm_io {
+    const float *a_scale2; /* device per-tensor scales */
+    const float *b_scale2;
+    const float *bias;     /* optional, N floats */
+    float *raw;            /* optional M x N FP32 accumulators */
+    uint16_t *out;         /* optional M x N BF16 */
+    int m, n, k;
+    int ncb;               /* 512-byte scale chunks per 128-row group = roundup(K/16,4)/4 */
+    int stages;            /* pipeline depth */
+    int chunks_per_slice;  /* K slices: 64-element groups per slice (>= all of them: one chain) */
+} nvfp4_sm90_gemm_io;
+
+/* The wgmma kernel's parameters (passed by value; the tensor maps must
+ * live in parameter space, hence __grid_constant__). */
 typedef struct nvfp4_sm90_params {
+    nvfp4_sm90_gemm_io io;
     CUtensorMap tmap_act;   /* FP16 activations [M][K] (operand order), box {64, bn}, 128B swizzle */
     CUtensorMap tmap_codes; /* weight codes [N][K/2] bytes, box {32, 64*nc} */
     CUtensorMap tmap_scales; /* weight scales as rows of 256 bytes, box {256, 2 ksub}: the
                                 512-byte chunks of a stage */
     CUtensorMap tmap_act3;  /* the activations as {64, M, K/64} (strides 2K, 128 bytes),
                                box {64, bn, ksub}: a stage's chunks in one copy */
-    const uint8_t *b_scales;  /* weight scales, 128x4 tiled */
-    const float *a_scale2;    /* device per-tensor scales */
-    const float *b_scale2;
-    const float *bias;
-    float *raw;
-    uint16_t *out;
-    int m, n, k;
-    int ncb;       /* 512-byte scale chunks per 128-row tile = roundup(K/16,4)/4 */
     int num_at;    /* activation tiles */
-    int stages;
-    int chunks_per_slice; /* K slices: 64-element chunks per slice (>= num chunks: one chain) */
     int64_t num_tiles;
     /* Stream-K (docs/KERNEL.md, design item 11): tiles [sk_tile0, num_tiles)
      * are shared out by K chunks, evenly over the grid (= num_tiles: none).
@@ -38,17 +43,7 @@ typedef struct nvfp4_sm90_params {
     float *sk_acc;
     unsigned *sk_flags;
     int out_staged; /* out is 16-byte aligned: the wgmma kernel stores it staged (SM90_EPI_OUT) */
-    int producer;  /* SM90_PROD_* bits: how the producer issues a stage */
-    int dev_mode;  /* 0; dev/cuda experiments only (SM90_DEV_* bits: parts left out, results wrong) */
-    /* Activation multicast (NVFP4_SM90_MCAST builds, where
-     * nvfp4_sm90_plan_mcast allows it; the launch is then a cluster of two
-     * CTAs with the same activation tile and K chunks): each CTA loads half
-     * of every activation box (tmap_act_half: box {64, bn / 2}) into both
-     * CTAs' stages, and a stage is free when both CTAs' consumers have
-     * released it.  Last, so that the other fields keep their offsets in
-     * the kernels built without it. */
-    int mcast;
-    CUtensorMap tmap_act_half;
+    int act3d;     /* a stage's chunks of activations as one 3-D box (tmap_act3) */
 } nvfp4_sm90_params;
 
 /* One CTA's work list in the persistent wgmma kernel, in order: its
@@ -118,35 +113,6 @@ static __device__ __forceinline__ int64_t nvfp4_sm90_item(const nvfp4_sm90_work 
     return w.tail;
 }
 
-/* The wgmma kernel's producer: one request per issuing warp in parallel,
- * and the activation chunks of a stage as one 3-D box. */
-#define SM90_PROD_PARALLEL 1
-#define SM90_PROD_ACT3D 2
-/* With SM90_PROD_PARALLEL: the code and scale issuers (producer warps 1 and
- * 2) start before the previous grid on the stream has completed -- the
- * weights are not its output (the kernel before it has completed: that
- * grid was launched without the programmatic attribute) -- so the ring's
- * first stages of weights are in flight while the pre-pass or quantizer
- * runs; everything else still waits (griddepcontrol.wait). */
-#define SM90_PROD_EARLY_W 4
-/* The default where a stage holds several chunks (the M <= 128 tiles):
- * parallel issuers, the 3-D activation box (1-2 % faster there) and early
- * weights (attn-out and FC2 at M = 128: 0.3-0.9 us faster, twenty-fifth
- * session, docs/KERNEL.md); one issuer where a stage holds one chunk
- * (parallel issuers, early weights or not, measured no faster at M = 128
- * and 2048).  SM90_PROD_WAITING: the default before early weights (the dev
- * hook's comparison). */
-#define SM90_PROD_DEFAULT(KSUB) ((KSUB) > 1 ? SM90_PROD_PARALLEL | SM90_PROD_ACT3D | SM90_PROD_EARLY_W : 0)
-#define SM90_PROD_WAITING(KSUB) ((KSUB) > 1 ? SM90_PROD_PARALLEL | SM90_PROD_ACT3D : 0)
-
-/* dev_mode bits of the wgmma kernel (dev/cuda/gemm_variants NVFP4_DEV_SWEEP):
- * time it with the consumers' dequantization (and their code loads), their
- * wgmmas, the producer's copies (it only arrives), or the epilogue's
- * stores left out. */
-#define SM90_DEV_NO_DEQUANT 1
-#define SM90_DEV_NO_MMA 2
-#define SM90_DEV_NO_FEED 4
-#define SM90_DEV_NO_EPILOGUE 8
 
 /* BF16 round to nearest even, NaN kept quiet with its sign (the same bits as
  * nvfp4_bf16_from_f32). */
@@ -271,15 +237,15 @@ static __device__ __forceinline__ uint16_t nvfp4_sm90_out_bf16(float acc, float 
 #define NVFP4_SM90_EPILOGUE_X(P, ACC, BN, N0, M0, R0, T, ALPHA, DO_OUT)                             \
     _Pragma("unroll") for (int half_ = 0; half_ < 2; half_++) {                                    \
         const int n_ = (N0) + (R0) + 8 * half_;                                                    \
-        if (n_ >= (P).n) continue;                                                                 \
-        const float bias_ = (P).bias ? (P).bias[n_] : 0.0f;                                        \
+        if (n_ >= (P).io.n) continue;                                                                 \
+        const float bias_ = (P).io.bias ? (P).io.bias[n_] : 0.0f;                                        \
         _Pragma("unroll") for (int i_ = 0; i_ < (BN) / 2; i_++) {                                  \
             if (((i_ >> 1) & 1) != half_) continue;                                                \
             const int m_ = (M0) + 8 * (i_ >> 2) + 2 * (T) + (i_ & 1);                              \
-            if (m_ >= (P).m) continue;                                                             \
-            const size_t o_ = (size_t)m_ * (size_t)(P).n + (size_t)n_;                             \
-            if ((P).raw) (P).raw[o_] = (ACC)[i_];                                                  \
-            if ((DO_OUT) && (P).out) (P).out[o_] = nvfp4_sm90_out_bf16((ACC)[i_], (ALPHA), (P).bias, bias_); \
+            if (m_ >= (P).io.m) continue;                                                             \
+            const size_t o_ = (size_t)m_ * (size_t)(P).io.n + (size_t)n_;                             \
+            if ((P).io.raw) (P).io.raw[o_] = (ACC)[i_];                                                  \
+            if ((DO_OUT) && (P).io.out) (P).io.out[o_] = nvfp4_sm90_out_bf16((ACC)[i_], (ALPHA), (P).io.bias, bias_); \
         }                                                                                          \
     }
 

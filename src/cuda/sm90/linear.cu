@@ -1,43 +1,26 @@
-/* sm90_linear.cu -- nvfp4_linear_cuda(): ComfyUI's NVFP4 linear on the H200,
-
+/* linear.cu -- nvfp4_linear_cuda(): ComfyUI's NVFP4 linear on the H100/H200,
  * bit for bit nvfp4_linear_cpu() (model SM90).
  *
  * Queue on the caller's stream, no host synchronisation:
  *   1. dynamic scale only: the amax pass (a word per CTA: the largest of
  *      |x|'s bits; the next kernel, its programmatic dependent, reduces
  *      them);
- *   2. M <= NVFP4_SM90_INKERNEL_A_MAX_M (2; only on the REGW / REGR
- *      kernels and K <= NVFP4_SM90_INKERNEL_A_STATIC_MAX_K, where it
- *      measured faster; the testing hook forces it up to M = 8): the
- *      register GEMM quantizes the BF16 activations itself (the in-kernel A
- *      producer; its CTA 0 also writes the optional codes and scales), and
- *      that is all; else
- *   2. the A producer (sm90_quantize.cu's block kernel): BF16 blocks of 16
- *      -> E4M3 scale and E2M1 codes exactly as nvfp4_quantize() -> what the
+ *   2. where nvfp4_sm90_plan_linear takes the in-kernel A producer (M <= 2,
+ *      REGW / REGR, K <= 8192: plan.h): the register GEMM quantizes the
+ *      BF16 activations itself (its CTA 0 also writes the optional codes
+ *      and scales), and that is all; else
+ *   2. the A producer (quantize.cu's block kernel): BF16 blocks of 16 ->
+ *      E4M3 scale and E2M1 codes exactly as nvfp4_quantize() -> what the
  *      GEMM consumes, plus the optional debug copies of codes and scales;
- *   3. the GEMM (sm90_gemm.cu).
+ *   3. the GEMM (gemm.cu), the quantizer's programmatic dependent.
  * docs/STREAMING_A.md has the design and the state of the fusion. */
-#include <cuda_runtime.h>
-#include <stdint.h>
+#define __NV_LEGACY_LAUNCH 1
 #include <string.h>
 
-#include "cuda/quantize_internal.h"
-#include "cuda/sm90_heuristics.cuh"
-
-/* sm90_gemm.cu: the GEMM from the FP16 activations the quantizer just
- * wrote into its workspace, launched as the quantizer's programmatic
- * dependent, and whether the planned kernel reads NVFP4 activations itself
- * (small M). */
-extern "C" nvfp4_status nvfp4_sm90_gemm_from_f16(const nvfp4_cuda_gemm_args *args);
-/* ... and from the NVFP4 activations the quantizer just wrote, launched as its
- * programmatic dependent (the split kernel prefetches weights meanwhile). */
-extern "C" nvfp4_status nvfp4_sm90_gemm_after_quantizer(const nvfp4_cuda_gemm_args *args);
-extern "C" int nvfp4_sm90_gemm_takes_nvfp4_act(int64_t m, int64_t n, int64_t k, int k_slices);
-/* ... and whether that kernel is the rotating register kernel (REGR) */
-extern "C" int nvfp4_sm90_gemm_plans_regr(int64_t m, int64_t n, int64_t k, int k_slices);
-/* ... and where its workspace keeps the wgmma kernel's stream-K counters
- * (their number; 0 where it has none): the quantizer zeroes them. */
-extern "C" int nvfp4_sm90_gemm_sk_counters(void *workspace, int64_t m, int64_t n, int64_t k, unsigned **counters);
+#include "cuda/sm90/host.h"
+#ifdef NVFP4_TESTING
+#include "nvfp4_testing.h"
+#endif
 
 /* Workspace layout (every part 256-byte aligned):
  *   [0, 1024)         the amax pass's words, one per CTA (at most LIN_AMAX_PARTS)
@@ -132,12 +115,22 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
         if (e != cudaSuccess)
             return nvfp4_fail(NVFP4_ERR_CUDA, "%s: clearing x_scales: %s", fn, cudaGetErrorString(e));
     }
-    /* small M and x in 16-byte rows (its TMA box): the GEMM quantizes the
-     * BF16 blocks itself (one launch with a static scale; the amax pass and
-     * then the GEMM as its programmatic dependent with the dynamic one), its
-     * CTA 0 the debug copies too. */
-    const int inkernel = (args->raw || args->out) && k % 8 == 0 && !lin_misaligned(args->x, 16) &&
-                         nvfp4_sm90_gemm_quantizes_bf16(m, n, kp, args->k_slices);
+    /* The GEMM's plan: with small M and x in 16-byte rows (its TMA box), the
+     * GEMM quantizes the BF16 blocks itself (one launch with a static scale;
+     * the amax pass and then the GEMM as its programmatic dependent with the
+     * dynamic one), its CTA 0 the debug copies too; else after the quantizer. */
+    const int gemm = args->raw || args->out;
+    nvfp4_sm90_plan plan;
+    memset(&plan, 0, sizeof plan);
+    if (gemm) {
+        nvfp4_sm90_device_info *dev = NULL;
+        if ((st = nvfp4_sm90_device_of(&dev)) != NVFP4_OK) return st;
+        if (nvfp4_sm90_plan_linear(&dev->dev, m, n, kp, args->k_slices, k % 8 == 0 && !lin_misaligned(args->x, 16),
+                                   &plan) != 0)
+            return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "%s: no kernel for M=%lld N=%lld K=%lld with %d K slices", fn,
+                              (long long)m, (long long)n, (long long)kp, args->k_slices);
+    }
+    const int inkernel = gemm && plan.act == NVFP4_SM90_ACT_BF16;
     if (!args->input_scale) { /* no memset: each CTA stores its own word */
         st = nvfp4_q_amax_parts_launch(args->x, m, k, amax_parts, LIN_AMAX_PARTS, &amax_n, stream, fn);
         if (st != NVFP4_OK) return st;
@@ -166,13 +159,13 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
         src.codes = args->x_codes;
         src.scales = args->x_scales;
         src.cuda_variant = args->variant == NVFP4_VARIANT_CUDA;
-        return nvfp4_sm90_gemm_quantizing(&g, &src);
+        return nvfp4_sm90_gemm_planned(&g, &plan, &src);
     }
 
-    /* Small M: the GEMM's own producer dequantizes NVFP4 activations, so the
+    /* Register kernels: their own warps dequantize NVFP4 activations, so the
      * quantizer writes codes and scales (into the workspace unless the caller
      * asked for them) instead of FP16 operands. */
-    const int nvfp4_act = nvfp4_sm90_gemm_takes_nvfp4_act(m, n, kp, args->k_slices);
+    const int nvfp4_act = gemm && NVFP4_SM90_IS_REG(&nvfp4_sm90_kernels[plan.kernel]);
     if (nvfp4_act) {
         if (!codes) codes = ws + lay.codes;
         if (!scales) scales = ws + lay.scales;
@@ -189,10 +182,9 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
     q.cuda_variant = args->variant == NVFP4_VARIANT_CUDA;
     /* eager before REGR (attn-out, FC2 at M <= 16): the table kernel, where
      * four lanes a block measured 0.7-1.6 us slower in the fused linear
-     * (docs/STREAMING_A.md, twenty-third session; QKV and FC1, on REGM and
-     * REGW, the other way round) -- whether it writes codes or, for REGR
-     * on FP16 activations (an option of sm90_gemm.cu), FP16 operands */
-    q.table_first = !q.cuda_variant && nvfp4_sm90_gemm_plans_regr(m, n, kp, args->k_slices);
+     * (docs/STREAMING_A.md; QKV and FC1, on REGM and REGW, the other way
+     * round) */
+    q.table_first = !q.cuda_variant && gemm && nvfp4_sm90_kernels[plan.kernel].family == NVFP4_SM90_REGR;
     q.codes = codes;
     q.scales = scales;
     /* The producer writes the exact FP16 operands straight into the GEMM's
@@ -205,14 +197,25 @@ extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
     q.stream = stream;
     st = nvfp4_q_blocks_launch(&q, fn);
     if (st != NVFP4_OK) return st;
-    if (!args->raw && !args->out) return NVFP4_OK;
+    if (!gemm) return NVFP4_OK;
 
-    /* The GEMM from the FP16 operands already in `act` (no pre-pass). */
+    /* The GEMM as the quantizer's programmatic dependent: from its NVFP4
+     * codes, or from the FP16 operands it wrote into `act` (no pre-pass). */
     g.a.per_tensor_scale = pts_slot;
     if (nvfp4_act) {
         g.a.codes = codes;
         g.a.scales = scales;
-        return nvfp4_sm90_gemm_after_quantizer(&g);
     }
-    return nvfp4_sm90_gemm_from_f16(&g);
+    return nvfp4_sm90_gemm_planned(&g, &plan, NULL);
 }
+
+#ifdef NVFP4_TESTING
+extern "C" int nvfp4_sm90_linear_inkernel(int64_t m, int64_t n, int64_t k, int k_slices)
+{
+    nvfp4_sm90_device_info *dev = NULL;
+    nvfp4_sm90_plan plan;
+    return nvfp4_sm90_device_of(&dev) == NVFP4_OK &&
+           nvfp4_sm90_plan_linear(&dev->dev, m, n, (k + 15) / 16 * 16, k_slices, k % 8 == 0, &plan) == 0 &&
+           plan.act == NVFP4_SM90_ACT_BF16;
+}
+#endif
