@@ -47,7 +47,7 @@ LDFLAGS  += $(SANFLAGS)
 
 NVCCFLAGS ?= -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
              -Xcompiler -Wall -Werror all-warnings -fmad=false -Iinclude -Isrc/core -Isrc \
-             -lineinfo
+             -lineinfo -Xfatbin=-compress-all
 # TESTING=1: the library with its testing hooks (src/core/nvfp4_testing.h),
 # which the test programs link: $(BUILD)/testing/libnvfp4.a.  The shipped
 # library has none.

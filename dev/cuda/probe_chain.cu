@@ -1,7 +1,7 @@
 /* probe_chain.cu -- does the 64x128 wgmma tile's dequantization overlap its
- * wgmma chain?  (docs/KERNEL.md, twentieth session: the tile's measured
- * time per wgmma is the consumer's instruction stream plus ~67 cycles, as
- * if the two ran one after the other.)  The consumer loop of the library's
+ * wgmma chain?  (The tile's measured time per wgmma was the consumer's
+ * instruction stream plus ~67 cycles, as if the two ran one after the
+ * other.)  The consumer loop of the library's
  * kernel, cut into parts, on data that stays in shared memory, in one
  * warpgroup per CTA and one CTA per SM:
  *

@@ -447,16 +447,13 @@ nvfp4_status nvfp4_q_blocks_launch(const nvfp4_q_launch *q, const char *fn)
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
         sms = 132; /* an H200's; a real failure shows at the launch */
     const int64_t want = (prows * nb + Q_THREADS - 1) / Q_THREADS, cap = (int64_t)sms * Q_CTAS_PER_SM;
-    /* one block per thread fits one CTA per SM: exact steps, no table (CTAs
-     * of 64 threads, to fit beside a register GEMM CTA, measured slower:
-     * docs/STREAMING_A.md), by four lanes a block (2) with NVFP4_Q_COOP >= 1
-     * (the default: measured faster there, seventeenth session); with
-     * NVFP4_Q_COOP = 2 also where the table kernel would give each thread at
-     * most two blocks (M = 128 on the seed's linears: measured slower).
-     * table_first (the fused linear, eager before a REGR GEMM): the table
-     * kernel all the same (measured faster there, twenty-third session). */
-    int mode = want <= sms ? 1 : 0;
-    if (mode == 1) mode = 2;
+    /* one block per thread fits one CTA per SM: exact steps, no table, four
+     * lanes a block (2; measured faster there; CTAs of 64 threads, to fit
+     * beside a register GEMM CTA, measured slower); elsewhere the table
+     * kernel (four lanes a block measured slower at M = 128).  table_first
+     * (the fused linear, eager before a REGR GEMM): the table kernel all
+     * the same (measured faster there: docs/STREAMING_A.md). */
+    int mode = want <= sms ? 2 : 0;
     if (q->table_first && mode == 2) mode = 0;
 #ifdef NVFP4_TESTING
     if (q_forced_launch >= 0) mode = q_forced_launch;

@@ -784,17 +784,16 @@ extern "C" __global__ void REGM_BOUNDS
      * the dequantization has all the ILP a warp can issue), the stage's
      * activation fragments with the mma; then the chain's accumulator --
      * from the warp of chunk c - 1 through the chain's shared-memory slot and
-     * REGR_HAND_WAIT (sm90_regm.cuh: a named barrier per receiving warp, or
-     * the mbarrier acc_ready[R j + r]) -- takes the chunk's 16 steps in k
+     * REGR_HAND_WAIT (regm.cuh: the mbarrier acc_ready[R j + r]) -- takes the chunk's 16 steps in k
      * order, and goes on to the warp of chunk c + 1 (REGR_HAND_SIGNAL).  The
      * chain is the one sequence of steps of the contract; only the warp that
      * issues it changes between chunks, so R - 1 chunks are dequantized
      * while one is multiplied.  With mbarriers, completion i of acc_ready[R j
      * + r] is the hand-off into chunk r + R i (r > 0) or R (i + 1) (r = 0):
      * the waiter's parity is ((c - 1) / R) & 1, and it never runs two phases
-     * ahead (its previous chunk needed completion i - 1).  (Eighteenth
-     * session: removing the hand-off altogether saved at most 0.5 us while
-     * the dequantization is there -- docs/KERNEL.md.) */
+     * ahead (its previous chunk needed completion i - 1).  (Removing the
+     * hand-off altogether saved at most 0.5 us while the dequantization is
+     * there.) */
     const int mw = warp - p.loaders - REGM_AWN;
     if (mw >= mma_live) return;
     const int jr = mw / REGM_ROT, rr = mw % REGM_ROT;

@@ -16,11 +16,9 @@
 
 #define SM90_THREADS (128 * (SM90_NC + 1))
 /* K slices (docs/CONTRACT.md) need a second accumulator set: only the
- * variants with bn <= 64 carry it (the planner picks those when k_slices > 1).
- * NVFP4_SM90_LEAN (seventeenth session; the default, sm90_gemm.cu): the
- * planned kernels leave it out, and twins that carry it
- * (SM90_SLICED defined by the includer; names ending _sl) run the GEMMs
- * that have slices.  Why (SASS, read without a GPU): the slice code doubled
+ * bn = 64 tiles built with SM90_SLICED (names ending _sl) carry it, and the
+ * planner takes them when a slice ends before K.  Why the others leave it
+ * out (SASS): the slice code doubled
  * the loops of the tiles that carried it -- 64x64 555 -> 279 instructions
  * per 8 HGMMA, 128x64 533 -> 273 -- and made ptxas serialize the 128x64
  * tile's wgmmas (C7511: an arrive and a wait around each). */
@@ -208,15 +206,14 @@
 #define SM90_WAIT_GROUP() ptx_wgmma_wait1()
 #define SM90_RETIRE_BOOKKEEPING() const int rel_slot_ = prev_slot, rel_ = kc > kbeg && prev_last;
 
-/* Chunk pairs (NVFP4_SM90_PAIR, sixteenth session; the default since the
- * seventeenth, sm90_gemm.cu): a wgmma group is two chunks' 8 k16
+/* Chunk pairs: a wgmma group is two chunks' 8 k16
  * steps, and the next two chunks are dequantized together -- twice the
  * independent instructions between two waits, and one fence, commit and
  * wait_group per 8 steps instead of per 4.  Why: the 64x128 tile (attn-out
  * and FC2 at M = 128, one consumer warp per scheduler) runs ~650 cycles a
  * chunk against 4 x ~67 for its wgmma chain and ~250 cycles of issue for
  * its dequantization, and its barriers and waits alone took about half
- * the kernel's time (docs/KERNEL.md, sixteenth session).  For the 128-row
+ * the kernel's time (13-15 % faster in pairs: docs/KERNEL.md).  For the 128-row
  * tiles (wgmma N <= NVFP4_SM90_PAIR_MAX_BN) with two chunks a stage and
  * one consumer, or one chunk a stage (two stages a pair) and two; the
  * same k16 steps in the same order into the same accumulators. */
@@ -273,12 +270,11 @@
         if (!more_) break;                                                                         \
         nvfp4_sm90_convert_chunk(ra_, xsel, NXT);                                                  \
         nvfp4_sm90_convert_chunk(rb_, xsel, NXT + 4);
-/* NVFP4_SM90_LOAD_FIRST (twentieth session; the default since the
- * twenty-first): the same step with the next pair's `full` wait and its
- * code and scale loads *before* this pair's wgmmas are issued.  In the
- * other order the loads follow 8 dependent wgmmas and the wait's branch
- * keeps ptxas from moving them up.  Measured (docs/KERNEL.md, 21st
- * session): 2.4-2.8 % off attn-out and FC2 at M = 128, QKV level; the
+/* The pair step: the next pair's `full` wait and its code and scale loads
+ * come *before* this pair's wgmmas are issued.  In the other order the
+ * loads follow 8 dependent wgmmas and the wait's branch keeps ptxas from
+ * moving them up.  Measured: 2.4-2.8 % off attn-out and FC2 at M = 128
+ * (H100), QKV level; the
  * overlap of dequantization and chain itself is unchanged (probe_chain
  * "loads first" 96.8 cycles a wgmma against "both" 96.2). */
 #define SM90_PAIR_STEP(CUR, NXT)                                                                   \
@@ -301,9 +297,7 @@
  * independent load -> dequant -> wgmma chains where M is small. */
 #define SM90_MINB NVFP4_SM90_CTAS(SM90_BN, SM90_NC)
 
-/* The register split of the single-consumer tiles (NVFP4_SM90_REGBAL,
- * sixteenth session; the default since the seventeenth, sm90_gemm.cu): the
- * producer warpgroup gives its registers back (setmaxnreg.dec to 40) and the
+/* The register split of the single-consumer tiles: the producer warpgroup gives its registers back (setmaxnreg.dec to 40) and the
  * consumer takes what its CTA's share allows -- as the two-consumer tiles
  * always did.  Why (SASS, read without a GPU): ptxas then keeps the stage
  * index and the wgmma descriptors in uniform registers (no R2UR per wgmma;
