@@ -5,6 +5,8 @@
 #   src/cpu/*_avx2.c       compiled with AVX2+FMA enabled (chosen at run time)
 #   src/cpu/*_avx512.c     compiled with AVX-512 enabled (chosen at run time)
 #   src/cuda/*.cu          CUDA C for sm_90a (only when nvcc is found)
+#   src/cuda/sm120/*.cu,.c the GB10 / RTX Blackwell family, sm_120a + sm_121a
+#                          (when nvcc has them; the quantizer's kernels too)
 #   src/cuda/stub_nocuda.c replaces them in builds without CUDA
 #   cli/*.c                the nvfp4 command (bench/*.c joins it in CUDA builds)
 #   tests/unit/test_*.c    one test program each
@@ -51,11 +53,24 @@ NVCCFLAGS ?= -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fP
 
 LIB_C    := $(wildcard src/*/*.c)
 CUDA_CU  := $(wildcard src/cuda/*.cu)
+# The sm120 family (src/cuda/sm120), for the targets this nvcc knows; a
+# build without them runs the sm90 family only.
+ifeq ($(WITH_CUDA),1)
+  NVCC_ARCHS    := $(shell "$(NVCC)" --list-gpu-arch 2>/dev/null)
+  SM120_GENCODE := $(if $(filter compute_120,$(NVCC_ARCHS)),-gencode=arch=compute_120a$(comma)code=sm_120a) \
+                   $(if $(filter compute_121,$(NVCC_ARCHS)),-gencode=arch=compute_121a$(comma)code=sm_121a)
+  WITH_SM120    := $(if $(strip $(SM120_GENCODE)),1,0)
+endif
 ifeq ($(WITH_CUDA),1)
   LIB_C   := $(filter-out src/cuda/stub_nocuda.c,$(LIB_C))
   CLI_C   := $(wildcard cli/*.c) $(wildcard bench/*.c)
   CFLAGS  += -DNVFP4_WITH_CUDA=1 -I$(CUDA_HOME)/include
   CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
+  ifeq ($(WITH_SM120),1)
+    LIB_C   += $(wildcard src/cuda/sm120/*.c)
+    CUDA_CU += $(wildcard src/cuda/sm120/*.cu)
+    CFLAGS  += -DNVFP4_WITH_SM120=1
+  endif
 else
   LIB_C   := $(filter-out src/cuda/%.c,$(LIB_C)) src/cuda/stub_nocuda.c
   CUDA_CU :=
@@ -120,10 +135,21 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c src/quant/quant_sm90.h
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # nvcc writes no dependency files: the headers CUDA sources include, listed.
-CUDA_HDRS := include/nvfp4.h $(wildcard src/core/*.h src/formats/*.h src/quant/*.h src/cuda/*.h src/cuda/*.cuh)
+CUDA_HDRS := include/nvfp4.h $(wildcard src/core/*.h src/formats/*.h src/quant/*.h src/oracle/*.h src/cuda/*.h \
+             src/cuda/*.cuh src/cuda/sm120/*.h src/cuda/sm120/*.cuh)
 $(BUILD)/obj/%.cu.o: %.cu $(CUDA_HDRS)
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) $(NVCC_TU_FLAGS) -c $< -o $@
+# The sm90 family defines the public CUDA entry points under its own names;
+# src/cuda/dispatch.c picks a family per device (src/cuda/dispatch.h).
+SM90_ENTRY_FLAGS := -DNVFP4_SM90_ENTRIES -include src/cuda/dispatch.h
+$(BUILD)/obj/src/cuda/sm90_gemm.cu.o $(BUILD)/obj/src/cuda/sm90_linear.cu.o: NVCC_TU_FLAGS = $(SM90_ENTRY_FLAGS)
+# the quantizer's kernels run on both families (the sm120 linear's A producer)
+$(BUILD)/obj/src/cuda/sm90_quantize.cu.o: NVCC_TU_FLAGS = $(SM120_GENCODE)
+# the sm120 family: its own targets only
+$(BUILD)/obj/src/cuda/sm120/%.cu.o: src/cuda/sm120/%.cu $(CUDA_HDRS)
+	@mkdir -p $(@D)
+	$(NVCC) $(filter-out -gencode=%,$(NVCCFLAGS)) $(SM120_GENCODE) -c $< -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testlib.h $(BUILD)/libnvfp4.a
 	@mkdir -p $(@D)

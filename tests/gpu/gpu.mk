@@ -87,6 +87,39 @@ $(BUILD)/gpu/cublas_explain: tests/gpu/cublas_explain.c lib
 	@mkdir -p $(@D)
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a -lcublas $(GPU_LIBS)
 
+# The sm120 kernel proven on an H100 / H200 (tests/gpu/sm120_emu.sh runs it):
+# src/cuda/sm120/gemm.cu built with NVFP4_SM120_EMULATE for sm_90a (the
+# block-scaled MMA done by shuffles and the C rule, src/cuda/sm120/mma.cuh)
+# replaces the library's sm120 object in a copy of the library; test_sm120_emu
+# runs the GEMM and the linear on it against the CPU backend, probe_sm120_emu
+# the probe on the emulated MMA (its layout, and its step against
+# nvfp4_sm120_step).  sm120_suite is the same test on the library itself, for
+# a GB10 / RTX Blackwell (tests/gpu/gb10.sh).  A test build only: the
+# emulation never enters the library.
+SM120_EMU_NVCC = $(NVCC) -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC \
+  -Xcompiler -fvisibility=hidden -Xcompiler -Wall -Werror all-warnings -fmad=false -Iinclude -Isrc/core -Isrc \
+  -DNVFP4_SM120_EMULATE
+.PHONY: sm120-emu
+sm120-emu: $(BUILD)/gpu/test_sm120_emu $(BUILD)/gpu/probe_sm120_emu
+all: sm120-emu $(BUILD)/gpu/sm120_suite
+$(BUILD)/obj/sm120emu/gemm.cu.o: src/cuda/sm120/gemm.cu src/cuda/sm120/*.h src/cuda/sm120/*.cuh src/oracle/*.h lib
+	@mkdir -p $(@D)
+	$(SM120_EMU_NVCC) -c $< -o $@
+$(BUILD)/obj/sm120emu/libnvfp4_sm120emu.a: $(BUILD)/obj/sm120emu/gemm.cu.o lib
+	cp $(BUILD)/libnvfp4.a $@
+	ar d $@ gemm.cu.o
+	ar rcs $@ $<
+$(BUILD)/gpu/test_sm120_emu: tests/gpu/test_sm120_emu.c tests/unit/testlib.h $(BUILD)/obj/sm120emu/libnvfp4_sm120emu.a
+	@mkdir -p $(@D)
+	$(CC) $(GPU_CFLAGS) -DNVFP4_SM120_EMULATE -o $@ $< $(BUILD)/obj/sm120emu/libnvfp4_sm120emu.a $(GPU_LIBS)
+$(BUILD)/gpu/sm120_suite: tests/gpu/test_sm120_emu.c tests/unit/testlib.h lib
+	@mkdir -p $(@D)
+	$(CC) $(GPU_CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a $(GPU_LIBS)
+$(BUILD)/gpu/probe_sm120_emu: tests/gpu/probe_sm120.cu src/cuda/sm120/*.h src/cuda/sm120/*.cuh src/oracle/*.h lib
+	@mkdir -p $(@D)
+	$(SM120_EMU_NVCC) -c -o $@.o $<
+	$(CC) -o $@ $@.o $(BUILD)/libnvfp4.a $(GPU_LIBS)
+
 # The GB10 / RTX Blackwell probe (tests/gpu/probe_sm120.cu), sm_120a + sm_121a:
 # compile-only wherever nvcc can (CI); it runs only on such a GPU.  When a
 # cuobjdump is found, the SASS must hold the block-scaled MMA (OMMA.SF).
@@ -247,9 +280,10 @@ alt-objs: $(foreach a,$(ALTS),$(BUILD)/obj/alt/sm90_gemm_$(a).cu.o \
 .SECONDARY:
 SM90_ALT_NVCC = $(NVCC) -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC \
   -Xcompiler -fvisibility=hidden -fmad=false -Iinclude -Isrc/core -Isrc -lineinfo
+# (the family's entry points under their own names, as the library's: Makefile SM90_ENTRY_FLAGS)
 $(BUILD)/obj/alt/sm90_gemm_%.cu.o: src/cuda/sm90_gemm.cu lib
 	@mkdir -p $(@D)
-	$(SM90_ALT_NVCC) $(ALT_FLAGS_$*) -c $< -o $@
+	$(SM90_ALT_NVCC) -DNVFP4_SM90_ENTRIES -include src/cuda/dispatch.h $(ALT_FLAGS_$*) -c $< -o $@
 $(BUILD)/obj/alt/sm90_quantize_%.cu.o: src/cuda/sm90_quantize.cu lib
 	@mkdir -p $(@D)
 	$(SM90_ALT_NVCC) $(ALT_QFLAGS_$*) -c $< -o $@
