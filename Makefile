@@ -2,8 +2,8 @@
 #
 # Sources are found by directory, so adding a file needs no edit here:
 #   src/*/*.c              the library (C11)
-#   src/cpu/*_avx2.c       compiled with AVX2+FMA enabled (chosen at run time)
-#   src/cpu/*_avx512.c     compiled with AVX-512 enabled (chosen at run time)
+#   src/cpu/*_avx2.c       compiled with AVX2+FMA enabled (chosen at run time; x86-64)
+#   src/cpu/*_avx512.c     compiled with AVX-512 enabled (chosen at run time; x86-64)
 #   src/cuda/*.cu          CUDA C for sm_90a (only when nvcc is found)
 #   src/cuda/sm120/*.cu,.c the GB10 / RTX Blackwell family, sm_120a + sm_121a
 #                          (when nvcc has them; the quantizer's kernels too)
@@ -88,7 +88,8 @@ CLI_O    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_C))
 TEST_C   := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_C))
 
-.PHONY: all lib cli tests test test-unit test-cli test-python test-sanitize fuzz gpu-tests sm90-options probe-sm120 deps help clean
+.PHONY: all lib cli tests test test-unit test-cli test-python test-sanitize fuzz gpu-tests sm90-options probe-sm120 \
+        sm120-sass deps help clean
 all: lib cli
 
 help:
@@ -99,6 +100,7 @@ help:
 	@echo "make fuzz        libFuzzer over the safetensors reader (FUZZ_SECONDS=60)"
 	@echo "make gpu-tests   build the H200 test programs (tests/gpu/run.sh runs them)"
 	@echo "make probe-sm120 build the GB10 / RTX Blackwell probe (when nvcc has sm_121a)"
+	@echo "make sm120-sass  check the library's sm120 kernels hold the block-scaled MMA (cuobjdump)"
 	@echo "make sm90-options  compile the H200 kernel's not-yet-default options (tests/gpu/gpu.mk alts)"
 	@echo "make deps        install the Debian packages the build needs"
 
@@ -118,10 +120,13 @@ $(BUILD)/libnvfp4.so: $(LIB_O)
 $(BUILD)/nvfp4: $(CLI_O) $(BUILD)/libnvfp4.a
 	$(CC) -o $@ $(CLI_O) $(BUILD)/libnvfp4.a $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
 
+# x86-64 only: elsewhere (aarch64: GB10, Grace) the SIMD files build without
+# their flags, as the portable code they fall back to.
+HOST_X86 := $(findstring x86_64,$(shell $(CC) -dumpmachine 2>/dev/null))
 $(BUILD)/obj/%.o: %.c include/nvfp4.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(if $(findstring _avx512,$<),-mavx512f -mavx512bw -mavx512vl -mavx512dq -mbmi2) \
-	      $(if $(findstring _avx2,$<),-mavx2 -mbmi2) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(if $(HOST_X86),$(if $(findstring _avx512,$<),-mavx512f -mavx512bw -mavx512vl -mavx512dq -mbmi2) \
+	      $(if $(findstring _avx2,$<),-mavx2 -mbmi2)) -MMD -MP -c $< -o $@
 
 $(BUILD)/gen/rcp_table_c: tools/rcp_table_c.c
 	@mkdir -p $(@D)
@@ -197,6 +202,12 @@ probe-sm120:
 	@if [ -n "$(NVCC)" ] && "$(NVCC)" --list-gpu-arch 2>/dev/null | grep -q compute_121; then \
 	  $(MAKE) --no-print-directory -f tests/gpu/gpu.mk BUILD=$(BUILD) probe-sm120; \
 	else echo "probe-sm120: skipped (no nvcc with sm_120a / sm_121a here)"; fi
+
+# the library's sm120 kernels hold the block-scaled MMA in their SASS (tests/gpu/gpu.mk)
+sm120-sass:
+	@if [ -n "$(NVCC)" ] && "$(NVCC)" --list-gpu-arch 2>/dev/null | grep -q compute_121; then \
+	  $(MAKE) --no-print-directory -f tests/gpu/gpu.mk BUILD=$(BUILD) sm120-sass; \
+	else echo "sm120-sass: skipped (no nvcc with sm_120a / sm_121a here)"; fi
 
 clean:
 	rm -rf build build-asan build-fuzz

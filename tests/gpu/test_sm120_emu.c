@@ -41,6 +41,7 @@
 
 #include "cuda/sm120/sm120.h"
 #include "nvfp4.h"
+#include "sm120_data.h"
 #include "testlib.h"
 
 #define CUDA_OK(call)                                                                                \
@@ -71,53 +72,6 @@ static double now_s(void)
 }
 
 /*----------------------------------- data -----------------------------------*/
-
-enum { DATA_REAL, DATA_WIDE, NDATA };
-
-/* A block scale: DATA_REAL spreads blocks over 2^-6 .. 2^8 (a few zero);
- * DATA_WIDE adds subnormal, 448, NaN and sign-bit bytes. */
-static uint8_t scale_byte(uint64_t *s, int kind)
-{
-    const uint64_t r = test_rand(s);
-    if (kind == DATA_WIDE) {
-        switch (r % 10) {
-        case 0: return (uint8_t)(r & 0x100 ? 0x80 : 0x00);
-        case 1: return (uint8_t)((r >> 8) % 8);
-        case 2: return (uint8_t)(0x7e | ((r >> 9) & 0x80));
-        case 3: return (uint8_t)((r >> 8) % 64 == 0 ? ((r >> 20) & 1 ? 0xff : 0x7f) : 0x40);
-        case 4: return (uint8_t)(0x80 | (0x08 + (r >> 8) % 0x70));
-        default: break;
-        }
-    }
-    if (r % 97 == 0) return 0;
-    return (uint8_t)(0x08 + (r >> 8) % 0x70); /* 2^-6 .. 2^8, no NaN */
-}
-
-/* A hi-first, tiled NVFP4 operand; the tiled layout's padding holds NaN
- * bytes (a kernel that reads them goes wrong). */
-static void make_operand(nvfp4_tensor *t, int64_t rows, int64_t cols, uint64_t seed, int kind)
-{
-    if (nvfp4_tensor_alloc(t, rows, cols, NVFP4_HI_FIRST, NVFP4_SCALES_TILED) != NVFP4_OK) {
-        fprintf(stderr, "nvfp4_tensor_alloc: %s\n", nvfp4_last_error());
-        exit(2);
-    }
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-    memset(t->scales, 0x7f, nvfp4_scales_bytes(rows, cols, NVFP4_SCALES_TILED));
-    const int64_t nb = cols / 16;
-    for (int64_t r = 0; r < rows; r++) {
-        uint8_t *c = t->codes + r * (cols / 2);
-        for (int64_t i = 0; i < cols / 2; i += 8) {
-            uint64_t v = test_rand(&s);
-            memcpy(c + i, &v, cols / 2 - i < 8 ? (size_t)(cols / 2 - i) : 8);
-        }
-        if (kind == DATA_WIDE)
-            for (int64_t i = 0; i < cols / 2; i++)
-                if (test_rand(&s) % 7 == 0) c[i] = 0x88; /* -0, -0 */
-        for (int64_t cb = 0; cb < nb; cb++)
-            t->scales[nvfp4_tiled_scale_offset(r, cb, cols)] = scale_byte(&s, kind);
-    }
-    t->per_tensor_scale = (float)(0.01 + (double)(test_rand(&s) % 1000) / 500.0);
-}
 
 static float *make_bias(int64_t n, uint64_t seed)
 {
@@ -205,8 +159,8 @@ static void gemm_case(const char *label, int64_t m, int64_t n, int64_t k, int k_
                       int want_raw, int want_out, size_t shift, uint64_t seed)
 {
     nvfp4_tensor a, b;
-    make_operand(&a, m, k, seed, kind);
-    make_operand(&b, n, k, seed + 1, kind);
+    sm120_data_operand(&a, m, k, seed, kind);
+    sm120_data_operand(&b, n, k, seed + 1, kind);
     float *bias = with_bias ? make_bias(n, seed) : NULL;
     dev_op da, db;
     upload(&da, &a, m, shift);
@@ -241,8 +195,8 @@ static void seed_linears(void)
         const int64_t n = LIN[li].n, k = LIN[li].k, mmax = 128;
         double t0 = now_s();
         nvfp4_tensor a, b;
-        make_operand(&a, mmax, k, 500 + (uint64_t)li, DATA_REAL);
-        make_operand(&b, n, k, 600 + (uint64_t)li, DATA_REAL);
+        sm120_data_operand(&a, mmax, k, 500 + (uint64_t)li, DATA_REAL);
+        sm120_data_operand(&b, n, k, 600 + (uint64_t)li, DATA_REAL);
         float *bias = make_bias(n, 700 + (uint64_t)li);
         dev_op da, db;
         upload(&da, &a, mmax, 0);
@@ -304,7 +258,7 @@ static void odd_shapes(const char *label, uint64_t seed)
         {32, 64, 144, 1},  {33, 100, 1008, 5}, {63, 24, 272, 1},   {64, 65, 2048, 3}, {65, 128, 336, 1},
         {100, 80, 784, 2}, {130, 272, 1104, 1}, {257, 96, 400, 7}, {40, 5376, 224, 1}};
     for (size_t i = 0; i < sizeof S / sizeof S[0]; i++) {
-        const int kind = (int)(i % NDATA);
+        const int kind = i % 2 ? DATA_WIDE : DATA_REAL;
         /* codes 8 bytes off their 16-byte alignment now and then: the 8-byte copies */
         const size_t shift = i % 4 == 3 ? 8 : 0;
         gemm_case(label, S[i].m, S[i].n, S[i].k, S[i].slices, kind, (int)(i % 3 != 1), 1, 1, shift,
@@ -477,7 +431,7 @@ static void streaming_a(void)
     for (int li = 0; li < 4; li++) {
         double t0 = now_s();
         nvfp4_tensor w;
-        make_operand(&w, LIN[li].n, LIN[li].k, 800 + (uint64_t)li, DATA_REAL);
+        sm120_data_operand(&w, LIN[li].n, LIN[li].k, 800 + (uint64_t)li, DATA_REAL);
         dev_op dw;
         upload(&dw, &w, w.rows, 0);
         for (int mi = 0; mi < 2; mi++)
@@ -495,7 +449,7 @@ static void streaming_a(void)
     for (size_t i = 0; i < sizeof S / sizeof S[0]; i++) {
         const int64_t kp = (S[i].k + 15) / 16 * 16;
         nvfp4_tensor w;
-        make_operand(&w, S[i].n, kp, 1000 + (uint64_t)i, i % 2 ? DATA_WIDE : DATA_REAL);
+        sm120_data_operand(&w, S[i].n, kp, 1000 + (uint64_t)i, i % 2 ? DATA_WIDE : DATA_REAL);
         for (int64_t r = 0; r < w.rows; r++) /* no NaN weight scales: the CPU's NaN bits are x86's */
             for (int64_t cb = 0; cb < kp / 16; cb++) {
                 uint8_t *sc = &w.scales[nvfp4_tiled_scale_offset(r, cb, kp)];
@@ -519,8 +473,8 @@ static void streaming_a(void)
 static void argument_errors(void)
 {
     nvfp4_tensor a, b;
-    make_operand(&a, 4, 64, 1, DATA_REAL);
-    make_operand(&b, 16, 64, 2, DATA_REAL);
+    sm120_data_operand(&a, 4, 64, 1, DATA_REAL);
+    sm120_data_operand(&b, 16, 64, 2, DATA_REAL);
     dev_op da, db;
     upload(&da, &a, 4, 0);
     upload(&db, &b, 16, 0);
