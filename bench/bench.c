@@ -373,6 +373,15 @@ static int lt_prepare(fp8_ctx *c, cudaDataType_t type, const void *sa, const voi
     return 0;
 }
 
+static void lt_init(fp8_ctx *c, cublasLtHandle_t h, void *y, void *ws, size_t ws_bytes)
+{
+    memset(c, 0, sizeof *c);
+    c->h = h;
+    c->y = y;
+    c->ws = ws;
+    c->ws_bytes = ws_bytes;
+}
+
 static void lt_release(fp8_ctx *c)
 {
     if (c->lw) cublasLtMatrixLayoutDestroy(c->lw);
@@ -810,11 +819,7 @@ int nvfp4_cli_bench(int argc, char **argv)
             }
             /* cuBLASLt FP8, per-tensor scales, BF16 out */
             fp8_ctx fc;
-            memset(&fc, 0, sizeof fc);
-            fc.h = hl;
-            fc.y = y;
-            fc.ws = lt_ws;
-            fc.ws_bytes = lt_ws_bytes;
+            lt_init(&fc, hl, y, lt_ws, lt_ws_bytes);
             for (int r = 0; r < r8; r++) {
                 fc.w[r] = wf8[r];
                 fc.x[r] = xf8[r];
@@ -826,11 +831,7 @@ int nvfp4_cli_bench(int argc, char **argv)
             /* cuBLASLt NVFP4: the same NVFP4 bytes as ours (cuBLAS reads the
              * codes low nibble first: random bytes either way) */
             fp8_ctx f4;
-            memset(&f4, 0, sizeof f4);
-            f4.h = hl;
-            f4.y = y;
-            f4.ws = lt_ws;
-            f4.ws_bytes = lt_ws_bytes;
+            lt_init(&f4, hl, y, lt_ws, lt_ws_bytes);
             for (int r = 0; r < rq; r++) {
                 f4.w[r] = wq[r], f4.sw[r] = wqs[r];
                 f4.x[r] = xq[r], f4.sx[r] = xqs[r];

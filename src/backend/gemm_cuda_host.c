@@ -23,12 +23,8 @@ nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms)
 {
     if (!args || !args->a || !args->b)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "gemm (cuda): A and B are required");
-    nvfp4_model device_model;
-    if (nvfp4_cuda_model(&device_model) != NVFP4_OK)
-        return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "gemm (cuda): %s", nvfp4_last_error());
-    if (args->model != device_model)
-        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "gemm (cuda): this device's kernel computes the %s model (asked: %s)",
-                          nvfp4_model_name(device_model), nvfp4_model_name(args->model));
+    nvfp4_status model_st = nvfp4_cuda_host_model(args->model, "gemm (cuda)");
+    if (model_st != NVFP4_OK) return model_st;
     const nvfp4_tensor *a = NULL, *b = NULL;
     nvfp4_tensor ta = {0}, tb = {0};
     nvfp4_status st = as_stored(args->a, &ta, &a);

@@ -18,12 +18,8 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel
     if (args->m < 1 || args->k < 1)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "linear (cuda): empty activations (%lld x %lld)",
                           (long long)args->m, (long long)args->k);
-    nvfp4_model device_model;
-    if (nvfp4_cuda_model(&device_model) != NVFP4_OK)
-        return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "linear (cuda): %s", nvfp4_last_error());
-    if (args->model != device_model)
-        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "linear (cuda): this device's kernel computes the %s model (asked: %s)",
-                          nvfp4_model_name(device_model), nvfp4_model_name(args->model));
+    nvfp4_status model_st = nvfp4_cuda_host_model(args->model, "linear (cuda)");
+    if (model_st != NVFP4_OK) return model_st;
     int64_t m = args->m, k = args->k, kp = (k + 15) / 16 * 16, mp = (m + 15) / 16 * 16;
     if (args->weight->cols != kp)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,

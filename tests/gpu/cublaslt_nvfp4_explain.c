@@ -33,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "explain_common.h"
 #include "nvfp4.h"
 #include "sm120_data.h"
 
@@ -57,15 +58,6 @@ static const struct { const char *name; int64_t n, k; } LIN[4] = {
 static const int64_t M_VALUES[4] = {1, 16, 128, 2048};
 static const char *DATA_NAMES[2] = {"narrow", "spread"};
 static const int DATA_KINDS[2] = {DATA_NARROW, DATA_REAL};
-
-static int in_list(const char *list, const char *item)
-{
-    if (!list) return 1;
-    size_t n = strlen(item);
-    for (const char *p = list; (p = strstr(p, item)) != NULL; p += n)
-        if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
-    return 0;
-}
 
 /*------------------------------- cuBLASLt -------------------------------*/
 
@@ -131,30 +123,7 @@ static int lt_run(lt_gemm *L, const void *w, const void *w_sc, const void *x, co
     return 1;
 }
 
-/*------------------------------- explain -------------------------------*/
-
-typedef struct found {
-    char model[16], rule[16], combine[16];
-    int k_slices, unique, ambiguous;
-    long long matched, evaluated;
-} found;
-
-static int parse(const char *json, found *r)
-{
-    json_t *root = json_loads(json, 0, NULL);
-    if (!root) return 0;
-    json_t *b = json_object_get(root, "best");
-    snprintf(r->model, sizeof r->model, "%s", json_string_value(json_object_get(b, "model")));
-    snprintf(r->rule, sizeof r->rule, "%s", json_string_value(json_object_get(b, "slice_rule")));
-    snprintf(r->combine, sizeof r->combine, "%s", json_string_value(json_object_get(b, "combine")));
-    r->k_slices = (int)json_integer_value(json_object_get(b, "k_slices"));
-    r->matched = json_integer_value(json_object_get(b, "matched_count"));
-    r->evaluated = json_integer_value(json_object_get(b, "evaluated"));
-    r->unique = json_is_true(json_object_get(root, "unique"));
-    r->ambiguous = json_is_true(json_object_get(root, "ambiguous"));
-    json_decref(root);
-    return 1;
-}
+/*------------------------------- operands -------------------------------*/
 
 /* Device copies of an operand: as stored (hi-first) for our kernel, low
  * nibble first for cuBLASLt; one set of tiled scales. */
@@ -256,17 +225,17 @@ int main(int argc, char **argv)
     int failures = 0;
     const double t_start = now_s();
     for (int li = 0; li < 4; li++) {
-        if (!in_list(lin_list, LIN[li].name)) continue;
+        if (!explain_in_list(lin_list, LIN[li].name)) continue;
         const int64_t N = LIN[li].n / (selftest ? 16 : 1), K = LIN[li].k;
         int64_t mmax = 0;
         for (int mi = 0; mi < 4; mi++) {
             char b[24];
             snprintf(b, sizeof b, "%lld", (long long)M_VALUES[mi]);
-            if (in_list(m_list, b) && M_VALUES[mi] > mmax) mmax = M_VALUES[mi];
+            if (explain_in_list(m_list, b) && M_VALUES[mi] > mmax) mmax = M_VALUES[mi];
         }
         if (!mmax) continue;
         for (int di = 0; di < 2; di++) {
-            if (!in_list(data_list, DATA_NAMES[di])) continue;
+            if (!explain_in_list(data_list, DATA_NAMES[di])) continue;
             nvfp4_tensor A, B;
             sm120_data_operand(&A, mmax, K, 4000 + 10 * (uint64_t)li + (uint64_t)di, DATA_KINDS[di]);
             sm120_data_operand(&B, N, K, 5000 + 10 * (uint64_t)li + (uint64_t)di, DATA_KINDS[di]);
@@ -286,7 +255,7 @@ int main(int argc, char **argv)
                 const int64_t M = M_VALUES[mi];
                 char mbuf[24], why[160] = "";
                 snprintf(mbuf, sizeof mbuf, "%lld", (long long)M);
-                if (!in_list(m_list, mbuf)) continue;
+                if (!explain_in_list(m_list, mbuf)) continue;
                 nvfp4_tensor Av = A;
                 Av.rows = M;
                 if (selftest) {
@@ -313,9 +282,9 @@ int main(int argc, char **argv)
                                          .alpha = 1.0f, .nthreads = threads};
                 char *json = NULL;
                 const double t0 = now_s();
-                found f;
+                explain_found f;
                 memset(&f, 0, sizeof f);
-                if (nvfp4_explain(&ea, &json) != NVFP4_OK || !parse(json, &f)) {
+                if (nvfp4_explain(&ea, &json) != NVFP4_OK || !explain_parse(json, &f)) {
                     fprintf(stderr, "explain: %s\n", nvfp4_last_error());
                     failures++;
                     nvfp4_free(json);

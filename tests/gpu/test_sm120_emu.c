@@ -285,6 +285,58 @@ static uint16_t *bf16_acts(int64_t m, int64_t k, uint64_t seed, int specials)
     return x;
 }
 
+/* A linear's device buffers: x, raw and out (poisoned), the workspace
+ * (stale bytes: the linear must not read what it did not write), the
+ * quantized activations it hands back, the optional static scale. */
+typedef struct dev_linear {
+    uint16_t *x, *out;
+    float *raw, *in, *xs;
+    uint8_t *xc, *xsc;
+    void *ws;
+    size_t ws_bytes, xcb, xsb;
+} dev_linear;
+
+static void dev_linear_alloc(dev_linear *d, const uint16_t *x, int64_t m, int64_t k, int64_t n, int64_t kp,
+                             const float *in_scale)
+{
+    const int64_t mp = (m + 15) / 16 * 16;
+    memset(d, 0, sizeof *d);
+    d->ws_bytes = nvfp4_linear_cuda_workspace(m, n, k);
+    d->xcb = (size_t)(mp * kp / 2);
+    d->xsb = nvfp4_scales_bytes(mp, kp, NVFP4_SCALES_TILED);
+    CUDA_OK(cudaMalloc((void **)&d->x, (size_t)(m * k) * 2));
+    CUDA_OK(cudaMemcpy(d->x, x, (size_t)(m * k) * 2, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMalloc((void **)&d->raw, (size_t)(m * n) * 4));
+    CUDA_OK(cudaMalloc((void **)&d->out, (size_t)(m * n) * 2));
+    CUDA_OK(cudaMemset(d->raw, 0xFF, (size_t)(m * n) * 4));
+    CUDA_OK(cudaMemset(d->out, 0xFF, (size_t)(m * n) * 2));
+    CUDA_OK(cudaMalloc(&d->ws, d->ws_bytes));
+    CUDA_OK(cudaMemset(d->ws, 0xA5, d->ws_bytes));
+    CUDA_OK(cudaMalloc((void **)&d->xc, d->xcb));
+    CUDA_OK(cudaMalloc((void **)&d->xsc, d->xsb));
+    CUDA_OK(cudaMalloc((void **)&d->xs, sizeof(float)));
+    if (in_scale) {
+        CUDA_OK(cudaMalloc((void **)&d->in, sizeof(float)));
+        CUDA_OK(cudaMemcpy(d->in, in_scale, sizeof(float), cudaMemcpyHostToDevice));
+    }
+}
+
+static void dev_linear_free(dev_linear *d)
+{
+    cudaFree(d->x), cudaFree(d->raw), cudaFree(d->out), cudaFree(d->ws), cudaFree(d->xc), cudaFree(d->xsc);
+    cudaFree(d->xs), cudaFree(d->in);
+}
+
+static nvfp4_cuda_linear_args dev_linear_args(const dev_linear *d, int64_t m, int64_t k, const dev_op *dw,
+                                              int cuda_variant, const float *d_bias, int k_slices)
+{
+    nvfp4_cuda_linear_args g = {.x = d->x, .m = m, .k = k, .weight = &dw->op, .input_scale = d->in,
+                                .variant = cuda_variant ? NVFP4_VARIANT_CUDA : NVFP4_VARIANT_EAGER, .bias = d_bias,
+                                .raw = d->raw, .out = d->out, .x_codes = d->xc, .x_scales = d->xsc, .x_scale = d->xs,
+                                .workspace = d->ws, .workspace_bytes = d->ws_bytes, .k_slices = k_slices};
+    return g;
+}
+
 /* The linear on the GPU (m x k BF16 x, weight W) against nvfp4_linear_cpu:
  * raw, out, the quantized activations and the scale used. */
 static void linear_case(const char *label, int64_t m, int64_t k, const nvfp4_tensor *w, const dev_op *dw,
@@ -309,34 +361,14 @@ static void linear_case(const char *label, int64_t m, int64_t k, const nvfp4_ten
         exit(2);
     }
     /* the GPU */
-    uint16_t *d_x, *d_out;
-    float *d_raw, *d_bias = NULL, *d_in = NULL, *d_xs;
-    uint8_t *d_xc, *d_xsc;
-    void *d_ws;
-    const size_t ws = nvfp4_linear_cuda_workspace(m, n, k), xcb = (size_t)(mp * kp / 2),
-                 xsb = nvfp4_scales_bytes(mp, kp, NVFP4_SCALES_TILED);
-    CUDA_OK(cudaMalloc((void **)&d_x, (size_t)(m * k) * 2));
-    CUDA_OK(cudaMemcpy(d_x, x, (size_t)(m * k) * 2, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMalloc((void **)&d_raw, (size_t)(m * n) * 4));
-    CUDA_OK(cudaMalloc((void **)&d_out, (size_t)(m * n) * 2));
-    CUDA_OK(cudaMemset(d_raw, 0xFF, (size_t)(m * n) * 4));
-    CUDA_OK(cudaMemset(d_out, 0xFF, (size_t)(m * n) * 2));
-    CUDA_OK(cudaMalloc(&d_ws, ws));
-    CUDA_OK(cudaMemset(d_ws, 0xA5, ws)); /* stale bytes: the linear must not read what it did not write */
-    CUDA_OK(cudaMalloc((void **)&d_xc, xcb));
-    CUDA_OK(cudaMalloc((void **)&d_xsc, xsb));
-    CUDA_OK(cudaMalloc((void **)&d_xs, sizeof(float)));
+    dev_linear d;
+    dev_linear_alloc(&d, x, m, k, n, kp, static_scale ? &in_scale : NULL);
+    float *d_bias = NULL;
     if (bias) {
         CUDA_OK(cudaMalloc((void **)&d_bias, (size_t)n * 4));
         CUDA_OK(cudaMemcpy(d_bias, bias, (size_t)n * 4, cudaMemcpyHostToDevice));
     }
-    if (static_scale) {
-        CUDA_OK(cudaMalloc((void **)&d_in, sizeof(float)));
-        CUDA_OK(cudaMemcpy(d_in, &in_scale, sizeof(float), cudaMemcpyHostToDevice));
-    }
-    nvfp4_cuda_linear_args g = {.x = d_x, .m = m, .k = k, .weight = &dw->op, .input_scale = d_in, .variant = v,
-                                .bias = d_bias, .raw = d_raw, .out = d_out, .x_codes = d_xc, .x_scales = d_xsc,
-                                .x_scale = d_xs, .workspace = d_ws, .workspace_bytes = ws, .k_slices = k_slices};
+    nvfp4_cuda_linear_args g = dev_linear_args(&d, m, k, dw, cuda_variant, d_bias, k_slices);
     char what[160];
     snprintf(what, sizeof what, "%s: linear M=%lld N=%lld k=%lld %s %s bias %d S=%d", label, (long long)m,
              (long long)n, (long long)k, cuda_variant ? "cuda" : "eager", static_scale ? "static" : "dynamic",
@@ -347,22 +379,22 @@ static void linear_case(const char *label, int64_t m, int64_t k, const nvfp4_ten
         CUDA_OK(cudaDeviceSynchronize());
         float *raw = malloc((size_t)(m * n) * 4), xs = 0;
         uint16_t *out = malloc((size_t)(m * n) * 2);
-        uint8_t *xc = malloc(xcb), *xsc = malloc(xsb);
-        CUDA_OK(cudaMemcpy(raw, d_raw, (size_t)(m * n) * 4, cudaMemcpyDeviceToHost));
-        CUDA_OK(cudaMemcpy(out, d_out, (size_t)(m * n) * 2, cudaMemcpyDeviceToHost));
-        CUDA_OK(cudaMemcpy(xc, d_xc, xcb, cudaMemcpyDeviceToHost));
-        CUDA_OK(cudaMemcpy(xsc, d_xsc, xsb, cudaMemcpyDeviceToHost));
-        CUDA_OK(cudaMemcpy(&xs, d_xs, sizeof xs, cudaMemcpyDeviceToHost));
+        uint8_t *xc = malloc(d.xcb), *xsc = malloc(d.xsb);
+        CUDA_OK(cudaMemcpy(raw, d.raw, (size_t)(m * n) * 4, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(out, d.out, (size_t)(m * n) * 2, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(xc, d.xc, d.xcb, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(xsc, d.xsc, d.xsb, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(&xs, d.xs, sizeof xs, cudaMemcpyDeviceToHost));
         if (!test_equal_bits(what, raw, want_r, 4, m, n)) fprintf(stderr, "  (raw)\n");
         if (!test_equal_bits(what, out, want_o, 2, m, n)) fprintf(stderr, "  (out)\n");
         if (!test_equal_bits(what, xc, xq.codes, 1, mp, kp / 2)) fprintf(stderr, "  (x codes)\n");
-        if (!test_equal_bits(what, xsc, xq.scales, 1, 1, (int64_t)xsb)) fprintf(stderr, "  (x scales)\n");
+        if (!test_equal_bits(what, xsc, xq.scales, 1, 1, (int64_t)d.xsb)) fprintf(stderr, "  (x scales)\n");
         CHECKF(nvfp4_f32_bits(xs) == nvfp4_f32_bits(xq.per_tensor_scale), "%s: scale %08x, want %08x", what,
                nvfp4_f32_bits(xs), nvfp4_f32_bits(xq.per_tensor_scale));
         free(raw), free(out), free(xc), free(xsc);
     }
-    cudaFree(d_x), cudaFree(d_raw), cudaFree(d_out), cudaFree(d_ws), cudaFree(d_xc), cudaFree(d_xsc), cudaFree(d_xs);
-    cudaFree(d_bias), cudaFree(d_in);
+    dev_linear_free(&d);
+    cudaFree(d_bias);
     nvfp4_tensor_free(&xq);
     free(x), free(bias), free(want_r), free(want_o);
 }
@@ -372,39 +404,22 @@ static void linear_case(const char *label, int64_t m, int64_t k, const nvfp4_ten
 static void linear_specials(const char *label, int64_t m, int64_t k, const dev_op *dw, int cuda_variant,
                             int static_scale, uint64_t seed)
 {
-    const int64_t n = dw->op.rows, kp = dw->op.cols, mp = (m + 15) / 16 * 16;
+    const int64_t n = dw->op.rows, kp = dw->op.cols;
     uint16_t *x = bf16_acts(m, k, seed, 1);
     const float in_scale = 0.07f;
-    uint16_t *d_x, *d_out, *d_out2;
-    float *d_raw, *d_raw2, *d_in = NULL, *d_xs;
-    uint8_t *d_xc, *d_xsc;
-    void *d_ws;
-    const size_t ws = nvfp4_linear_cuda_workspace(m, n, k), xcb = (size_t)(mp * kp / 2),
-                 xsb = nvfp4_scales_bytes(mp, kp, NVFP4_SCALES_TILED);
-    CUDA_OK(cudaMalloc((void **)&d_x, (size_t)(m * k) * 2));
-    CUDA_OK(cudaMemcpy(d_x, x, (size_t)(m * k) * 2, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMalloc((void **)&d_raw, (size_t)(m * n) * 4));
+    dev_linear d;
+    dev_linear_alloc(&d, x, m, k, n, kp, static_scale ? &in_scale : NULL);
+    float *d_raw2;
+    uint16_t *d_out2;
     CUDA_OK(cudaMalloc((void **)&d_raw2, (size_t)(m * n) * 4));
-    CUDA_OK(cudaMalloc((void **)&d_out, (size_t)(m * n) * 2));
     CUDA_OK(cudaMalloc((void **)&d_out2, (size_t)(m * n) * 2));
-    CUDA_OK(cudaMalloc(&d_ws, ws));
-    CUDA_OK(cudaMalloc((void **)&d_xc, xcb));
-    CUDA_OK(cudaMalloc((void **)&d_xsc, xsb));
-    CUDA_OK(cudaMalloc((void **)&d_xs, sizeof(float)));
-    if (static_scale) {
-        CUDA_OK(cudaMalloc((void **)&d_in, sizeof(float)));
-        CUDA_OK(cudaMemcpy(d_in, &in_scale, sizeof(float), cudaMemcpyHostToDevice));
-    }
-    nvfp4_cuda_linear_args g = {.x = d_x, .m = m, .k = k, .weight = &dw->op, .input_scale = d_in,
-                                .variant = cuda_variant ? NVFP4_VARIANT_CUDA : NVFP4_VARIANT_EAGER, .raw = d_raw,
-                                .out = d_out, .x_codes = d_xc, .x_scales = d_xsc, .x_scale = d_xs, .workspace = d_ws,
-                                .workspace_bytes = ws};
+    nvfp4_cuda_linear_args g = dev_linear_args(&d, m, k, dw, cuda_variant, NULL, 0);
     char what[128];
     snprintf(what, sizeof what, "%s: NaN/Inf linear M=%lld k=%lld %s %s", label, (long long)m, (long long)k,
              cuda_variant ? "cuda" : "eager", static_scale ? "static" : "dynamic");
     nvfp4_status st = linear_call(&g);
     CHECKF(st == NVFP4_OK, "%s: %s", what, nvfp4_last_error());
-    nvfp4_cuda_gemm_args gg = {.a = {.codes = d_xc, .scales = d_xsc, .per_tensor_scale = d_xs, .rows = m, .cols = kp},
+    nvfp4_cuda_gemm_args gg = {.a = {.codes = d.xc, .scales = d.xsc, .per_tensor_scale = d.xs, .rows = m, .cols = kp},
                                .b = dw->op, .raw = d_raw2, .out = d_out2};
     if (st == NVFP4_OK) st = gemm_call(&gg);
     CHECKF(st == NVFP4_OK, "%s: GEMM: %s", what, nvfp4_last_error());
@@ -412,16 +427,16 @@ static void linear_specials(const char *label, int64_t m, int64_t k, const dev_o
         CUDA_OK(cudaDeviceSynchronize());
         float *r1 = malloc((size_t)(m * n) * 4), *r2 = malloc((size_t)(m * n) * 4);
         uint16_t *o1 = malloc((size_t)(m * n) * 2), *o2 = malloc((size_t)(m * n) * 2);
-        CUDA_OK(cudaMemcpy(r1, d_raw, (size_t)(m * n) * 4, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(r1, d.raw, (size_t)(m * n) * 4, cudaMemcpyDeviceToHost));
         CUDA_OK(cudaMemcpy(r2, d_raw2, (size_t)(m * n) * 4, cudaMemcpyDeviceToHost));
-        CUDA_OK(cudaMemcpy(o1, d_out, (size_t)(m * n) * 2, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(o1, d.out, (size_t)(m * n) * 2, cudaMemcpyDeviceToHost));
         CUDA_OK(cudaMemcpy(o2, d_out2, (size_t)(m * n) * 2, cudaMemcpyDeviceToHost));
         if (!test_equal_bits(what, r1, r2, 4, m, n)) fprintf(stderr, "  (raw vs quantize-then-GEMM)\n");
         if (!test_equal_bits(what, o1, o2, 2, m, n)) fprintf(stderr, "  (out vs quantize-then-GEMM)\n");
         free(r1), free(r2), free(o1), free(o2);
     }
-    cudaFree(d_x), cudaFree(d_raw), cudaFree(d_raw2), cudaFree(d_out), cudaFree(d_out2), cudaFree(d_ws);
-    cudaFree(d_xc), cudaFree(d_xsc), cudaFree(d_xs), cudaFree(d_in);
+    dev_linear_free(&d);
+    cudaFree(d_raw2), cudaFree(d_out2);
     free(x);
 }
 
