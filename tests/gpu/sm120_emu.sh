@@ -50,9 +50,9 @@ step() { # name, seconds, command...
     grep -E "^FAIL|MISMATCH|mismatch \[|needs|no CUDA" "$LOG/$name.log" | head -n 8
 }
 : >"$LOG/summary.txt"
-step probe 240 "$B/gpu/probe_sm120_emu" --steps "$STEPS"
+step probe 150 "$B/gpu/probe_sm120_emu" --steps "$STEPS"
 sed -n '/^category/,/^total/p' "$LOG/probe.log"
-step suite 420 "$B/gpu/test_sm120_emu"
+step suite 330 "$B/gpu/test_sm120_emu"
 grep -E "^  |^RESULT|: [0-9.]+ s$" "$LOG/suite.log"
 echo "sm120_emu: $(grep -c PASS "$LOG/summary.txt") of 2 steps passed in $(( $(date +%s) - t_start )) s" \
      "(logs: $LOG)"
