@@ -11,6 +11,8 @@
  *    not a multiple of the stage or of 64), K slices, bias;
  *  - scale bytes with sign bits, zero, subnormal, maximum and NaN scales,
  *    -0 codes; NaN bytes in the tiled layout's padding (never read);
+ *  - the ring of stages in the kernel's order (2 .. 8 slots, reused from
+ *    unit to unit), the copies landing at once: no slot overwritten early;
  *  - the copies: every stage byte written once, within the stage, reading
  *    inside the operand's arrays only, the zero fill where the contract pads;
  *  - the swizzle: each ldmatrix matrix's 8 rows in 8 different 16-byte
@@ -110,6 +112,8 @@ typedef struct sim {
     const nvfp4_tensor *a, *b; /* activations M x K, weights N x K: hi-first, tiled */
     int64_t m, n, k, groups, group_slice;
     shape sh;
+    int stages;    /* the warp's ring: slots reused in the kernel's order */
+    uint8_t *ring; /* stages slots, kept from unit to unit as the kernel's */
     float alpha;
     const float *bias;
     float *raw;
@@ -156,14 +160,20 @@ static void sim_unit(sim *S, int64_t n0, int64_t m0)
 {
     const int fa = S->sh.fa, fb = S->sh.fb, kg = S->sh.kg;
     const size_t bytes = nvfp4_sm120_stage_bytes(fa, fb, kg);
-    uint8_t *stage = malloc(bytes);
     nvfp4_sm120_unit u = {.n0 = n0, .m0 = m0, .n = S->n, .m = S->m, .k = S->k, .groups = S->groups};
     float acc[4][4][32][4], tot[4][4][32][4];
     memset(acc, 0, sizeof acc);
     memset(tot, 0, sizeof tot);
     const int64_t steps = (S->groups + kg - 1) / kg;
+    /* the kernel's ring: stages 0 .. S-2 first; before computing stage s,
+     * stage s + S - 1 into the slot stage s - 1 used (copies land at once
+     * here: a slot still to be read would be overwritten) */
+    for (int s = 0; s < S->stages - 1; s++)
+        if (s < steps) fill_stage(S, &u, s, S->ring + (size_t)s * bytes, bytes);
     for (int64_t s = 0; s < steps; s++) {
-        fill_stage(S, &u, s, stage, bytes);
+        const int64_t next = s + S->stages - 1;
+        if (next < steps) fill_stage(S, &u, next, S->ring + (size_t)(next % S->stages) * bytes, bytes);
+        const uint8_t *stage = S->ring + (size_t)(s % S->stages) * bytes;
         for (int g = 0; g < kg; g++) {
             const int64_t q = s * kg + g;
             if (q >= S->groups) break;
@@ -226,7 +236,6 @@ static void sim_unit(sim *S, int64_t n0, int64_t m0)
                     S->out[m * S->n + n] = nvfp4_epilogue(v, S->alpha, S->bias ? &S->bias[n] : NULL);
                     S->written[m * S->n + n]++;
                 }
-    free(stage);
 }
 
 /*------------------------------- data -------------------------------*/
@@ -267,7 +276,7 @@ static void make_operand(nvfp4_tensor *t, int64_t rows, int64_t cols, uint64_t s
     t->per_tensor_scale = 0.5f + (float)(test_rand(&rs) % 100) / 64.0f;
 }
 
-static void run_case(int si, int64_t m, int64_t n, int64_t k, int slices, int kind, int with_bias)
+static void run_case(int si, int64_t m, int64_t n, int64_t k, int slices, int kind, int with_bias, int stages)
 {
     const shape sh = SHAPES[si];
     nvfp4_tensor a, b;
@@ -287,16 +296,17 @@ static void run_case(int si, int64_t m, int64_t n, int64_t k, int slices, int ki
     CHECK(nvfp4_gemm_ref(&g) == NVFP4_OK);
 
     sim S = {.a = &a, .b = &b, .m = m, .n = n, .k = k, .groups = (k + 63) / 64,
-             .group_slice = nvfp4_k_slice_elems(k, slices) / 64, .sh = sh,
+             .group_slice = nvfp4_k_slice_elems(k, slices) / 64, .sh = sh, .stages = stages,
              .alpha = nvfp4_gemm_alpha(a.per_tensor_scale, b.per_tensor_scale), .bias = bias, .raw = raw,
              .out = out, .written = written};
+    S.ring = malloc((size_t)stages * nvfp4_sm120_stage_bytes(sh.fa, sh.fb, sh.kg));
     const int64_t n_tiles = (n + 16 * sh.fa - 1) / (16 * sh.fa), m_tiles = (m + 8 * sh.fb - 1) / (8 * sh.fb);
     for (int64_t u = 0; u < n_tiles * m_tiles; u++) /* the kernel's unit order: activation tile fastest */
         sim_unit(&S, (u / m_tiles) * 16 * sh.fa, (u % m_tiles) * 8 * sh.fb);
 
     char what[128];
-    snprintf(what, sizeof what, "shape %d (%dx%d, kg %d) M=%lld N=%lld K=%lld S=%d data %d bias %d", si, sh.fa,
-             sh.fb, sh.kg, (long long)m, (long long)n, (long long)k, slices, kind, with_bias);
+    snprintf(what, sizeof what, "shape %d (%dx%d, kg %d, %d stages) M=%lld N=%lld K=%lld S=%d data %d bias %d", si,
+             sh.fa, sh.fb, sh.kg, stages, (long long)m, (long long)n, (long long)k, slices, kind, with_bias);
     int once = 1;
     for (int64_t i = 0; i < m * n; i++) once &= written[i] == 1;
     CHECKF(once, "%s: an output not written exactly once", what);
@@ -304,7 +314,7 @@ static void run_case(int si, int64_t m, int64_t n, int64_t k, int slices, int ki
     CHECKF(S.conflict_free == 0, "%s: %ld ldmatrix with bank conflicts", what, S.conflict_free);
     if (!test_equal_bits(what, raw, want_raw, 4, m, n)) fprintf(stderr, "  (raw)\n");
     if (!test_equal_bits(what, out, want_out, 2, m, n)) fprintf(stderr, "  (out)\n");
-    free(raw), free(want_raw), free(out), free(want_out), free(written), free(bias);
+    free(raw), free(want_raw), free(out), free(want_out), free(written), free(bias), free(S.ring);
     nvfp4_tensor_free(&a);
     nvfp4_tensor_free(&b);
 }
@@ -372,10 +382,10 @@ int main(void)
         for (int si = 0; si < NVFP4_SM120_NUM_SHAPES; si++) {
             for (size_t ki = 0; ki < sizeof KS / sizeof KS[0]; ki++)
                 run_case(si, 1 + (int64_t)(ki * 5) % 23, 16 + 24 * (int64_t)(ki % 3), KS[ki], 1 + (int)(ki % 3),
-                         (int)(ki % 2), (int)(ki % 2 == 0));
-            run_case(si, 40, 72, 528, 0, 1, 1);
-            run_case(si, 9, 17, 1040, 3, 0, 0);
-            run_case(si, 65, 33, 144, 2, 1, 1);
+                         (int)(ki % 2), (int)(ki % 2 == 0), 2 + (int)(ki % 3));
+            run_case(si, 40, 72, 528, 0, 1, 1, 7);
+            run_case(si, 9, 17, 1040, 3, 0, 0, 3);
+            run_case(si, 65, 33, 144, 2, 1, 1, NVFP4_SM120_MAX_STAGES);
         }
     }
     return test_summary("sm120_frag");
