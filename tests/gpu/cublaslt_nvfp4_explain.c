@@ -1,7 +1,7 @@
 /* cublaslt_nvfp4_explain.c -- which contract does cuBLASLt's own NVFP4 GEMM
  * follow on this GPU?  The GB10 question: what K split does it use for FC2?
  *
- * For the seed's four linears (QKV 21504 x 5376, attn-out 5376 x 7168, FC1
+ * For the model's four linears (QKV 21504 x 5376, attn-out 5376 x 7168, FC1
  * 28672 x 5376, FC2 5376 x 14336) at M = 1, 16, 128, 2048, with two kinds of
  * data (narrow block scales, and scales spread over 2^-6 .. 2^8;
  * tests/gpu/sm120_data.h):

@@ -114,7 +114,7 @@ int main(void)
                 CHECKF(p.grid == (want < GB10_SMS ? want : GB10_SMS), "%s M=%lld: grid %d", LIN[li].name,
                        (long long)m, p.grid);
             }
-        /* the seed's M = 1 linears fill all 48 SMs of a GB10 with 16-row units */
+        /* the four linears at M = 1 fill all 48 SMs of a GB10 with 16-row units */
         CHECK(nvfp4_sm120_plan_gemm(GB10_SMS, SM120_SMEM, 1, 5376, 14336, 1, &p) == 0);
         CHECKF(p.units == 336 && p.grid == 48, "fc2 M=1: %lld units, grid %d", (long long)p.units, p.grid);
         /* a few units: fewer CTAs */
