@@ -2,9 +2,12 @@
 #
 # Sources are found by directory, so adding a file needs no edit here:
 #   src/*/*.c, src/*/*/*.c the library (C11)
-#   src/cpu/*_avx2.c       compiled with AVX2+FMA enabled (chosen at run time)
-#   src/cpu/*_avx512.c     compiled with AVX-512 enabled (chosen at run time)
-#   src/cuda/*.cu, src/cuda/*/*.cu  CUDA C for sm_90a (only when nvcc is found)
+#   src/cpu/*_avx2.c       compiled with AVX2+FMA enabled (chosen at run time; x86-64)
+#   src/cpu/*_avx512.c     compiled with AVX-512 enabled (chosen at run time; x86-64)
+#   src/cuda/*.cu          CUDA C shared by the GPU families (only when nvcc is found)
+#   src/cuda/sm90/*.cu     the H100 / H200 family, sm_90a
+#   src/cuda/sm120/*.cu    the GB10 / RTX Blackwell family, sm_120a + sm_121a
+#                          (when nvcc has them; the quantizer's kernels too)
 #   src/cuda/stub_nocuda.c replaces them (and src/cuda/*/*.c) in builds without CUDA
 #   cli/*.c                the nvfp4 command (bench/*.c joins it in CUDA builds)
 #   tests/unit/test_*.c    one test program each
@@ -59,11 +62,25 @@ endif
 
 LIB_C    := $(wildcard src/*/*.c src/*/*/*.c)
 CUDA_CU  := $(wildcard src/cuda/*.cu src/cuda/*/*.cu)
+# The sm120 family (src/cuda/sm120), for the targets this nvcc knows; a
+# build without them runs the sm90 family only.
+ifeq ($(WITH_CUDA),1)
+  NVCC_ARCHS    := $(shell "$(NVCC)" --list-gpu-arch 2>/dev/null)
+  SM120_GENCODE := $(if $(filter compute_120,$(NVCC_ARCHS)),-gencode=arch=compute_120a$(comma)code=sm_120a) \
+                   $(if $(filter compute_121,$(NVCC_ARCHS)),-gencode=arch=compute_121a$(comma)code=sm_121a)
+  WITH_SM120    := $(if $(strip $(SM120_GENCODE)),1,0)
+endif
 ifeq ($(WITH_CUDA),1)
   LIB_C   := $(filter-out src/cuda/stub_nocuda.c,$(LIB_C))
   CLI_C   := $(wildcard cli/*.c) $(wildcard bench/*.c)
   CFLAGS  += -DNVFP4_WITH_CUDA=1 -I$(CUDA_HOME)/include
   CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
+  ifeq ($(WITH_SM120),1)
+    CFLAGS  += -DNVFP4_WITH_SM120=1
+  else
+    LIB_C   := $(filter-out src/cuda/sm120/%,$(LIB_C))
+    CUDA_CU := $(filter-out src/cuda/sm120/%,$(CUDA_CU))
+  endif
 else
   LIB_C   := $(filter-out src/cuda/%.c,$(LIB_C)) src/cuda/stub_nocuda.c
   CUDA_CU :=
@@ -81,7 +98,8 @@ CLI_O    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_C))
 TEST_C   := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_C))
 
-.PHONY: all lib cli testing-lib tests test test-unit test-cli test-python test-sanitize fuzz gpu-tests probe-sm120 deps help clean FORCE
+.PHONY: all lib cli testing-lib tests test test-unit test-cli test-python test-sanitize fuzz gpu-tests probe-sm120 \
+        sm120-sass deps help clean FORCE
 all: lib cli
 
 help:
@@ -92,6 +110,7 @@ help:
 	@echo "make fuzz        libFuzzer over the safetensors reader (FUZZ_SECONDS=60)"
 	@echo "make gpu-tests   build the H200 test programs (tests/gpu/run.sh runs them)"
 	@echo "make probe-sm120 build the GB10 / RTX Blackwell probe (when nvcc has sm_121a)"
+	@echo "make sm120-sass  check the library's sm120 kernels hold the block-scaled MMA (cuobjdump)"
 	@echo "make deps        install the Debian packages the build needs"
 
 deps:
@@ -110,10 +129,13 @@ $(BUILD)/libnvfp4.so: $(LIB_O)
 $(BUILD)/nvfp4: $(CLI_O) $(BUILD)/libnvfp4.a
 	$(CC) -o $@ $(CLI_O) $(BUILD)/libnvfp4.a $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
 
+# x86-64 only: elsewhere (aarch64: GB10, Grace) the SIMD files build without
+# their flags, as the portable code they fall back to.
+HOST_X86 := $(findstring x86_64,$(shell $(CC) -dumpmachine 2>/dev/null))
 $(BUILD)/obj/%.o: %.c include/nvfp4.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(if $(findstring _avx512,$<),-mavx512f -mavx512bw -mavx512vl -mavx512dq -mbmi2) \
-	      $(if $(findstring _avx2,$<),-mavx2 -mbmi2) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(if $(HOST_X86),$(if $(findstring _avx512,$<),-mavx512f -mavx512bw -mavx512vl -mavx512dq -mbmi2) \
+	      $(if $(findstring _avx2,$<),-mavx2 -mbmi2)) -MMD -MP -c $< -o $@
 
 $(BUILD)/gen/rcp_table_c: tools/rcp_table_c.c
 	@mkdir -p $(@D)
@@ -127,11 +149,17 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c src/quant/quant_sm90.h
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # nvcc writes no dependency files: the headers CUDA sources include, listed.
-CUDA_HDRS := include/nvfp4.h $(wildcard src/core/*.h src/formats/*.h src/quant/*.h src/cuda/*.h src/cuda/*.cuh \
-                                       src/cuda/*/*.h src/cuda/*/*.cuh src/cuda/*/*.def)
+CUDA_HDRS := include/nvfp4.h $(wildcard src/core/*.h src/formats/*.h src/quant/*.h src/oracle/*.h src/cuda/*.h \
+                                       src/cuda/*.cuh src/cuda/*/*.h src/cuda/*/*.cuh src/cuda/*/*.def)
 $(BUILD)/obj/%.cu.o: %.cu $(CUDA_HDRS)
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) $(NVCC_TU_FLAGS) -c $< -o $@
+# the quantizer's kernels run on both families (the sm120 linear's A producer)
+$(BUILD)/obj/src/cuda/quantize.cu.o: NVCC_TU_FLAGS = $(SM120_GENCODE)
+# the sm120 family: its own targets only
+$(BUILD)/obj/src/cuda/sm120/%.cu.o: src/cuda/sm120/%.cu $(CUDA_HDRS)
+	@mkdir -p $(@D)
+	$(NVCC) $(filter-out -gencode=%,$(NVCCFLAGS)) $(SM120_GENCODE) -c $< -o $@
 
 # the testing library: the same sources with NVFP4_TESTING, under $(BUILD)/testing
 TEST_LIB := $(BUILD)/testing/libnvfp4.a
@@ -181,6 +209,12 @@ probe-sm120:
 	@if [ -n "$(NVCC)" ] && "$(NVCC)" --list-gpu-arch 2>/dev/null | grep -q compute_121; then \
 	  $(MAKE) --no-print-directory -f tests/gpu/gpu.mk BUILD=$(BUILD) probe-sm120; \
 	else echo "probe-sm120: skipped (no nvcc with sm_120a / sm_121a here)"; fi
+
+# the library's sm120 kernels hold the block-scaled MMA in their SASS (tests/gpu/gpu.mk)
+sm120-sass:
+	@if [ -n "$(NVCC)" ] && "$(NVCC)" --list-gpu-arch 2>/dev/null | grep -q compute_121; then \
+	  $(MAKE) --no-print-directory -f tests/gpu/gpu.mk BUILD=$(BUILD) sm120-sass; \
+	else echo "sm120-sass: skipped (no nvcc with sm_120a / sm_121a here)"; fi
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -21,7 +21,8 @@ static const char help[] =
     "  --backend cpu|cuda|auto       where it runs (default auto).  cuda: BF16 activations\n"
     "                                are quantized inside the GEMM (the fused A producer);\n"
     "                                F16/F32 ones on the CPU first\n"
-    "  --model sm90|exact|sm120      accumulation model (cpu backend; default sm90)\n"
+    "  --model sm90|exact|sm120      accumulation model (default sm90; the cuda backend\n"
+    "                                computes its GPU's: sm120 on GB10 / RTX Blackwell)\n"
     "  --dump-quantized FILE         also write the quantized activations (NVFP4, as\n"
     "                                x, x_scale, x_scale_2) to FILE\n"
     "  --threads N                   CPU threads (default: all cores)\n"
@@ -81,10 +82,11 @@ int cmd_linear(int argc, char **argv)
     }
     if (!sw || !sx || !outp)
         return cli_error(C, "needs W.safetensors:LAYER X.safetensors:NAME -o OUT (try --help)");
-    int use_cuda = !strcmp(backend, "cuda") ||
-                   (!strcmp(backend, "auto") && model == NVFP4_MODEL_SM90 && nvfp4_cuda_available());
-    if (use_cuda && model != NVFP4_MODEL_SM90)
-        return cli_error(C, "--backend cuda computes the sm90 model only");
+    nvfp4_model gpu_model = NVFP4_MODEL_SM90; /* the GPU's kernel's model (sm120 on GB10 / RTX Blackwell) */
+    const int gpu = nvfp4_cuda_model(&gpu_model) == NVFP4_OK;
+    int use_cuda = !strcmp(backend, "cuda") || (!strcmp(backend, "auto") && gpu && model == gpu_model);
+    if (use_cuda && model != gpu_model)
+        return cli_error(C, "--backend cuda computes the %s model here", nvfp4_model_name(gpu_model));
 
     char wpath[4096], xpath[4096], name[4200];
     const char *layer, *xname;

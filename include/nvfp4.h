@@ -510,12 +510,17 @@ NVFP4_API size_t nvfp4_linear_cuda_workspace(int64_t m, int64_t n, int64_t k);
  *  writes the exact 16-bit operands e2m1 * |e4m3| into the GEMM's activation
  *  workspace, which the tensor-core kernel then consumes; the NVFP4
  *  activations go to memory only when x_codes / x_scales ask for them.
+ *  On an sm_120 / sm_121 GPU (model SM120): the same quantizer kernels
+ *  write NVFP4 codes and tiled scales into the workspace, and the GEMM,
+ *  launched as their programmatic dependent, reads them as it reads stored
+ *  activations (docs/SM120.md).
  *  @return NVFP4_OK or an error. */
 NVFP4_API nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args);
 
 /*! nvfp4_linear_cuda_host() :
  *  Convenience for host data, taking the same arguments as
- *  nvfp4_linear_cpu() (x_dtype must be BF16, model NVFP4_MODEL_SM90): copies
+ *  nvfp4_linear_cpu() (x_dtype must be BF16, the model the device's, as
+ *  nvfp4_cuda_model() names it): copies
  *  x, the weight (converted to hi-first + tiled if needed), scales and bias
  *  to the device, runs nvfp4_linear_cuda(), copies raw/out (and, when
  *  args->x_quantized is set, the quantized activations exactly as
@@ -526,13 +531,22 @@ NVFP4_API nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args);
 NVFP4_API nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel_ms);
 
 /*-**************************************************************************
- *  CUDA backend (src/cuda; sm_90a).  Device pointers, caller's stream.
+ *  CUDA backend (src/cuda).  Device pointers, caller's stream.  Two kernel
+ *  families, chosen by the current device: sm_90a (H100, H200; model SM90)
+ *  and sm_120a / sm_121a (RTX Blackwell, GB10; model SM120, docs/SM120.md).
  *  Built only when nvcc is found; otherwise these return NVFP4_ERR_NO_DEVICE.
  ****************************************************************************/
 
-/*! nvfp4_cuda_available() : @return 1 if a CUDA device of compute capability
- *  9.0 is usable by this build, else 0 (never fails). */
+/*! nvfp4_cuda_available() : @return 1 if the current CUDA device is one this
+ *  build has kernels for (compute capability 9.0, or 12.x when built with
+ *  sm_120a / sm_121a), else 0 (never fails). */
 NVFP4_API int nvfp4_cuda_available(void);
+
+/*! nvfp4_cuda_model() :
+ *  The accumulation model the CUDA backend computes on the current device:
+ *  NVFP4_MODEL_SM90 on sm_90, NVFP4_MODEL_SM120 on sm_120 / sm_121.
+ *  @return NVFP4_OK with *out set, or NVFP4_ERR_NO_DEVICE. */
+NVFP4_API nvfp4_status nvfp4_cuda_model(nvfp4_model *out);
 
 /*! nvfp4_cuda_device_name() : writes the device name and "SMxy" into the
  *  buffers (may be NULL).  @return NVFP4_OK or NVFP4_ERR_NO_DEVICE. */
@@ -564,19 +578,23 @@ typedef struct nvfp4_cuda_gemm_args {
 /*! nvfp4_cuda_gemm_workspace() : @return device scratch bytes a GEMM of this
  *  shape needs: the dequantized 16-bit activations and, for M > 64, the
  *  stream-K hand-off (a tile's FP32 accumulators and a counter per CTA).
- *  One GEMM at a time per workspace (stream-ordered reuse is fine). */
+ *  One GEMM at a time per workspace (stream-ordered reuse is fine).  (The
+ *  sm_120 kernel needs none: any workspace, NULL included, is accepted.) */
 NVFP4_API size_t nvfp4_cuda_gemm_workspace(int64_t m, int64_t n, int64_t k);
 
-/*! nvfp4_gemm_cuda() : the H200 kernel.  Same results as nvfp4_gemm_ref()
- *  with NVFP4_MODEL_SM90, bit for bit.  Asynchronous on args->stream.
+/*! nvfp4_gemm_cuda() : the current device's kernel.  Same results as
+ *  nvfp4_gemm_ref() with the model nvfp4_cuda_model() names (SM90 on an
+ *  H100 / H200, SM120 on an sm_120 / sm_121 GPU), bit for bit.
+ *  Asynchronous on args->stream.  On sm_120 / sm_121, K needs only be a
+ *  multiple of 16 and N any size.
  *  @return NVFP4_OK or an error (launch errors are reported). */
 NVFP4_API nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args);
 
 /*! nvfp4_gemm_cuda_host() :
  *  Convenience for host data: copies A, B (converted to hi-first + tiled if
  *  needed), the per-tensor scales and bias to the device, runs
- *  nvfp4_gemm_cuda() (args->model must be NVFP4_MODEL_SM90), copies raw/out
- *  back, frees everything.  *kernel_ms (optional) receives the GEMM's device
+ *  nvfp4_gemm_cuda() (args->model must be the device's, nvfp4_cuda_model()),
+ *  copies raw/out back, frees everything.  *kernel_ms (optional) receives the GEMM's device
  *  time (CUDA events, one launch after one warm-up; without kernel_ms the
  *  kernel is launched once).  Synchronous.
  *  @return NVFP4_OK, NVFP4_ERR_NO_DEVICE, or an error. */

@@ -1,5 +1,5 @@
-/* quantize_internal.h -- the device quantizer shared by sm90_quantize.cu
- * (nvfp4_quantize_cuda) and sm90_linear.cu (the fused A producer of
+/* quantize_internal.h -- the device quantizer shared by quantize.cu
+ * (nvfp4_quantize_cuda) and the fused linears (the A producer of
  * nvfp4_linear_cuda).  CUDA C++ only; not part of the C build.
  *
  * Every function here is a transcription of the C quantizer
@@ -439,7 +439,7 @@ typedef struct nvfp4_sm90_bf16_act {
     int cuda_variant;
 } nvfp4_sm90_bf16_act;
 
-/*----------------------- host side (sm90_quantize.cu) -----------------------*/
+/*------------------------- host side (quantize.cu) -------------------------*/
 
 /* One launch of the block quantizer.  Rows r < roundup(m,16) and block
  * columns cb < roundup(k,16)/16 are quantized (elements outside m x k read

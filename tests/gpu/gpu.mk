@@ -68,6 +68,62 @@ $(BUILD)/gpu/cublas_explain: tests/gpu/cublas_explain.c testing-lib
 	@mkdir -p $(@D)
 	$(CC) $(GPU_CFLAGS) -o $@ $< $(TEST_LIB) -lcublas $(GPU_LIBS)
 
+# The sm120 kernel proven on an H100 / H200 (tests/gpu/sm120_emu.sh runs it):
+# src/cuda/sm120/gemm.cu built with NVFP4_SM120_EMULATE for sm_90a (the
+# block-scaled MMA done by shuffles and the C rule, src/cuda/sm120/mma.cuh),
+# linked ahead of the testing library so that it takes the place of the
+# library's sm120 object; test_sm120_emu runs the GEMM and the linear on it
+# against the CPU backend, probe_sm120_emu the probe on the emulated MMA (its
+# layout, and its step against nvfp4_sm120_step).  sm120_suite is the same
+# test on the library itself, for a GB10 / RTX Blackwell (tests/gpu/gb10.sh).
+# A test build only: the emulation never enters the library.
+SM120_EMU_NVCC = $(NVCC) -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC \
+  -Xcompiler -fvisibility=hidden -Xcompiler -Wall -Werror all-warnings -fmad=false -Iinclude -Isrc/core -Isrc \
+  -DNVFP4_TESTING -DNVFP4_SM120_EMULATE
+.PHONY: sm120-emu
+sm120-emu: $(BUILD)/gpu/test_sm120_emu $(BUILD)/gpu/probe_sm120_emu
+all: sm120-emu $(BUILD)/gpu/sm120_suite
+$(BUILD)/obj/sm120emu/gemm.cu.o: src/cuda/sm120/gemm.cu src/cuda/sm120/*.h src/cuda/sm120/*.cuh src/oracle/*.h
+	@mkdir -p $(@D)
+	$(SM120_EMU_NVCC) -c $< -o $@
+$(BUILD)/gpu/test_sm120_emu: tests/gpu/test_sm120_emu.c tests/gpu/sm120_data.h tests/unit/testlib.h \
+                            $(BUILD)/obj/sm120emu/gemm.cu.o testing-lib
+	@mkdir -p $(@D)
+	$(CC) $(GPU_CFLAGS) -DNVFP4_SM120_EMULATE -o $@ $< $(BUILD)/obj/sm120emu/gemm.cu.o $(TEST_LIB) $(GPU_LIBS)
+$(BUILD)/gpu/sm120_suite: tests/gpu/test_sm120_emu.c tests/gpu/sm120_data.h tests/unit/testlib.h testing-lib
+	@mkdir -p $(@D)
+	$(CC) $(GPU_CFLAGS) -o $@ $< $(TEST_LIB) $(GPU_LIBS)
+# cuBLASLt's NVFP4 GEMM explained (tests/gpu/gb10.sh runs it on a GB10;
+# --selftest anywhere)
+all: $(BUILD)/gpu/cublaslt_nvfp4_explain
+$(BUILD)/gpu/cublaslt_nvfp4_explain: tests/gpu/cublaslt_nvfp4_explain.c tests/gpu/sm120_data.h tests/unit/testlib.h \
+                                     testing-lib
+	@mkdir -p $(@D)
+	$(CC) $(GPU_CFLAGS) -o $@ $< $(TEST_LIB) -lcublasLt $(GPU_LIBS)
+$(BUILD)/gpu/probe_sm120_emu: tests/gpu/probe_sm120.cu src/cuda/sm120/*.h src/cuda/sm120/*.cuh src/oracle/*.h testing-lib
+	@mkdir -p $(@D)
+	$(SM120_EMU_NVCC) -c -o $@.o $<
+	$(CC) -o $@ $@.o $(TEST_LIB) $(GPU_LIBS)
+
+# The library's sm120 kernels in SASS (CI): every kernel of each target
+# (sm_120a, sm_121a) holds the block-scaled MMA, OMMA.SF ... UE4M3.4X, when a
+# cuobjdump is found (else it says it could not look).
+.PHONY: sm120-sass
+SM120_OBJ := $(BUILD)/obj/src/cuda/sm120/gemm.cu.o
+sm120-sass: lib
+	@CUOBJDUMP=$${CUOBJDUMP:-$$(command -v cuobjdump || echo $(CUDA_HOME)/bin/cuobjdump)}; \
+	if [ ! -x "$$CUOBJDUMP" ]; then echo "sm120-sass: built (no cuobjdump here to show the SASS)"; exit 0; fi; \
+	"$$CUOBJDUMP" -sass $(SM120_OBJ) | awk ' \
+	  /arch = / { arch = $$3 } \
+	  /Function :/ { f = arch " " $$3; fns[f] = 0; order[++n] = f } \
+	  /OMMA\.SF\.16864\.F32\.E2M1\.E2M1\.UE4M3\.4X/ { fns[f]++; total++ } \
+	  END { bad = 0; archs = 0; \
+	        for (i = 1; i <= n; i++) { if (fns[order[i]] == 0) { print "sm120-sass: no block-scaled MMA in " order[i]; bad++ } \
+	                                   split(order[i], w, " "); seen[w[1]] = 1 } \
+	        for (a in seen) archs++; \
+	        printf "sm120-sass: %d kernels on %d targets, %d block-scaled MMAs (OMMA.SF.16864...UE4M3.4X)\n", n, archs, total; \
+	        exit (bad > 0 || n == 0 || archs < 2) }'
+
 # The GB10 / RTX Blackwell probe (tests/gpu/probe_sm120.cu), sm_120a + sm_121a:
 # compile-only wherever nvcc can (CI); it runs only on such a GPU.  When a
 # cuobjdump is found, the SASS must hold the block-scaled MMA (OMMA.SF).

@@ -1,10 +1,12 @@
-/* sm90_internal.cuh -- declarations shared by the CUDA sources. */
-#ifndef NVFP4_CUDA_SM90_INTERNAL_CUH
-#define NVFP4_CUDA_SM90_INTERNAL_CUH
+/* common.cuh -- what the sm90 kernels and their launchers share: the
+ * kernel parameters, the stream-K work list, the weight dequantization. */
+#ifndef NVFP4_CUDA_SM90_COMMON_CUH
+#define NVFP4_CUDA_SM90_COMMON_CUH
 
 #include <cuda.h>
 #include <stdint.h>
 
+#include "cuda/epilogue.cuh"
 #include "cuda/ptx.cuh"
 
 /* What every GEMM kernel takes, first in its parameters: the operands'
@@ -114,16 +116,6 @@ static __device__ __forceinline__ int64_t nvfp4_sm90_item(const nvfp4_sm90_work 
 }
 
 
-/* BF16 round to nearest even, NaN kept quiet with its sign (the same bits as
- * nvfp4_bf16_from_f32). */
-static __device__ __forceinline__ uint16_t nvfp4_dev_bf16_rne(float v)
-{
-    uint32_t b = __float_as_uint(v);
-    if ((b & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((b >> 16) | 0x0040u);
-    b += 0x7FFFu + ((b >> 16) & 1u);
-    return (uint16_t)(b >> 16);
-}
-
 /* One 64-element chunk (4 NVFP4 blocks) of weight rows r0 and r0 + 8 as
  * loaded from a pipeline stage, before dequantization: per row and block
  * the code word that holds the lane's two bytes 2t, 2t+1 (the operand
@@ -218,15 +210,6 @@ static __device__ __forceinline__ void nvfp4_sm90_dequant_block(uint2 w, uint32_
     nvfp4_sm90_dequant_half(w, 1, scale_byte, o + 4);
 }
 
-/* An output's BF16 value: alpha * acc (+ bias), each step RNE, then BF16
- * RNE (docs/CONTRACT.md). */
-static __device__ __forceinline__ uint16_t nvfp4_sm90_out_bf16(float acc, float alpha, const float *bias, float b)
-{
-    float y = __fmul_rn(alpha, acc);
-    if (bias) y = __fadd_rn(y, b);
-    return nvfp4_dev_bf16_rne(y);
-}
-
 /* The wgmma kernels' epilogue: acc[i] of a consumer thread (lane 4 g + t,
  * tile-local weight row R0 = its warp's 16 rows + g) is output (n, m) with
  * n = N0 + R0 + 8 ((i >> 1) & 1), m = M0 + 8 (i >> 2) + 2 t + (i & 1);
@@ -245,7 +228,7 @@ static __device__ __forceinline__ uint16_t nvfp4_sm90_out_bf16(float acc, float 
             if (m_ >= (P).io.m) continue;                                                             \
             const size_t o_ = (size_t)m_ * (size_t)(P).io.n + (size_t)n_;                             \
             if ((P).io.raw) (P).io.raw[o_] = (ACC)[i_];                                                  \
-            if ((DO_OUT) && (P).io.out) (P).io.out[o_] = nvfp4_sm90_out_bf16((ACC)[i_], (ALPHA), (P).io.bias, bias_); \
+            if ((DO_OUT) && (P).io.out) (P).io.out[o_] = nvfp4_dev_out_bf16((ACC)[i_], (ALPHA), (P).io.bias, bias_); \
         }                                                                                          \
     }
 

@@ -18,6 +18,7 @@
 
 #include "cuda/ptx.cuh"
 #include "cuda/sm90/common.cuh"
+#include "cuda/dispatch.h"
 #include "cuda/sm90/host.h"
 #include "formats/layout.h"
 
@@ -304,7 +305,7 @@ static nvfp4_status run_plan(const nvfp4_cuda_gemm_args *args, const nvfp4_sm90_
     return NVFP4_SM90_IS_REG(l.kern) ? nvfp4_sm90_launch_regm(&l) : nvfp4_sm90_launch_wgmma(&l);
 }
 
-extern "C" nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args)
+extern "C" nvfp4_status nvfp4_sm90_gemm_cuda(const nvfp4_cuda_gemm_args *args)
 {
     nvfp4_status st = check_args(args, 1);
     if (st != NVFP4_OK) return st;

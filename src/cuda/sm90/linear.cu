@@ -17,6 +17,7 @@
 #define __NV_LEGACY_LAUNCH 1
 #include <string.h>
 
+#include "cuda/dispatch.h"
 #include "cuda/sm90/host.h"
 #ifdef NVFP4_TESTING
 #include "nvfp4_testing.h"
@@ -59,7 +60,7 @@ extern "C" size_t nvfp4_linear_cuda_workspace(int64_t m, int64_t n, int64_t k)
 
 static int lin_misaligned(const void *p, uintptr_t a) { return ((uintptr_t)p & (a - 1)) != 0; }
 
-extern "C" nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args)
+extern "C" nvfp4_status nvfp4_sm90_linear_cuda(const nvfp4_cuda_linear_args *args)
 {
     static const char fn[] = "linear (cuda)";
     if (!args) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "%s: args is NULL", fn);

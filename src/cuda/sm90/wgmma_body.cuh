@@ -115,7 +115,7 @@
  * its own 256 bytes of shared memory transposed (stmatrix), and come back as
  * 16-byte rows of 8 n, stored whole: 16 lanes x 16 bytes, 8 full sectors
  * per store, instead of one 2-byte store per output (4 half sectors per
- * warp store).  The same values as NVFP4_SM90_EPILOGUE (nvfp4_sm90_out_bf16). */
+ * warp store).  The same values as NVFP4_SM90_EPILOGUE (nvfp4_dev_out_bf16). */
 #define SM90_EPI_OUT()                                                                             \
     {                                                                                              \
         const int nw_ = n0 + c * 64 + warp * 16;         /* the warp's first weight row */       \
@@ -128,8 +128,8 @@
             uint32_t f_[2];                                                                        \
             _Pragma("unroll") for (int q_ = 0; q_ < 2; q_++) {                                     \
                 const float bq_ = q_ ? b1_ : b0_;                                                  \
-                f_[q_] = (uint32_t)nvfp4_sm90_out_bf16(acc[4 * j_ + 2 * q_], alpha, p.io.bias, bq_) |     \
-                         (uint32_t)nvfp4_sm90_out_bf16(acc[4 * j_ + 2 * q_ + 1], alpha, p.io.bias, bq_) << 16; \
+                f_[q_] = (uint32_t)nvfp4_dev_out_bf16(acc[4 * j_ + 2 * q_], alpha, p.io.bias, bq_) |     \
+                         (uint32_t)nvfp4_dev_out_bf16(acc[4 * j_ + 2 * q_ + 1], alpha, p.io.bias, bq_) << 16; \
             }                                                                                      \
             ptx_stmatrix_x2_trans(st_, f_[0], f_[1]);                                              \
             __syncwarp();                                                                          \
