@@ -59,6 +59,25 @@ extern const nvfp4_sm90_rules nvfp4_sm90_hw_rules;
 float nvfp4_sm90_step_rules(float c, const uint16_t a[16], const uint16_t b[16],
                             nvfp4_operand type, const nvfp4_sm90_rules *rules);
 
+/* The sm120 step (nvfp4_sm120_step, docs/ORACLE.md) in two halves, so that
+ * the CPU backend can run its exact step from block sums it already has.
+ * A UE4M3 scale magnitude s (0..0x7e, sign bit cleared) is sig/8 * 2^exp:
+ * nvfp4_sm120_scale_sig() and nvfp4_sm120_scale_exp() (exp -126 for a zero
+ * scale, the exponent MMA-Sim gives a zero).  Block j's term is
+ * block_mant[j] * 2^(block_exp[j] + NVFP4_SM120_MANT_EXP) with block_mant =
+ * (sum of the 16 products of twice the E2M1 values) * sig_a * sig_b and
+ * block_exp = exp_a + exp_b; every term is truncated toward zero to a
+ * multiple of 2^(E - NVFP4_SM120_FRAC_BITS).  nvfp4_sm120_from_blocks() is
+ * the step from there on (c's NaN and Inf included); blocks_negative_zero:
+ * every product of every block is -0 (it decides the sign of a zero result
+ * only where the rules keep IEEE zero signs and c is -0). */
+#define NVFP4_SM120_FRAC_BITS 35
+#define NVFP4_SM120_MANT_EXP (-8) /* (2a)(2b) is 4ab; sig/8 twice */
+int nvfp4_sm120_scale_exp(uint8_t s);
+int64_t nvfp4_sm120_scale_sig(uint8_t s);
+float nvfp4_sm120_from_blocks(float c, const int64_t block_mant[4], const int block_exp[4],
+                              int blocks_negative_zero);
+
 /* FP16 bit pattern of e2m1(code) * |e4m3(scale)| (exact; NaN scale -> FP16 NaN
  * 0x7e00 with the code's sign; a zero keeps the code's sign). */
 uint16_t nvfp4_oracle_f16_operand(uint8_t code, uint8_t scale);

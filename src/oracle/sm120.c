@@ -33,46 +33,48 @@ static int64_t e2m1_twice(uint8_t code)
  * zero-scale block's term is zero, so this only decides whether such a block
  * can raise E: with -126 it never does in practice. */
 #define SM120_ZERO_SCALE_EXP (-126)
-static int ue4m3_exponent(uint8_t s)
+int nvfp4_sm120_scale_exp(uint8_t s)
 {
     if (s == 0) return SM120_ZERO_SCALE_EXP;
     return (s >> 3) ? (int)(s >> 3) - 7 : -6;
 }
 
+/* The scale is sig/8 * 2^exp: sig = 8 + frac when normal, frac when not. */
+int64_t nvfp4_sm120_scale_sig(uint8_t s) { return (s >> 3) ? 8 + (s & 7) : (s & 7); }
+
 float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scales[4],
                        const uint8_t b_codes[64], const uint8_t b_scales[4])
 {
-    const nvfp4_sm90_rules *rules = &nvfp4_sm90_hw_rules;
-    int64_t block_mant[4]; /* term j = block_mant[j] * 2^(block_exp[j] - 8) */
+    int64_t block_mant[4];
     int block_exp[4];
-    int block_all_negative_zero[4];
+    int blocks_negative_zero = 1;
 
+    for (int j = 0; j < 4; j++) {
+        uint8_t sa = a_scales[j] & 0x7f, sb = b_scales[j] & 0x7f; /* UE4M3: sign ignored */
+        if (sa == 0x7f || sb == 0x7f) return nvfp4_f32_from_bits(nvfp4_sm90_hw_rules.nan_bits);
+        int64_t sum4 = 0; /* sum of (2a)(2b): four times the block sum */
+        for (int i = 0; i < 16; i++) {
+            uint8_t ca = a_codes[16 * j + i] & 15, cb = b_codes[16 * j + i] & 15;
+            int64_t p = e2m1_twice(ca) * e2m1_twice(cb);
+            sum4 += p;
+            if (p != 0 || !(((ca ^ cb) >> 3) & 1)) blocks_negative_zero = 0;
+        }
+        /* S * (ma/8) * (mb/8) * 2^(ea+eb) with S = sum4/4 */
+        block_mant[j] = sum4 * nvfp4_sm120_scale_sig(sa) * nvfp4_sm120_scale_sig(sb);
+        block_exp[j] = nvfp4_sm120_scale_exp(sa) + nvfp4_sm120_scale_exp(sb);
+    }
+    return nvfp4_sm120_from_blocks(c, block_mant, block_exp, blocks_negative_zero);
+}
+
+float nvfp4_sm120_from_blocks(float c, const int64_t block_mant[4], const int block_exp[4],
+                              int blocks_negative_zero)
+{
+    const nvfp4_sm90_rules *rules = &nvfp4_sm90_hw_rules;
     uint32_t cbits;
     memcpy(&cbits, &c, sizeof cbits);
     uint32_t cfield = (cbits >> 23) & 0xff, cfrac = cbits & 0x7fffff;
     int c_negative = (int)(cbits >> 31);
     if (cfield == 0xff && cfrac) return nvfp4_f32_from_bits(rules->nan_bits);
-
-    for (int j = 0; j < 4; j++) {
-        uint8_t sa = a_scales[j] & 0x7f, sb = b_scales[j] & 0x7f; /* UE4M3: sign ignored */
-        if (sa == 0x7f || sb == 0x7f) return nvfp4_f32_from_bits(rules->nan_bits);
-        int64_t sum4 = 0; /* sum of (2a)(2b): four times the block sum */
-        int negative_zeros = 1;
-        for (int i = 0; i < 16; i++) {
-            uint8_t ca = a_codes[16 * j + i] & 15, cb = b_codes[16 * j + i] & 15;
-            int64_t p = e2m1_twice(ca) * e2m1_twice(cb);
-            sum4 += p;
-            if (p != 0 || !(((ca ^ cb) >> 3) & 1)) negative_zeros = 0;
-        }
-        int64_t ma = (sa >> 3) ? 8 + (sa & 7) : (sa & 7);
-        int64_t mb = (sb >> 3) ? 8 + (sb & 7) : (sb & 7);
-        int ea = ue4m3_exponent(sa), eb = ue4m3_exponent(sb);
-        /* S * (ma/8) * (mb/8) * 2^(ea+eb) with S = sum4/4 */
-        block_mant[j] = sum4 * ma * mb;
-        block_exp[j] = ea + eb;
-        block_all_negative_zero[j] = negative_zeros;
-    }
-
     if (cfield == 0xff) return nvfp4_f32_from_bits(c_negative ? 0xff800000u : 0x7f800000u);
 
     uint64_t c_sig = cfield ? ((1u << 23) | cfrac) : cfrac;
@@ -90,7 +92,7 @@ float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scale
     /* Truncate each term toward zero to a multiple of 2^(E-35) and add.  A
      * block term is below 2^19 * 2^(E-8), a c term below 2^(E+1): both fit an
      * int64 in units of 2^(E-35). */
-    int unit_exp = e_max - 35;
+    int unit_exp = e_max - NVFP4_SM120_FRAC_BITS;
     int64_t sum = 0;
     for (int j = 0; j < 5; j++) {
         uint64_t mag;
@@ -98,7 +100,7 @@ float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scale
         if (j < 4) {
             negative = block_mant[j] < 0;
             mag = (uint64_t)(negative ? -block_mant[j] : block_mant[j]);
-            lsb_exp = block_exp[j] - 8;
+            lsb_exp = block_exp[j] + NVFP4_SM120_MANT_EXP;
         } else {
             negative = c_negative;
             mag = c_sig;
@@ -111,12 +113,10 @@ float nvfp4_sm120_step(float c, const uint8_t a_codes[64], const uint8_t a_scale
     }
 
     if (sum == 0) {
-        int all_negative_zero = c_sig == 0 && c_negative;
+        int all_negative_zero = c_sig == 0 && c_negative && blocks_negative_zero;
         int all_zero = c_sig == 0;
-        for (int j = 0; j < 4; j++) {
+        for (int j = 0; j < 4; j++)
             if (block_mant[j] != 0) all_zero = 0;
-            if (!block_all_negative_zero[j]) all_negative_zero = 0;
-        }
         return nvfp4_f32_from_bits(all_zero && all_negative_zero && rules->zero_sign_ieee ? 0x80000000u
                                                                                     : 0);
     }
