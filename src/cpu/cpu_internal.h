@@ -151,7 +151,8 @@ float nvfp4_cpu_sm120_slow(float c, const nvfp4_cpu_apack *a, int64_t row,
                            const nvfp4_cpu_btile *b, int col, int64_t block, int64_t block_end);
 
 /* Pack B rows n0 .. n0 + NVFP4_CPU_TILE - 1 (rows >= b->rows as zeros) into
- * t; has_nan[col]: some block scale of that row is NaN (it is packed as 0). */
+ * t (and t->sbyte, for sm120, when not NULL); has_nan[col]: some block scale
+ * of that row is NaN (it is packed as 0). */
 void nvfp4_cpu_pack_btile_portable(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4_tensor *b,
                                    int64_t n0);
 void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4_tensor *b,

@@ -155,16 +155,6 @@ typedef struct block_info {
     uint8_t s;   /* scale & 0x7f, 0 for NaN */
 } block_info;
 
-/* The scale magnitude of (row r, block j) as the kernels use it: UE4M3
- * ignores the sign bit; a NaN (0x7f) is computed as zero, the output being
- * overridden with NaN anyway (*nan, if given, says so). */
-static uint8_t packed_scale(const nvfp4_tensor *t, int64_t r, int64_t j, int *nan)
-{
-    unsigned s = t->scales[nvfp4_cpu_scale_offset(t, r, j)] & 0x7fu;
-    if (nan) *nan = s == 0x7f;
-    return s == 0x7f ? 0 : (uint8_t)s;
-}
-
 /* hi / lo of one sm120 step (cpu_internal.h): the largest and smallest
  * exponent over the nonzero scales s[0 .. n). */
 static void step_bounds(const uint8_t *s, int64_t n, int32_t *hi, int32_t *lo)
@@ -183,7 +173,9 @@ static void step_bounds(const uint8_t *s, int64_t n, int32_t *hi, int32_t *lo)
 static void decode_block(block_info *bi, const nvfp4_tensor *t, int64_t r, int64_t j)
 {
     const nvfp4_cpu_tables *tab = &nvfp4_cpu_tab;
-    unsigned s = packed_scale(t, r, j, &bi->nan);
+    unsigned s = t->scales[nvfp4_cpu_scale_offset(t, r, j)] & 0x7fu; /* UE4M3: sign ignored */
+    bi->nan = s == 0x7f;
+    if (bi->nan) s = 0; /* computed as zeros; the output is NaN anyway */
     bi->s = (uint8_t)s;
     bi->is = tab->is[s];
     const uint8_t *bytes = t->codes + (size_t)r * (size_t)(t->cols / 2) + (size_t)j * 8;
@@ -368,16 +360,13 @@ static int btile_alloc(btile_store *bs, int64_t k, int sm120)
     return 1;
 }
 
-/* The sm120 part of a B tile (after the common packing): scale bytes and
- * per-step guard limits of rows n0 .. n0 + NVFP4_CPU_TILE - 1 (rows past
- * b->rows: zero scales). */
-static void pack_btile_sm120(nvfp4_cpu_btile *t, const nvfp4_tensor *b, int64_t n0)
+/* The sm120 part of a B tile, after the packing (which fills sbyte when
+ * the tile has one): the per-step guard limits. */
+static void pack_btile_sm120(nvfp4_cpu_btile *t)
 {
     int64_t nb = t->nblocks, nsteps = (nb + NVFP4_CPU_STEP_BLOCKS - 1) / NVFP4_CPU_STEP_BLOCKS;
     for (int col = 0; col < NVFP4_CPU_TILE; col++) {
-        int64_t n = n0 + col;
-        uint8_t *sbyte = t->sbyte + (size_t)col * (size_t)nb;
-        for (int64_t j = 0; j < nb; j++) sbyte[j] = n < b->rows ? packed_scale(b, n, j, NULL) : 0;
+        const uint8_t *sbyte = t->sbyte + (size_t)col * (size_t)nb;
         for (int64_t st = 0; st < nsteps; st++) {
             int64_t j0 = st * NVFP4_CPU_STEP_BLOCKS;
             int32_t hi, lo;
@@ -426,6 +415,7 @@ void nvfp4_cpu_pack_btile_portable(nvfp4_cpu_btile *t, uint8_t *has_nan, const n
             t->lim_low[lane] = bi.low + NVFP4_CPU_LIM_LOW;
             t->lim_top[lane] = bi.top + NVFP4_CPU_LIM_TOP;
             t->iscale[(size_t)(col * nb + j)] = bi.is;
+            if (t->sbyte) t->sbyte[(size_t)(col * nb + j)] = bi.s;
         }
         has_nan[col] = (uint8_t)any_nan;
     }
@@ -727,7 +717,7 @@ static void gemm_items(void *p, int64_t begin, int64_t end)
         int64_t n0 = tile * NVFP4_CPU_TILE;
         if (tile != packed_tile) {
             ctx->pack_b(&bs.t, bs.has_nan, args->b, n0);
-            if (sm120) pack_btile_sm120(&bs.t, args->b, n0);
+            if (sm120) pack_btile_sm120(&bs.t);
             packed_tile = tile;
         }
         /* K slices: each a chain from +0; partials added in slice order (FP32 RNE) */

@@ -95,6 +95,7 @@ void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4
             __m128i q[4], e[4], lsb[4];
             int32_t is[4];
             float scale4[4];
+            uint8_t sbyte[4];
             for (int c = 0; c < 4; c++) {
                 unsigned s = 0;
                 const uint8_t *src = zero_codes;
@@ -108,6 +109,7 @@ void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4
                 }
                 is[c] = tab->is[s];
                 scale4[c] = tab->scale4[s];
+                sbyte[c] = (uint8_t)s;
                 __m128i x = _mm_loadl_epi64((const __m128i *)src);
                 __m128i hi = _mm_and_si128(_mm_srli_epi16(x, 4), low4), lo = _mm_and_si128(x, low4);
                 __m128i codes = hi_first ? _mm_unpacklo_epi8(hi, lo) : _mm_unpacklo_epi8(lo, hi);
@@ -136,6 +138,8 @@ void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4
             _mm_storeu_si128((__m128i *)(t->lim_low + lane), _mm_add_epi32(low, _mm_set1_epi32(NVFP4_CPU_LIM_LOW)));
             _mm_storeu_ps(t->scale4 + lane, _mm_loadu_ps(scale4));
             for (int c = 0; c < 4; c++) t->iscale[(size_t)((col0 + c) * nb + j)] = is[c];
+            if (t->sbyte)
+                for (int c = 0; c < 4; c++) t->sbyte[(size_t)((col0 + c) * nb + j)] = sbyte[c];
         }
         for (int c = 0; c < 4; c++) has_nan[col0 + c] = (uint8_t)nan[c];
     }

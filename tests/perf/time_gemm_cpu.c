@@ -4,13 +4,15 @@
  *   cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc -Isrc/core tests/perf/time_gemm_cpu.c \
  *      build/libnvfp4.a -ljansson -lpthread -lm -o build/time_gemm_cpu
  *   build/time_gemm_cpu [M N K [threads [model [reps [check_rows [path]]]]]]
- * Defaults: FC1 (M=128, N=28672, K=5376), 2 threads, sm90, 3 reps.  The
- * operands are nvfp4_quantize() of normal data (activations N(0,1), weights
- * N(0,0.02)), so the fast path sees what it sees in practice.  Prints the
- * best and median time for every SIMD path the CPU has, checks that all paths
- * agree bit for bit, and (check_rows > 0) compares that many rows against
- * nvfp4_gemm_ref().  path (portable, avx2, avx512, avx512-novnni) times that
- * path only (avx512-novnni: the AVX-512 kernel without VNNI). */
+ * Defaults: FC1 (M=128, N=28672, K=5376), 2 threads, sm90, 3 reps; model is
+ * sm90, sm120 or exact.  The operands are nvfp4_quantize() of normal data
+ * (activations N(0,1), weights N(0,0.02)), so the fast path sees what it
+ * sees in practice.  Prints the best and median time for every SIMD path the
+ * CPU has, and the best as wall nanoseconds per output step (M * N *
+ * ceil(K/64) k64 steps, whatever the model's own step), checks that all
+ * paths agree bit for bit, and (check_rows > 0) compares that many rows
+ * against nvfp4_gemm_ref().  path (portable, avx2, avx512, avx512-novnni)
+ * times that path only (avx512-novnni: the AVX-512 kernel without VNNI). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,8 +117,9 @@ int main(int argc, char **argv)
             }
         }
         qsort(times, (size_t)preps, sizeof(double), cmp_double);
-        printf("  %-13s best %.3f s  median %.3f s  (%d runs)\n", paths[p], times[0],
-               times[preps / 2], preps);
+        double steps = (double)M * (double)N * (double)((K + 63) / 64);
+        printf("  %-13s best %.3f s  median %.3f s  (%d runs)  %.2f ns per output k64 step\n",
+               paths[p], times[0], times[preps / 2], preps, steps > 0 ? 1e9 * times[0] / steps : 0.0);
         if (!have_first) {
             memcpy(first, raw, (size_t)(M * N) * sizeof(float));
             have_first = 1;
