@@ -164,34 +164,14 @@ void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4
  * acc[(row - row_begin) * NVFP4_CPU_TILE + col] receives it.  sm120:
  * block_begin is a multiple of 4 (steps of 4 blocks; the last one short
  * when block_end is not, padded with zero blocks). */
-typedef void (*nvfp4_cpu_kernel)(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                      int64_t row_begin, int64_t row_end, int64_t block_begin,
-                                      int64_t block_end, float *acc);
+typedef void nvfp4_cpu_kernel(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
+                              int64_t row_begin, int64_t row_end, int64_t block_begin,
+                              int64_t block_end, float *acc);
 
-void nvfp4_cpu_sm90_kernel_portable(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                    int64_t row_begin, int64_t row_end, int64_t block_begin,
-                                    int64_t block_end, float *acc);
-void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                int64_t row_begin, int64_t row_end, int64_t block_begin,
-                                    int64_t block_end, float *acc);
-void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                  int64_t row_begin, int64_t row_end, int64_t block_begin,
-                                    int64_t block_end, float *acc);
-void nvfp4_cpu_sm90_kernel_avx512vnni(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                      int64_t row_begin, int64_t row_end, int64_t block_begin,
-                                    int64_t block_end, float *acc);
-void nvfp4_cpu_sm120_kernel_portable(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                     int64_t row_begin, int64_t row_end, int64_t block_begin,
-                                     int64_t block_end, float *acc);
-void nvfp4_cpu_sm120_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                 int64_t row_begin, int64_t row_end, int64_t block_begin,
-                                 int64_t block_end, float *acc);
-void nvfp4_cpu_sm120_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                   int64_t row_begin, int64_t row_end, int64_t block_begin,
-                                   int64_t block_end, float *acc);
-void nvfp4_cpu_sm120_kernel_avx512vnni(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                       int64_t row_begin, int64_t row_end, int64_t block_begin,
-                                       int64_t block_end, float *acc);
+nvfp4_cpu_kernel nvfp4_cpu_sm90_kernel_portable, nvfp4_cpu_sm90_kernel_avx2,
+    nvfp4_cpu_sm90_kernel_avx512, nvfp4_cpu_sm90_kernel_avx512vnni;
+nvfp4_cpu_kernel nvfp4_cpu_sm120_kernel_portable, nvfp4_cpu_sm120_kernel_avx2,
+    nvfp4_cpu_sm120_kernel_avx512, nvfp4_cpu_sm120_kernel_avx512vnni;
 
 /* One K slice [k_begin, k_end) (multiples of 16; for SM120 k_begin a
  * multiple of 64, the last step padded with zero blocks) of the GEMM, a

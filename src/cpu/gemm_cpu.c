@@ -129,7 +129,7 @@ static int vnni_usable(void)
 #endif
 }
 
-static nvfp4_cpu_kernel kernel_for(int s, nvfp4_model model)
+static nvfp4_cpu_kernel *kernel_for(int s, nvfp4_model model)
 {
     if (model == NVFP4_MODEL_SM120) {
         if (s == SIMD_AVX512)
@@ -669,7 +669,7 @@ static void exact_tile(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b, int64
 typedef struct gemm_ctx {
     const nvfp4_gemm_args *args;
     const nvfp4_cpu_apack *ap;
-    nvfp4_cpu_kernel kernel;
+    nvfp4_cpu_kernel *kernel;
     void (*pack_b)(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4_tensor *b, int64_t n0);
     int64_t n_cols;
     int64_t row_chunk; /* rows per work item, a multiple of MR */

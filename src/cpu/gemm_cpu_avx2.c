@@ -145,20 +145,40 @@ void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4
     }
 }
 
-/* D = sum (q_a + 12) q_b - 12 sum q_b of one block, per lane: ac the row's
- * 16 codes, b0..b3 the block's codes for k = 4kq .. 4kq + 3 (8 lanes). */
-static inline __m256i block_dot(const uint8_t *ac, __m256i b0, __m256i b1, __m256i b2, __m256i b3,
-                                __m256i corr)
+/* What the kernels read of B for one block and 8 lanes (half h of group g):
+ * the codes for k = 4kq .. 4kq + 3 (b[kq]), 12 * sum q_b and S_b / 4. */
+typedef struct bblock {
+    __m256i b[4], corr;
+    __m256 scale4;
+} bblock;
+
+static inline bblock load_bblock(const nvfp4_cpu_btile *t, size_t blk, int h)
+{
+    bblock bb;
+    const int8_t *bc = t->codes + blk * 256 + h * 32;
+    bb.b[0] = _mm256_load_si256((const __m256i *)bc);
+    bb.b[1] = _mm256_load_si256((const __m256i *)(bc + 64));
+    bb.b[2] = _mm256_load_si256((const __m256i *)(bc + 128));
+    bb.b[3] = _mm256_load_si256((const __m256i *)(bc + 192));
+    const size_t lane = blk * NVFP4_CPU_LANES + (size_t)h * 8;
+    bb.corr = _mm256_load_si256((const __m256i *)(t->corr + lane));
+    bb.scale4 = _mm256_load_ps(t->scale4 + lane);
+    return bb;
+}
+
+/* D = sum (q_a + 12) q_b - 12 sum q_b of one block, per lane; ac: the row's
+ * 16 codes. */
+static inline __m256i block_dot(const uint8_t *ac, const bblock *bb)
 {
     int32_t w[4];
     memcpy(w, ac, sizeof w);
     /* pairs of products in 16 bits (|sum| <= 2304), then 32 */
-    __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(w[0]), b0),
-                                   _mm256_maddubs_epi16(_mm256_set1_epi32(w[1]), b1));
-    __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(w[2]), b2),
-                                   _mm256_maddubs_epi16(_mm256_set1_epi32(w[3]), b3));
+    __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(w[0]), bb->b[0]),
+                                   _mm256_maddubs_epi16(_mm256_set1_epi32(w[1]), bb->b[1]));
+    __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(w[2]), bb->b[2]),
+                                   _mm256_maddubs_epi16(_mm256_set1_epi32(w[3]), bb->b[3]));
     return _mm256_sub_epi32(_mm256_madd_epi16(_mm256_add_epi16(p01, p23), _mm256_set1_epi16(1)),
-                            corr);
+                            bb->corr);
 }
 
 void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
@@ -177,22 +197,15 @@ void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile 
                 for (int rr = 0; rr < NVFP4_CPU_MR; rr++) c[rr] = _mm256_setzero_ps();
                 for (int64_t j = block_begin; j < block_end; j++) {
                     size_t blk = (size_t)(j * NVFP4_CPU_GROUPS + g);
-                    const int8_t *bc = b->codes + blk * 256 + h * 32;
-                    const __m256i b0 = _mm256_load_si256((const __m256i *)bc);
-                    const __m256i b1 = _mm256_load_si256((const __m256i *)(bc + 64));
-                    const __m256i b2 = _mm256_load_si256((const __m256i *)(bc + 128));
-                    const __m256i b3 = _mm256_load_si256((const __m256i *)(bc + 192));
+                    const bblock bb = load_bblock(b, blk, h);
                     const size_t lane = blk * NVFP4_CPU_LANES + (size_t)h * 8;
-                    const __m256i corr = _mm256_load_si256((const __m256i *)(b->corr + lane));
-                    const __m256 scale4 = _mm256_load_ps(b->scale4 + lane);
                     const __m256i lim_low = _mm256_load_si256((const __m256i *)(b->lim_low + lane));
                     const __m256i lim_top = _mm256_load_si256((const __m256i *)(b->lim_top + lane));
                     for (int rr = 0; rr < NVFP4_CPU_MR; rr++) {
                         const int64_t row = r + rr;
-                        __m256i d = block_dot(a->codes + (size_t)(row * K + j * 16), b0, b1, b2, b3,
-                                              corr);
+                        __m256i d = block_dot(a->codes + (size_t)(row * K + j * 16), &bb);
                         const size_t ab = (size_t)(row * nb + j);
-                        __m256 scale = _mm256_mul_ps(_mm256_set1_ps(a->scale[ab]), scale4);
+                        __m256 scale = _mm256_mul_ps(_mm256_set1_ps(a->scale[ab]), bb.scale4);
                         __m256 s = _mm256_mul_ps(_mm256_cvtepi32_ps(d), scale); /* exact */
                         /* guard (cpu_internal.h): f = c's exponent field */
                         __m256i cbits = _mm256_castps_si256(c[rr]);
@@ -268,19 +281,11 @@ static inline __attribute__((always_inline)) void sm120_step(const nvfp4_cpu_apa
     }
     for (int q = 0; q < nq; q++) {
         const int64_t j = j0 + q;
-        const size_t blk = (size_t)(j * NVFP4_CPU_GROUPS + g);
-        const int8_t *bc = b->codes + blk * 256 + h * 32;
-        const __m256i b0 = _mm256_load_si256((const __m256i *)bc);
-        const __m256i b1 = _mm256_load_si256((const __m256i *)(bc + 64));
-        const __m256i b2 = _mm256_load_si256((const __m256i *)(bc + 128));
-        const __m256i b3 = _mm256_load_si256((const __m256i *)(bc + 192));
-        const size_t lane = blk * NVFP4_CPU_LANES + (size_t)h * 8;
-        const __m256i corr = _mm256_load_si256((const __m256i *)(b->corr + lane));
-        const __m256 scale4 = _mm256_load_ps(b->scale4 + lane);
+        const bblock bb = load_bblock(b, (size_t)(j * NVFP4_CPU_GROUPS + g), h);
         for (int rr = 0; rr < NVFP4_CPU_MR; rr++) {
             const int64_t row = r + rr;
-            __m256i d = block_dot(a->codes + (size_t)(row * K + j * 16), b0, b1, b2, b3, corr);
-            __m256 scale = _mm256_mul_ps(_mm256_set1_ps(a->scale[row * nb + j]), scale4);
+            __m256i d = block_dot(a->codes + (size_t)(row * K + j * 16), &bb);
+            __m256 scale = _mm256_mul_ps(_mm256_set1_ps(a->scale[row * nb + j]), bb.scale4);
             __m256 s = _mm256_mul_ps(_mm256_cvtepi32_ps(d), scale); /* exact */
             lo[rr] = _mm256_add_pd(lo[rr], low_pd(s));
             hi[rr] = _mm256_add_pd(hi[rr], high_pd(s));

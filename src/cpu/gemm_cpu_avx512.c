@@ -34,6 +34,26 @@ static inline __m512i largest_product_exp(const int8_t *ae, const int8_t *be)
     return _mm512_srai_epi32(_mm512_slli_epi32(m, 24), 24);
 }
 
+/* What the kernels read of B for one block and the 16 lanes of a group: the
+ * codes for k = 4kq .. 4kq + 3 (b[kq]), 12 * sum q_b and S_b / 4. */
+typedef struct bblock {
+    __m512i b[4], corr;
+    __m512 scale4;
+} bblock;
+
+static inline bblock load_bblock(const nvfp4_cpu_btile *t, size_t blk)
+{
+    bblock bb;
+    const int8_t *bc = t->codes + blk * 256;
+    bb.b[0] = _mm512_load_si512((const void *)bc);
+    bb.b[1] = _mm512_load_si512((const void *)(bc + 64));
+    bb.b[2] = _mm512_load_si512((const void *)(bc + 128));
+    bb.b[3] = _mm512_load_si512((const void *)(bc + 192));
+    bb.corr = _mm512_load_si512((const void *)(t->corr + blk * NVFP4_CPU_LANES));
+    bb.scale4 = _mm512_load_ps(t->scale4 + blk * NVFP4_CPU_LANES);
+    return bb;
+}
+
 /* The 16 columns' double halves: [0, 8) and [8, 16). */
 static inline __m512d low_pd(__m512 x) { return _mm512_cvtps_pd(_mm512_castps512_ps256(x)); }
 static inline __m512d high_pd(__m512 x)
@@ -97,28 +117,26 @@ void nvfp4_cpu_sm120_kernel_avx512vnni(const nvfp4_cpu_apack *a, const nvfp4_cpu
 
 #else /* second pass: one instance of each kernel, names ending in AVX512_SUFFIX */
 
-/* D = sum (q_a + 12) q_b - 12 sum q_b of one block, per lane: ac the row's
- * 16 codes, b0..b3 the block's codes for k = 4kq .. 4kq + 3. */
-static inline __m512i AVX512_FN(block_dot)(const uint8_t *ac, __m512i b0, __m512i b1, __m512i b2,
-                                           __m512i b3, __m512i corr)
+/* D = sum (q_a + 12) q_b - 12 sum q_b of one block, per lane; ac: the row's
+ * 16 codes. */
+static inline __m512i AVX512_FN(block_dot)(const uint8_t *ac, const bblock *bb)
 {
     int32_t w[4];
     memcpy(w, ac, sizeof w);
 #ifdef AVX512_VNNI
-    __m512i d = _mm512_sub_epi32(_mm512_setzero_si512(), corr);
-    d = _mm512_dpbusd_epi32(d, _mm512_set1_epi32(w[0]), b0);
-    d = _mm512_dpbusd_epi32(d, _mm512_set1_epi32(w[1]), b1);
-    d = _mm512_dpbusd_epi32(d, _mm512_set1_epi32(w[2]), b2);
-    d = _mm512_dpbusd_epi32(d, _mm512_set1_epi32(w[3]), b3);
-    return d;
+    __m512i d = _mm512_sub_epi32(_mm512_setzero_si512(), bb->corr);
+    d = _mm512_dpbusd_epi32(d, _mm512_set1_epi32(w[0]), bb->b[0]);
+    d = _mm512_dpbusd_epi32(d, _mm512_set1_epi32(w[1]), bb->b[1]);
+    d = _mm512_dpbusd_epi32(d, _mm512_set1_epi32(w[2]), bb->b[2]);
+    return _mm512_dpbusd_epi32(d, _mm512_set1_epi32(w[3]), bb->b[3]);
 #else
     /* pairs of products in 16 bits (|sum| <= 2304), then 32 */
-    __m512i p01 = _mm512_add_epi16(_mm512_maddubs_epi16(_mm512_set1_epi32(w[0]), b0),
-                                   _mm512_maddubs_epi16(_mm512_set1_epi32(w[1]), b1));
-    __m512i p23 = _mm512_add_epi16(_mm512_maddubs_epi16(_mm512_set1_epi32(w[2]), b2),
-                                   _mm512_maddubs_epi16(_mm512_set1_epi32(w[3]), b3));
+    __m512i p01 = _mm512_add_epi16(_mm512_maddubs_epi16(_mm512_set1_epi32(w[0]), bb->b[0]),
+                                   _mm512_maddubs_epi16(_mm512_set1_epi32(w[1]), bb->b[1]));
+    __m512i p23 = _mm512_add_epi16(_mm512_maddubs_epi16(_mm512_set1_epi32(w[2]), bb->b[2]),
+                                   _mm512_maddubs_epi16(_mm512_set1_epi32(w[3]), bb->b[3]));
     return _mm512_sub_epi32(_mm512_madd_epi16(_mm512_add_epi16(p01, p23), _mm512_set1_epi16(1)),
-                            corr);
+                            bb->corr);
 #endif
 }
 
@@ -137,22 +155,15 @@ void AVX512_FN(nvfp4_cpu_sm90_kernel)(const nvfp4_cpu_apack *a, const nvfp4_cpu_
             for (int rr = 0; rr < NVFP4_CPU_MR; rr++) c[rr] = _mm512_setzero_ps();
             for (int64_t j = block_begin; j < block_end; j++) {
                 size_t blk = (size_t)(j * NVFP4_CPU_GROUPS + g);
-                const int8_t *bc = b->codes + blk * 256;
-                const __m512i b0 = _mm512_load_si512((const void *)bc);
-                const __m512i b1 = _mm512_load_si512((const void *)(bc + 64));
-                const __m512i b2 = _mm512_load_si512((const void *)(bc + 128));
-                const __m512i b3 = _mm512_load_si512((const void *)(bc + 192));
+                const bblock bb = load_bblock(b, blk);
                 const size_t lane = blk * NVFP4_CPU_LANES;
-                const __m512i corr = _mm512_load_si512((const void *)(b->corr + lane));
-                const __m512 scale4 = _mm512_load_ps(b->scale4 + lane);
                 const __m512i lim_low = _mm512_load_si512((const void *)(b->lim_low + lane));
                 const __m512i lim_top = _mm512_load_si512((const void *)(b->lim_top + lane));
                 for (int rr = 0; rr < NVFP4_CPU_MR; rr++) {
                     const int64_t row = r + rr;
-                    __m512i d = AVX512_FN(block_dot)(a->codes + (size_t)(row * K + j * 16), b0, b1,
-                                                     b2, b3, corr);
+                    __m512i d = AVX512_FN(block_dot)(a->codes + (size_t)(row * K + j * 16), &bb);
                     const size_t ab = (size_t)(row * nb + j);
-                    __m512 scale = _mm512_mul_ps(_mm512_set1_ps(a->scale[ab]), scale4);
+                    __m512 scale = _mm512_mul_ps(_mm512_set1_ps(a->scale[ab]), bb.scale4);
                     /* guard (cpu_internal.h): f = c's exponent field */
                     __m512i cbits = _mm512_castps_si512(c[rr]);
                     __m512i f = _mm512_srli_epi32(_mm512_slli_epi32(cbits, 1), 24);
@@ -210,19 +221,11 @@ AVX512_FN(sm120_step)(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b, int g,
     }
     for (int q = 0; q < nq; q++) {
         const int64_t j = j0 + q;
-        const size_t blk = (size_t)(j * NVFP4_CPU_GROUPS + g);
-        const int8_t *bc = b->codes + blk * 256;
-        const __m512i b0 = _mm512_load_si512((const void *)bc);
-        const __m512i b1 = _mm512_load_si512((const void *)(bc + 64));
-        const __m512i b2 = _mm512_load_si512((const void *)(bc + 128));
-        const __m512i b3 = _mm512_load_si512((const void *)(bc + 192));
-        const __m512i corr = _mm512_load_si512((const void *)(b->corr + blk * NVFP4_CPU_LANES));
-        const __m512 scale4 = _mm512_load_ps(b->scale4 + blk * NVFP4_CPU_LANES);
+        const bblock bb = load_bblock(b, (size_t)(j * NVFP4_CPU_GROUPS + g));
         for (int rr = 0; rr < NVFP4_CPU_MR; rr++) {
             const int64_t row = r + rr;
-            __m512i d = AVX512_FN(block_dot)(a->codes + (size_t)(row * K + j * 16), b0, b1, b2, b3,
-                                             corr);
-            __m512 scale = _mm512_mul_ps(_mm512_set1_ps(a->scale[row * nb + j]), scale4);
+            __m512i d = AVX512_FN(block_dot)(a->codes + (size_t)(row * K + j * 16), &bb);
+            __m512 scale = _mm512_mul_ps(_mm512_set1_ps(a->scale[row * nb + j]), bb.scale4);
             __m512 s = _mm512_mul_ps(_mm512_cvtepi32_ps(d), scale); /* exact */
             lo[rr] = _mm512_add_pd(lo[rr], low_pd(s));
             hi[rr] = _mm512_add_pd(hi[rr], high_pd(s));
