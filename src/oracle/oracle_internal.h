@@ -74,6 +74,13 @@ extern const nvfp4_sm90_rules nvfp4_sm90_hw_rules;
 float nvfp4_sm90_step_rules(float c, const uint16_t a[16], const uint16_t b[16],
                             nvfp4_operand type, const nvfp4_sm90_rules *rules);
 
+/* The sm120 step's fixed point (src/oracle/sm120_rule.h): block j's term is
+ * (sum of the 16 products of twice the E2M1 values) * sig_a * sig_b *
+ * 2^(exp_a + exp_b + NVFP4_SM120_MANT_EXP), every term truncated toward zero
+ * to a multiple of 2^(E - NVFP4_SM120_FRAC_BITS). */
+#define NVFP4_SM120_FRAC_BITS 35
+#define NVFP4_SM120_MANT_EXP (-8) /* (2a)(2b) is 4ab; sig/8 twice */
+
 /* FP16 bit pattern of e2m1(code) * |e4m3(scale)| (exact; NaN scale -> FP16 NaN
  * 0x7e00 with the code's sign; a zero keeps the code's sign). */
 uint16_t nvfp4_oracle_f16_operand(uint8_t code, uint8_t scale);

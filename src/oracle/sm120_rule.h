@@ -58,7 +58,7 @@ NVFP4_HOST_DEVICE int nvfp4_sm120_scale_exp(uint32_t s)
 NVFP4_HOST_DEVICE uint32_t nvfp4_sm120_step_bits(uint32_t cbits, const int32_t sum4[4], uint32_t negzero,
                                                  uint32_t sa, uint32_t sb, const nvfp4_sm90_rules *rules)
 {
-    int64_t block_mant[4]; /* term j = block_mant[j] * 2^(block_exp[j] - 8) */
+    int64_t block_mant[4]; /* term j = block_mant[j] * 2^(block_exp[j] + NVFP4_SM120_MANT_EXP) */
     int block_exp[4];
     const uint32_t cfield = (cbits >> 23) & 0xffu, cfrac = cbits & 0x7fffffu;
     const int c_negative = (int)(cbits >> 31);
@@ -91,7 +91,7 @@ NVFP4_HOST_DEVICE uint32_t nvfp4_sm120_step_bits(uint32_t cbits, const int32_t s
     /* Truncate each term toward zero to a multiple of 2^(E-35) and add.  A
      * block term is below 2^19 * 2^(E-8), a c term below 2^(E+1): both fit an
      * int64 in units of 2^(E-35). */
-    const int unit_exp = e_max - 35;
+    const int unit_exp = e_max - NVFP4_SM120_FRAC_BITS;
     int64_t sum = 0;
     for (int j = 0; j < 5; j++) {
         uint64_t mag;
@@ -99,7 +99,7 @@ NVFP4_HOST_DEVICE uint32_t nvfp4_sm120_step_bits(uint32_t cbits, const int32_t s
         if (j < 4) {
             negative = block_mant[j] < 0;
             mag = (uint64_t)(negative ? -block_mant[j] : block_mant[j]);
-            lsb_exp = block_exp[j] - 8;
+            lsb_exp = block_exp[j] + NVFP4_SM120_MANT_EXP;
         } else {
             negative = c_negative;
             mag = c_sig;
