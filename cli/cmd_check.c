@@ -819,15 +819,16 @@ static int check_prepare(check_state *s)
     printf("  model:  %s -- %s\n", nvfp4_model_name(cx.model), model_words(cx.model));
     if (cx.k_slices > 1) printf("  K cut into %d slices whose partial sums are added in FP32\n", cx.k_slices);
     if (s->cf)
-        printf("  data:   %d layer%s of %s, %lld synthetic activation rows%s\n", s->nlin,
-               s->nlin == 1 ? "" : "s", o->ckpt, rows,
+        printf("  data:   %d layer%s of %s, %lld synthetic activation row%s%s\n", s->nlin,
+               s->nlin == 1 ? "" : "s", o->ckpt, rows, rows == 1 ? "" : "s",
                streaming ? " fed as BF16 to the backend's linear path" : "");
     else
-        printf("  data:   %s%s%s, %lld activation rows%s; synthetic (--seed %lld) with per-block "
+        printf("  data:   %s%s%s, %lld activation row%s%s; synthetic (--seed %lld) with per-block "
                "scale spread, outlier channels, massive activations in row 0 and sign "
                "cancellation, quantized by ComfyUI's quantizer%s\n",
-               o->layers ? "layers " : "the 4 linear layers", o->layers ? o->layers : "",
-               " of " BUILTIN_BLOCK, rows,
+               !o->layers ? "the 4 linear layers" : s->nlin == 1 ? "layer " : "layers ",
+               o->layers ? o->layers : "",
+               " of " BUILTIN_BLOCK, rows, rows == 1 ? "" : "s",
                s->default_rows && !cx.cuda ? " (the CPU default; 128 on a GPU: --rows 128)" : "",
                o->seed, streaming ? "; fed as BF16 to the backend's linear path" : "");
     return 0;
