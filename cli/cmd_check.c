@@ -1,6 +1,6 @@
 /* cmd_check.c -- `nvfp4 check`: is the NVFP4 GEMM bit-exact against the
  * accumulation model of its hardware?  A table, and a JSON report with the
- * keys of the original GB10 report (device, compute_capability, rows, kernel,
+ * keys GB10 check reports use (device, compute_capability, rows, kernel,
  * results, findings, status) and more.
  *
  * For each layer: make (or load) the weight and the activations, quantize them
@@ -1104,7 +1104,7 @@ static json_t *check_build_report(const check_state *s, int *rc, char *status_tx
             continue;
         }
         /* raw_* : the FP32 accumulators; fused_alpha_* : the BF16 outputs
-         * after the per-tensor scales (and bias) -- the original report's keys */
+         * after the per-tensor scales (and bias): the keys GB10 check reports use */
         json_object_set_new(o, "raw_blockscaled_equal", json_boolean(r->raw.equal && r->sraw.equal));
         jdiff_into(o, "raw", &r->raw);
         json_object_set_new(o, "fused_alpha_equal", json_boolean(r->out.equal && r->sout.equal));

@@ -233,7 +233,7 @@ def cases(tmp):
     rc, _, err = run("quantize", p("ex.st"), p("q2.st"), "--only", "nope")
     check(rc == 1 and "nope" in err, "--only names a missing tensor")
 
-    # check: a tiny run on the CPU; the JSON carries the original GB10 report's keys
+    # check: a tiny run on the CPU; the JSON has the keys GB10 check reports use
     rc, out, err = run("check", "--backend", "cpu", "--rows", "2", "--oracle-rows", "1",
                        "--json", p("report.json"))
     check(rc == 0, "check --rows 2: rc=%d %s" % (rc, err))
