@@ -172,6 +172,13 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/testlib.h $(TEST_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DNVFP4_TESTING -Itests/unit -o $@ $< $(TEST_LIB) $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
 
+# The nvfp4 command with its test-only hooks (-DNVFP4_TESTING), for the CLI
+# tests alone: `check` with a substitute backend must fail.  Never installed.
+TEST_CLI := $(BUILD)/tests/nvfp4-testing
+$(TEST_CLI): $(CLI_C) $(wildcard cli/*.h) include/nvfp4.h $(TEST_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DNVFP4_TESTING -o $@ $(CLI_C) $(TEST_LIB) $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
+
 tests: $(TEST_BIN)
 
 # (not under the sanitizers: python3 cannot load an ASan-instrumented .so)
@@ -180,7 +187,7 @@ test: test-unit test-cli $(if $(SANFLAGS),,test-python)
 test-unit: $(TEST_BIN)
 	@sh tests/run_unit.sh $(BUILD)/tests
 
-test-cli: $(BUILD)/nvfp4
+test-cli: $(BUILD)/nvfp4 $(TEST_CLI)
 	@sh tests/cli/run.sh $(BUILD)/nvfp4
 
 # The Python package from the source tree: PYTHONPATH + the freshly built .so.

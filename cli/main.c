@@ -13,7 +13,7 @@ static const char usage[] =
     "accumulation models (the oracle), a CPU backend and an H200 (sm_90a) backend.\n"
     "\n"
     "commands:\n"
-    "  check       the P0 gate: backend vs oracle on the seed's four linears, JSON report\n"
+    "  check       is the GEMM bit-exact against its hardware's accumulation model? (JSON)\n"
     "  bench       H200 kernel vs cuBLAS BF16 and FP8, side by side (CUDA builds)\n"
     "  quantize    BF16/F16/F32 tensors of a safetensors file -> ComfyUI NVFP4\n"
     "  dequantize  NVFP4 tensors -> BF16 or F32\n"
