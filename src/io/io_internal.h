@@ -31,4 +31,9 @@ int nvfp4_atomic_fd(const nvfp4_atomic_file *f);
  * f is freed either way. */
 nvfp4_status nvfp4_atomic_commit_after(nvfp4_atomic_file *f, int write_error);
 
+/* Map the regular file at path read-only: *map (NULL when the file is
+ * shorter than min_len or empty, for the parser to report) and *len, its
+ * size.  Errors (NVFP4_ERR_IO) name the path. */
+nvfp4_status nvfp4_io_map(const char *path, size_t min_len, void **map, size_t *len);
+
 #endif

@@ -1,0 +1,50 @@
+/* map.c -- map a whole regular file read-only (the safetensors and GGUF
+ * readers both read through a mapping). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io_internal.h"
+
+nvfp4_status nvfp4_io_map(const char *path, size_t min_len, void **map, size_t *len)
+{
+    char shown[256];
+    nvfp4_io_printable(shown, sizeof shown, path);
+    *map = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block us */
+    if (fd < 0) return nvfp4_fail(NVFP4_ERR_IO, "%s: cannot open: %s", shown, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return nvfp4_fail(NVFP4_ERR_IO, "%s: cannot stat: %s", shown, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return nvfp4_fail(NVFP4_ERR_IO, "%s: not a regular file", shown);
+    }
+    if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
+        close(fd);
+        return nvfp4_fail(NVFP4_ERR_IO, "%s: too large to map", shown);
+    }
+    size_t size = (size_t)st.st_size;
+    *len = size;
+    if (size >= min_len && size > 0) { /* shorter files are the parser's to report */
+        void *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            *len = 0;
+            return nvfp4_fail(NVFP4_ERR_IO, "%s: cannot map %zu bytes: %s", shown, size,
+                              strerror(e));
+        }
+        *map = m;
+    }
+    close(fd);
+    return NVFP4_OK;
+}
