@@ -430,14 +430,6 @@ static json_t *jdiff_into(json_t *o, const char *prefix, const diff_stats *d)
 }
 
 /* LAYER.weight of a checkpoint when it is the U8 [N, K/2] of an NVFP4 layer. */
-static const nvfp4_st_tensor *checkpoint_weight(const nvfp4_st_file *f, const char *layer)
-{
-    char name[300];
-    snprintf(name, sizeof name, "%.255s.weight", layer);
-    const nvfp4_st_tensor *t = nvfp4_st_find(f, name);
-    return t && t->ndim == 2 && t->dtype == NVFP4_DTYPE_U8 ? t : NULL;
-}
-
 /* Bytes of host memory one linear's check holds at its peak: the BF16
  * weight and activations with their NVFP4 copies, and the M x N results
  * (raw FP32 + out BF16) of the run, its repeat, the CPU oracle on a GPU
@@ -465,7 +457,7 @@ typedef struct check_state {
     int default_rows;
     linear_spec *lins;
     int nlin;
-    nvfp4_st_file *cf;          /* the checkpoint, when --checkpoint */
+    nvfp4_ckpt *cf;             /* the checkpoint (any format), when --checkpoint */
     nvfp4_atomic_file *report;  /* the JSON report, opened before the run */
     char dev[256], cc[32], kernel[256];
     result *res;
@@ -563,9 +555,9 @@ static int check_prepare(check_state *s)
     /* The linears. */
     int nlin = 0;
     linear_spec *lins = NULL;
-    nvfp4_st_file *cf = NULL;
+    nvfp4_ckpt *cf = NULL;
     if (ckpt) {
-        nvfp4_status st = nvfp4_st_open(&cf, ckpt);
+        nvfp4_status st = nvfp4_ckpt_open(&cf, ckpt, NVFP4_FORMAT_UNKNOWN);
         if (st != NVFP4_OK) return cli_lib_error(C, st, "cannot read checkpoint");
         s->cf = cf;
         int cap = 1;
@@ -579,11 +571,11 @@ static int check_prepare(check_state *s)
                 return cli_error(C, "--layers: empty or too long layer name");
             memcpy(lins[nlin].name, p, L);
             lins[nlin].name[L] = '\0';
-            const nvfp4_st_tensor *wt = checkpoint_weight(cf, lins[nlin].name);
-            if (wt) { /* NAME.weight is U8 [N, K/2]: for the memory estimate */
-                lins[nlin].n = wt->shape[0];
-                lins[nlin].k = 2 * wt->shape[1];
-            }
+            char wname[300];
+            snprintf(wname, sizeof wname, "%.255s.weight", lins[nlin].name);
+            /* N and K for the memory estimate, from the headers */
+            if (nvfp4_ckpt_dims(cf, wname, &lins[nlin].n, &lins[nlin].k) != NVFP4_OK)
+                lins[nlin].n = lins[nlin].k = 0;
             nlin++;
             p += L + (p[L] == ',');
         }
@@ -645,7 +637,7 @@ static void check_one(const check_state *s, int i, result *r)
     const long long threads = s->o.threads, seed = s->o.seed;
     const int streaming = s->o.streaming, nlin = s->nlin;
     const linear_spec *lins = s->lins;
-    nvfp4_st_file *cf = s->cf;
+    nvfp4_ckpt *cf = s->cf;
     r->lin = lins[i];
     r->quantized_equal = 1;
     nvfp4_tensor W = {0}, A = {0};
@@ -656,7 +648,7 @@ static void check_one(const check_state *s, int i, result *r)
     uint64_t lseed = (uint64_t)seed * 1000003ULL + (uint64_t)i * 7919ULL;
     if (cf) {
         nvfp4_layer L = {0};
-        nvfp4_status ls = nvfp4_st_load_layer(&L, cf, lins[i].name);
+        nvfp4_status ls = nvfp4_ckpt_load_layer(&L, cf, lins[i].name);
         if (ls != NVFP4_OK) {
             cli_lib_error(C, ls, lins[i].name);
             r->error = 1;
@@ -978,7 +970,7 @@ static json_t *check_build_report(const check_state *s, int all_ok, char *status
 static void check_free(check_state *s)
 {
     nvfp4_atomic_discard(s->report); /* NULL once committed */
-    nvfp4_st_close(s->cf);
+    nvfp4_ckpt_close(s->cf);
     free(s->lins);
     free(s->res);
 }
