@@ -315,11 +315,12 @@ static int st_candidate(const nvfp4_ckpt *c, const nvfp4_format_traits *tr, cons
 }
 
 /* What the scale tensors of the ComfyUI/ModelOpt-shaped candidates say:
- * 1 tiled only, 2 row-major only, 3 both possible (ambiguous), 0 none. */
+ * 1 tiled only, 2 row-major only, 3 both possible (ambiguous), 4 neither
+ * (malformed: the reader will say how), 0 no candidates. */
 static int scale_shapes(const nvfp4_ckpt *c, int *markers)
 {
     const nvfp4_format_traits *tr = nvfp4_format_traits_of(NVFP4_FORMAT_MODELOPT);
-    int tiled = 0, rowmajor = 0, both = 0;
+    int tiled = 0, rowmajor = 0, both = 0, neither = 0;
     *markers = 0;
     for (size_t i = 0; i < c->nsorted; i++) {
         const ck_entry *e = &c->sorted[i];
@@ -330,7 +331,11 @@ static int scale_shapes(const nvfp4_ckpt *c, int *markers)
         const ck_entry *s = sc ? nvfp4_ck_find(c, sc) : NULL;
         free(sc);
         free(w);
-        if (!s || s->st->ndim != 2) continue;
+        if (!s) continue;
+        if (s->st->ndim != 2) {
+            neither++;
+            continue;
+        }
         int64_t rows = e->st->shape[0], cols = e->st->shape[1] * 2;
         int is_tiled = s->st->shape[0] == round_up(rows, 128) &&
                        s->st->shape[1] == round_up(cols / NVFP4_BLOCK, 4);
@@ -338,8 +343,10 @@ static int scale_shapes(const nvfp4_ckpt *c, int *markers)
         if (is_tiled && is_row) both++;
         else if (is_tiled) tiled++;
         else if (is_row) rowmajor++;
+        else neither++;
     }
-    return tiled && !rowmajor ? 1 : rowmajor && !tiled ? 2 : (both || (tiled && rowmajor)) ? 3 : 0;
+    return tiled && !rowmajor ? 1 : rowmajor && !tiled ? 2 : (both || (tiled && rowmajor)) ? 3
+                                                                                   : neither ? 4 : 0;
 }
 
 static nvfp4_format detect(nvfp4_ckpt *c)
@@ -419,6 +426,10 @@ static nvfp4_format detect(nvfp4_ckpt *c)
                     "(override with --from)");
         return NVFP4_FORMAT_COMFYUI;
     }
+    case 4:
+        evidence(c, "NVFP4-named tensors whose scales fit no layout: read as comfyui, the "
+                    "reader says what is wrong");
+        return NVFP4_FORMAT_COMFYUI;
     default:
         evidence(c, "no NVFP4 tensors");
         return NVFP4_FORMAT_UNKNOWN;

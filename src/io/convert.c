@@ -321,6 +321,43 @@ static void set_shape(cv_item *it, nvfp4_dtype dt, uint32_t gt, int ndim, const 
     for (int d = 0; d < ndim; d++) it->ne[d] = shape[ndim - 1 - d];
 }
 
+static nvfp4_status add_copy_item(cv *c, const ck_entry *e)
+{
+    char n[128];
+    nvfp4_io_printable(n, sizeof n, e->name);
+    nvfp4_dtype dt;
+    int ndim;
+    int64_t shape[NVFP4_ST_MAX_DIMS];
+    if (e->gg) {
+        dt = nvfp4_ggml_to_dtype(e->gg->type);
+        if (dt == NVFP4_DTYPE_INVALID)
+            return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "tensor '%s' is ggml type %s, which safetensors "
+                              "has no dtype for", n, nvfp4_ggml_type_name(e->gg->type));
+        ndim = e->gg->ndim;
+        for (int d = 0; d < ndim; d++) shape[d] = e->gg->ne[ndim - 1 - d];
+    } else {
+        dt = e->st->dtype;
+        ndim = e->st->ndim;
+        for (int d = 0; d < ndim; d++) shape[d] = e->st->shape[d];
+    }
+    int gt = nvfp4_ggml_from_dtype(dt);
+    if (c->dst->format == NVFP4_FORMAT_GGUF) {
+        if (gt < 0)
+            return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "tensor '%s' is %s, which GGUF has no type for",
+                              n, nvfp4_dtype_name(dt));
+        if (ndim > GGUF_MAX_DIMS)
+            return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "tensor '%s' has %d dimensions; GGUF holds %d",
+                              n, ndim, GGUF_MAX_DIMS);
+    }
+    cv_item *it = new_item(c, e->name, out_shard(c, e), CV_COPY);
+    if (!it) return oom();
+    it->src = e;
+    set_shape(it, dt, gt < 0 ? 0 : (uint32_t)gt, ndim, shape);
+    it->data = e->gg ? (const void *)e->gg->data : e->st->data;
+    it->nbytes = e->gg ? (size_t)e->gg->nbytes : e->st->nbytes;
+    return NVFP4_OK;
+}
+
 static nvfp4_status add_group_items(cv *c, cv_group *g)
 {
     const nvfp4_format_traits *t = c->dst;
@@ -366,7 +403,9 @@ static nvfp4_status add_group_items(cv *c, cv_group *g)
         set_shape(it, NVFP4_DTYPE_F32, GGML_F32, t->format == NVFP4_FORMAT_GGUF ? 1 : sc[k]->ndim, &one);
         it->nbytes = 4;
     }
-    if (s == NVFP4_OK && t->format == NVFP4_FORMAT_COMFYUI && ends_with(g->w, ".weight")) {
+    if (s == NVFP4_OK && t->format == NVFP4_FORMAT_COMFYUI && g->marker) {
+        s = add_copy_item(c, g->marker); /* ComfyUI's own marker, as it was */
+    } else if (s == NVFP4_OK && t->format == NVFP4_FORMAT_COMFYUI && ends_with(g->w, ".weight")) {
         if ((it = new_item(c, names[4], out_shard(c, g->codes), CV_MARKER))) {
             int64_t n = (int64_t)nvfp4_fmt_comfy_marker_len();
             set_shape(it, NVFP4_DTYPE_U8, 0, 1, &n);
@@ -375,43 +414,6 @@ static nvfp4_status add_group_items(cv *c, cv_group *g)
     }
     for (int k = 0; k < 5; k++) free(names[k]);
     return s;
-}
-
-static nvfp4_status add_copy_item(cv *c, const ck_entry *e)
-{
-    char n[128];
-    nvfp4_io_printable(n, sizeof n, e->name);
-    nvfp4_dtype dt;
-    int ndim;
-    int64_t shape[NVFP4_ST_MAX_DIMS];
-    if (e->gg) {
-        dt = nvfp4_ggml_to_dtype(e->gg->type);
-        if (dt == NVFP4_DTYPE_INVALID)
-            return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "tensor '%s' is ggml type %s, which safetensors "
-                              "has no dtype for", n, nvfp4_ggml_type_name(e->gg->type));
-        ndim = e->gg->ndim;
-        for (int d = 0; d < ndim; d++) shape[d] = e->gg->ne[ndim - 1 - d];
-    } else {
-        dt = e->st->dtype;
-        ndim = e->st->ndim;
-        for (int d = 0; d < ndim; d++) shape[d] = e->st->shape[d];
-    }
-    int gt = nvfp4_ggml_from_dtype(dt);
-    if (c->dst->format == NVFP4_FORMAT_GGUF) {
-        if (gt < 0)
-            return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "tensor '%s' is %s, which GGUF has no type for",
-                              n, nvfp4_dtype_name(dt));
-        if (ndim > GGUF_MAX_DIMS)
-            return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "tensor '%s' has %d dimensions; GGUF holds %d",
-                              n, ndim, GGUF_MAX_DIMS);
-    }
-    cv_item *it = new_item(c, e->name, out_shard(c, e), CV_COPY);
-    if (!it) return oom();
-    it->src = e;
-    set_shape(it, dt, gt < 0 ? 0 : (uint32_t)gt, ndim, shape);
-    it->data = e->gg ? (const void *)e->gg->data : e->st->data;
-    it->nbytes = e->gg ? (size_t)e->gg->nbytes : e->st->nbytes;
-    return NVFP4_OK;
 }
 
 static void consume(cv *c, const char *name, const ck_entry **slot)
