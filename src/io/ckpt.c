@@ -678,8 +678,10 @@ static nvfp4_status read_scales_info(const nvfp4_ckpt *c, const nvfp4_format_tra
     return s;
 }
 
+/* with_data 0: every check, the shape and the scalars, but no arrays
+ * (out->t.codes and scales stay NULL). */
 static nvfp4_status read_st(nvfp4_ckpt_tensor *out, const nvfp4_ckpt *c, const nvfp4_format_traits *tr,
-                            const char *w)
+                            const char *w, int with_data)
 {
     char *cn = nvfp4_fmt_piece(tr, w, FMT_CODES), *sn = nvfp4_fmt_piece(tr, w, FMT_SCALES);
     nvfp4_status s = NVFP4_OK;
@@ -726,10 +728,14 @@ static nvfp4_status read_st(nvfp4_ckpt_tensor *out, const nvfp4_ckpt *c, const n
         goto done;
     }
     nvfp4_nibble_order order = tr->packing == NVFP4_PACK_HI_FIRST ? NVFP4_HI_FIRST : NVFP4_LO_FIRST;
-    s = nvfp4_tensor_alloc(&out->t, rows, cols, order, layout);
-    if (s != NVFP4_OK) goto done;
-    nvfp4_fmt_copy_codes(out->t.codes, cols, order, codes->data, stored, order, rows);
-    memcpy(out->t.scales, scales->data, scales->nbytes);
+    if (with_data) {
+        s = nvfp4_tensor_alloc(&out->t, rows, cols, order, layout);
+        if (s != NVFP4_OK) goto done;
+        nvfp4_fmt_copy_codes(out->t.codes, cols, order, codes->data, stored, order, rows);
+        memcpy(out->t.scales, scales->data, scales->nbytes);
+    } else {
+        out->t = (nvfp4_tensor){rows, cols, NULL, NULL, 1.0f, order, layout};
+    }
     out->stored_cols = stored;
     s = read_scales_info(c, tr, w, out);
 done:
@@ -739,7 +745,7 @@ done:
 }
 
 static nvfp4_status read_gguf(nvfp4_ckpt_tensor *out, const nvfp4_ckpt *c, const nvfp4_format_traits *tr,
-                              const char *w)
+                              const char *w, int with_data)
 {
     const ck_entry *e = nvfp4_ck_find(c, w);
     char n[128], p[128];
@@ -757,6 +763,11 @@ static nvfp4_status read_gguf(nvfp4_ckpt_tensor *out, const nvfp4_ckpt *c, const
     if (rows < 1 || cols < FMT_GGML_BLOCK)
         return nvfp4_fail(NVFP4_ERR_MALFORMED, "%s: NVFP4 tensor '%s' is %lld x %lld (empty)", p, n,
                           (long long)rows, (long long)cols);
+    if (!with_data) {
+        out->t = (nvfp4_tensor){rows, cols, NULL, NULL, 1.0f, NVFP4_LO_FIRST, NVFP4_SCALES_ROW_MAJOR};
+        out->stored_cols = cols;
+        return read_scales_info(c, tr, w, out);
+    }
     nvfp4_status s = nvfp4_tensor_alloc(&out->t, rows, cols, NVFP4_LO_FIRST, NVFP4_SCALES_ROW_MAJOR);
     if (s != NVFP4_OK) return s;
     size_t row_bytes = (size_t)(cols / FMT_GGML_BLOCK) * FMT_GGML_BLOCK_BYTES;
@@ -767,7 +778,7 @@ static nvfp4_status read_gguf(nvfp4_ckpt_tensor *out, const nvfp4_ckpt *c, const
     return read_scales_info(c, tr, w, out);
 }
 
-nvfp4_status nvfp4_ckpt_read(nvfp4_ckpt_tensor *out, const nvfp4_ckpt *c, const char *w)
+static nvfp4_status read_any(nvfp4_ckpt_tensor *out, const nvfp4_ckpt *c, const char *w, int with_data)
 {
     if (!out || !c || !w) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_ckpt_read: NULL argument");
     memset(out, 0, sizeof *out);
@@ -777,11 +788,20 @@ nvfp4_status nvfp4_ckpt_read(nvfp4_ckpt_tensor *out, const nvfp4_ckpt *c, const 
         return nvfp4_fail(NVFP4_ERR_NOT_FOUND, "%s: no NVFP4 tensors (%s)",
                           nvfp4_io_printable(p, sizeof p, c->path), c->evidence);
     }
-    out->format = c->format;
-    nvfp4_status s = c->gguf ? read_gguf(out, c, tr, w) : read_st(out, c, tr, w);
+    nvfp4_status s = c->gguf ? read_gguf(out, c, tr, w, with_data) : read_st(out, c, tr, w, with_data);
     if (s != NVFP4_OK) nvfp4_ckpt_tensor_free(out);
     else out->format = c->format;
     return s;
+}
+
+nvfp4_status nvfp4_ckpt_read(nvfp4_ckpt_tensor *out, const nvfp4_ckpt *c, const char *w)
+{
+    return read_any(out, c, w, 1);
+}
+
+nvfp4_status nvfp4_ck_probe(nvfp4_ckpt_tensor *out, const nvfp4_ckpt *c, const char *w)
+{
+    return read_any(out, c, w, 0);
 }
 
 /*---- layers ----*/

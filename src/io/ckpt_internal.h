@@ -49,4 +49,8 @@ const ck_entry *nvfp4_ck_find(const nvfp4_ckpt *c, const char *name);
  * whether `name` exists; *ndim its rank.  An error when it is not that. */
 nvfp4_status nvfp4_ck_scalar(const nvfp4_ckpt *c, const char *name, float *v, int *ndim, int *found);
 
+/* nvfp4_ckpt_read's checks, shape and scalars without reading the arrays
+ * (out->t.codes and scales NULL). */
+nvfp4_status nvfp4_ck_probe(nvfp4_ckpt_tensor *out, const nvfp4_ckpt *c, const char *w);
+
 #endif

@@ -239,11 +239,30 @@ static int check_scale_bytes(cv *c, cv_group *g, const uint8_t *s, size_t n, cha
     return 1;
 }
 
+/* The input pages around a tensor already read. */
+static void release_in(const nvfp4_ckpt *in, const ck_entry *e)
+{
+    const uint8_t *base;
+    size_t len;
+    if (!e) return;
+    if (e->gg) {
+        nvfp4_gguf_map_range(in->gguf, &base, &len);
+        nvfp4_io_release(base, len, e->gg->data, (size_t)e->gg->nbytes);
+    } else {
+        nvfp4_st_map_range(in->shards[e->shard].st, &base, &len);
+        nvfp4_io_release(base, len, e->st->data, e->st->nbytes);
+    }
+}
+
 static nvfp4_status plan_group(cv *c, cv_group *g, char *why, size_t len)
 {
-    nvfp4_ckpt_tensor ct;
-    nvfp4_status s = nvfp4_ckpt_read(&ct, c->in, g->w);
+    nvfp4_ckpt_tensor ct; /* the arrays only when GGUF's scale code is involved */
+    nvfp4_status s = c->src->scale_code != c->dst->scale_code ? nvfp4_ckpt_read(&ct, c->in, g->w)
+                                                              : nvfp4_ck_probe(&ct, c->in, g->w);
     if (s != NVFP4_OK) return s;
+    /* the pages read: the arrays, or the scalars (a 4-byte read maps a folio) */
+    const ck_entry *read[4] = {g->codes, g->scales, g->tscale, g->iscale};
+    for (int k = ct.t.codes ? 0 : 2; k < 4; k++) release_in(c->in, read[k]);
     g->rows = ct.t.rows;
     g->cols = ct.t.cols;
     g->out_cols = c->dst->format == NVFP4_FORMAT_COMPRESSED_TENSORS ? ct.stored_cols : ct.t.cols;
@@ -496,6 +515,8 @@ static nvfp4_status convert_group(cv *c, const cv_group *g)
     nvfp4_ckpt_tensor ct;
     nvfp4_status s = nvfp4_ckpt_read(&ct, c->in, g->w);
     if (s != NVFP4_OK) return s;
+    release_in(c->in, g->codes);
+    release_in(c->in, g->scales);
     nvfp4_nibble_order order = c->dst->packing == NVFP4_PACK_HI_FIRST ? NVFP4_HI_FIRST : NVFP4_LO_FIRST;
     nvfp4_scale_layout layout = c->dst->scale_store == NVFP4_STORE_TILED ? NVFP4_SCALES_TILED : NVFP4_SCALES_ROW_MAJOR;
     nvfp4_tensor o;
@@ -551,6 +572,10 @@ static nvfp4_status fill(void *ctx, uint8_t *buf, size_t n)
     const cv_group *g = it->g;
     float v;
     switch (it->kind) {
+    case CV_COPY: /* through a buffer, so the input's pages can go once copied */
+        memcpy(buf, it->data, n);
+        release_in(c->in, it->src);
+        return NVFP4_OK;
     case CV_TSCALE:
     case CV_ISCALE:
         v = it->kind == CV_TSCALE ? g->ts.value : g->is.value;
@@ -677,10 +702,7 @@ static nvfp4_status write_st(cv *c, int shard, const char *path)
     for (size_t i = 0; s == NVFP4_OK && i < c->nitems; i++) {
         cv_item *it = &c->items[i];
         if (it->shard != shard) continue;
-        if (it->kind == CV_COPY)
-            s = nvfp4_st_writer_add(w, it->name, it->dtype, it->ndim, it->shape, it->data, it->nbytes);
-        else
-            s = nvfp4_st_writer_add_fill(w, it->name, it->dtype, it->ndim, it->shape, it->nbytes, fill, it);
+        s = nvfp4_st_writer_add_fill(w, it->name, it->dtype, it->ndim, it->shape, it->nbytes, fill, it);
     }
     if (s == NVFP4_OK) s = nvfp4_st_writer_write(w, path, NULL, NULL);
     nvfp4_st_writer_free(w);
@@ -703,9 +725,7 @@ static nvfp4_status write_gguf(cv *c, const char *path)
     if (s == NVFP4_OK) s = each_provenance(c, -1, gguf_meta, w);
     for (size_t i = 0; s == NVFP4_OK && i < c->nitems; i++) {
         cv_item *it = &c->items[i];
-        s = nvfp4_gguf_writer_tensor(w, it->name, it->ggml_type, it->gndim, it->ne,
-                                     it->kind == CV_COPY ? it->data : NULL,
-                                     it->kind == CV_COPY ? NULL : fill, it);
+        s = nvfp4_gguf_writer_tensor(w, it->name, it->ggml_type, it->gndim, it->ne, NULL, fill, it);
     }
     if (s == NVFP4_OK) s = nvfp4_gguf_writer_write(w, path, NULL, NULL);
     nvfp4_gguf_writer_free(w);

@@ -104,6 +104,8 @@ const gguf_tensor *nvfp4_gguf_find(const nvfp4_gguf *g, const char *name);
 size_t nvfp4_gguf_kv_count(const nvfp4_gguf *g);
 const gguf_kv *nvfp4_gguf_kv(const nvfp4_gguf *g, size_t i);
 uint32_t nvfp4_gguf_alignment(const nvfp4_gguf *g);
+/* The file's mapping (NULL for nvfp4_gguf_open_memory's bytes). */
+void nvfp4_gguf_map_range(const nvfp4_gguf *g, const uint8_t **base, size_t *len);
 
 /* *nbytes of a tensor of ggml type `type` and shape ne; 0 for an unknown
  * type, a row length that is not a whole number of blocks, or an overflow. */

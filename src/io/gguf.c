@@ -461,6 +461,12 @@ size_t nvfp4_gguf_count(const nvfp4_gguf *g) { return g ? g->count : 0; }
 size_t nvfp4_gguf_kv_count(const nvfp4_gguf *g) { return g ? g->nkv : 0; }
 uint32_t nvfp4_gguf_alignment(const nvfp4_gguf *g) { return g ? g->alignment : 0; }
 
+void nvfp4_gguf_map_range(const nvfp4_gguf *g, const uint8_t **base, size_t *len)
+{
+    *base = g && g->map ? g->map : NULL;
+    *len = g && g->map ? g->map_len : 0;
+}
+
 const gguf_tensor *nvfp4_gguf_get(const nvfp4_gguf *g, size_t i)
 {
     return g && i < g->count ? &g->tensors[i] : NULL;

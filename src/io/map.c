@@ -1,6 +1,7 @@
 /* map.c -- map a whole regular file read-only (the safetensors and GGUF
  * readers both read through a mapping). */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
@@ -47,4 +48,18 @@ nvfp4_status nvfp4_io_map(const char *path, size_t min_len, void **map, size_t *
     }
     close(fd);
     return NVFP4_OK;
+}
+
+void nvfp4_io_release(const uint8_t *base, size_t len, const void *p, size_t n)
+{
+    const uintptr_t window = (uintptr_t)2 << 20;
+    long page = sysconf(_SC_PAGESIZE);
+    if (!base || !p || page <= 0 || (const uint8_t *)p < base || n > len ||
+        (const uint8_t *)p - base > (ptrdiff_t)(len - n))
+        return;
+    uintptr_t lo = (uintptr_t)base, hi = ((uintptr_t)base + len) & ~((uintptr_t)page - 1);
+    uintptr_t a = (uintptr_t)p & ~(window - 1), b = ((uintptr_t)p + n + window - 1) & ~(window - 1);
+    a = a < lo ? lo : a; /* the mapping starts page-aligned */
+    b = b > hi ? hi : b; /* the last partial page stays */
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }

@@ -497,3 +497,9 @@ void nvfp4_st_metadata(const nvfp4_st_file *f, size_t i, const char **key, const
 }
 
 const char *nvfp4_st_path(const nvfp4_st_file *f) { return f ? f->path : NULL; }
+
+void nvfp4_st_map_range(const nvfp4_st_file *f, const uint8_t **base, size_t *len)
+{
+    *base = f ? f->map : NULL;
+    *len = f && f->map ? f->map_len : 0;
+}

@@ -156,6 +156,24 @@ def cases(tmp):
               and q["x_scale"][0] == "F8_E4M3" and q[ts][2] == g[s2][2],
               f"quantize --variant {tool} {case}: {err}")
 
+    # streamed: a 48 MiB checkpoint converts in a fraction of that (the peak of a
+    # child process that converts and nothing else)
+    n, k, layers = 2048, 2048, 24
+    blob = bytes((i * 131 + 7) % 256 for i in range(n * k // 2))
+    sc = bytes(0x30 + i % 16 for i in range(n * k // 16))
+    write_st(p("big.safetensors"), [t for i in range(layers) for t in (
+        (f"l{i}.weight", "U8", [n, k // 2], blob), (f"l{i}.weight_scale", "F8_E4M3", [n, k // 16], sc),
+        (f"l{i}.weight_scale_2", "F32", [], struct.pack("<f", 0.5)))])
+    size = os.path.getsize(p("big.safetensors"))
+    probe = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True); "
+             "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    for to, out in (("gguf", "big.gguf"), ("compressed-tensors", "bigct"), ("comfyui", "bigc.safetensors")):
+        r = subprocess.run([sys.executable, "-c", probe, NVFP4, "convert", p("big.safetensors"), p(out),
+                            "--to", to, "--allow-rescale", "-q"], capture_output=True, text=True)
+        rc, peak_kib = (int(v) for v in r.stdout.split())
+        check(rc == 0 and peak_kib * 1024 < size / 2,
+              f"convert to {to}: peak {peak_kib} KiB for a {size >> 10} KiB checkpoint")
+
     # linear, matmul and check take any format
     x = struct.pack("<64e", *[((i * 37) % 17 - 8) / 8 for i in range(64)])
     write_st(p("x.st"), [("x", "F16", [1, 64], x)])
