@@ -24,8 +24,9 @@ Written under tests/golden/ (small: a few hundred KB in all):
                                input_scale), down_proj FP8, o_proj excluded; one file
   compressed-tensors/llama-from-modelopt/  compressed-tensors' own ModelOptNvfp4Converter run on
                                modelopt/llama-nvfp4 (convert_checkpoint)
-  compressed-tensors/llama-nvfp4/  the tiny Llama quantized the llm-compressor way (above) and
-                               saved in compressed-tensors' nvfp4-pack-quantized format
+  compressed-tensors/llama-nvfp4/  the tiny Llama quantized the llm-compressor way (above):
+                               apply_quantization_config, the observers' parameters,
+                               ModelCompressor.compress_model, save_pretrained
   gguf/llama-nvfp4.gguf        modelopt/llama-nvfp4 repacked the way llama.cpp's converter does
                                (block_nvfp4 super-blocks, sign-stripped scale bytes, F32 ".scale"
                                and ".input_scale" tensors beside each weight), written by gguf-py
@@ -61,7 +62,12 @@ from modelopt.torch.quantization.qtensor.nvfp4_tensor import NVFP4QTensor  # noq
 from compressed_tensors.compressors.nvfp4.base import NVFP4PackedCompressor  # noqa: E402
 from compressed_tensors.entrypoints.convert.convert_checkpoint import convert_checkpoint  # noqa: E402
 from compressed_tensors.entrypoints.convert.converters.modelopt_nvfp4 import ModelOptNvfp4Converter  # noqa: E402
-from compressed_tensors.quantization import QuantizationConfig, QuantizationScheme  # noqa: E402
+from compressed_tensors.compressors import ModelCompressor  # noqa: E402
+from compressed_tensors.quantization import (  # noqa: E402
+    QuantizationConfig,
+    QuantizationScheme,
+    apply_quantization_config,
+)
 from compressed_tensors.quantization.quant_scheme import NVFP4  # noqa: E402
 from compressed_tensors.quantization.utils import calculate_qparams, generate_gparam  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
@@ -306,26 +312,26 @@ def gen_ct_ckpts(root):
     calib(model)
     for h in hooks:
         h.remove()
-    tensors = {}
-    for name, t in model.state_dict().items():
-        mod = name.rsplit(".", 1)[0]
-        if name.endswith(".weight") and mod in acts:
-            packed, scales, gs = ct_quantize(t)
-            tensors[mod + ".weight_packed"] = packed
-            tensors[mod + ".weight_scale"] = scales.view(torch.float8_e4m3fn)
-            tensors[mod + ".weight_global_scale"] = gs
-            amin, amax = acts[mod]
-            tensors[mod + ".input_global_scale"] = generate_gparam(amin.reshape(1), amax.reshape(1))
-        else:
-            tensors[name] = t
-    save(os.path.join(d, "model.safetensors"), tensors, {"format": "pt"})
-    qcfg = QuantizationConfig(config_groups={"group_0": CT_SCHEME}, ignore=["lm_head"],
-                              format="nvfp4-pack-quantized", quantization_status="compressed")
-    config = model.config.to_dict()
-    config["quantization_config"] = qcfg.to_dict()
-    config["quantization_config"]["quant_method"] = "compressed-tensors"
-    with open(os.path.join(d, "config.json"), "w") as f:
-        json.dump(config, f, indent=2, sort_keys=True, default=str)
+    # compressed-tensors' own model path: its parameters, set as the observers
+    # would, then ModelCompressor.compress_model and save_pretrained
+    apply_quantization_config(model, QuantizationConfig(config_groups={"group_0": CT_SCHEME}, ignore=["lm_head"],
+                                                        format="nvfp4-pack-quantized"))
+    for name, m in model.named_modules():
+        if name not in acts:
+            continue
+        mn, mx = ct_min_max(m.weight.data)
+        gs = ct_global_scale(mn, mx)
+        scale, _ = calculate_qparams(mn, mx, CT_SCHEME.weights, global_scale=gs)
+        m.weight_global_scale.data.copy_(gs)
+        m.weight_scale.data.copy_(scale.to(m.weight_scale.dtype))
+        amin, amax = acts[name]
+        m.input_global_scale.data.copy_(generate_gparam(amin.reshape(1), amax.reshape(1)))
+    compressor = ModelCompressor.from_pretrained_model(model, quantization_format="nvfp4-pack-quantized")
+    compressor.compress_model(model)
+    shutil.rmtree(d)
+    model.save_pretrained(d)
+    compressor.update_config(d)
+    tidy_dir(d)
     print("compressed-tensors/llama-nvfp4:", sorted(os.listdir(d)))
 
 
