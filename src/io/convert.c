@@ -239,6 +239,17 @@ static int check_scale_bytes(cv *c, cv_group *g, const uint8_t *s, size_t n, cha
     return 1;
 }
 
+/* Nonzero bytes of a tiled scale array that belong to no block. */
+static size_t tile_padding_bytes(const nvfp4_tensor *t)
+{
+    size_t n = nvfp4_scales_bytes(t->rows, t->cols, NVFP4_SCALES_TILED), nonzero = 0, real = 0;
+    for (size_t i = 0; i < n; i++) nonzero += t->scales[i] != 0;
+    for (int64_t r = 0; r < t->rows; r++)
+        for (int64_t b = 0; b < t->cols / 16; b++)
+            real += t->scales[nvfp4_tiled_scale_offset(r, b, t->cols)] != 0;
+    return nonzero - real;
+}
+
 /* The input pages around a tensor already read. */
 static void release_in(const nvfp4_ckpt *in, const ck_entry *e)
 {
@@ -256,9 +267,11 @@ static void release_in(const nvfp4_ckpt *in, const ck_entry *e)
 
 static nvfp4_status plan_group(cv *c, cv_group *g, char *why, size_t len)
 {
-    nvfp4_ckpt_tensor ct; /* the arrays only when GGUF's scale code is involved */
-    nvfp4_status s = c->src->scale_code != c->dst->scale_code ? nvfp4_ckpt_read(&ct, c->in, g->w)
-                                                              : nvfp4_ck_probe(&ct, c->in, g->w);
+    /* the arrays only when their bytes decide: GGUF's scale code, tile padding */
+    int bytes = c->src->scale_code != c->dst->scale_code ||
+                (c->src->scale_store == NVFP4_STORE_TILED && c->dst->scale_store != NVFP4_STORE_TILED);
+    nvfp4_ckpt_tensor ct;
+    nvfp4_status s = bytes ? nvfp4_ckpt_read(&ct, c->in, g->w) : nvfp4_ck_probe(&ct, c->in, g->w);
     if (s != NVFP4_OK) return s;
     /* the pages read: the arrays, or the scalars (a 4-byte read maps a folio) */
     const ck_entry *read[4] = {g->codes, g->scales, g->tscale, g->iscale};
@@ -285,6 +298,13 @@ static nvfp4_status plan_group(cv *c, cv_group *g, char *why, size_t len)
                           ct.input_scale, ct.input_scale_ndim, &g->is, why, len);
         if (r < 0) s = oom();
         ok = r > 0;
+    }
+    if (ok && s == NVFP4_OK && ct.t.scales && ct.t.scale_layout == NVFP4_SCALES_TILED &&
+        c->dst->scale_store != NVFP4_STORE_TILED) {
+        size_t pad = tile_padding_bytes(&ct.t);
+        if (pad)
+            note(c, "%s: %zu nonzero byte%s in the scale tiles' padding (no block's) not carried",
+                 g->w, pad, pad == 1 ? "" : "s");
     }
     if (ok && s == NVFP4_OK && c->src->scale_code != c->dst->scale_code) {
         nvfp4_tensor rm; /* the blocks' scales only, not a tile's padding */

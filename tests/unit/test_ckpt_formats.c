@@ -528,6 +528,71 @@ static void write_read_round_trip(void)
     }
 }
 
+/* ComfyUI: its own marker survives a ComfyUI -> ComfyUI conversion, tile
+ * padding is noted when it is dropped, a round trip through ModelOpt gives
+ * back every byte. */
+typedef struct notes {
+    int count;
+    char first[512];
+} notes;
+
+static void on_note(void *ctx, const char *line)
+{
+    notes *n = ctx;
+    if (!n->count++) snprintf(n->first, sizeof n->first, "%s", line);
+}
+
+static void comfyui(void)
+{
+    uint16_t x[130 * 48];
+    uint64_t rng = 7;
+    for (int i = 0; i < 130 * 48; i++) x[i] = nvfp4_bf16_from_f32((float)test_normal(&rng));
+    nvfp4_ckpt_tensor q;
+    CHECK(nvfp4_quantize_format(&q, x, NVFP4_DTYPE_BF16, 130, 48, NVFP4_FORMAT_COMFYUI, NULL, 1) == NVFP4_OK);
+    static const char marker[] = "{\"format\": \"nvfp4\", \"note\": \"kept\"}";
+    int64_t mlen = (int64_t)sizeof marker - 1;
+    nvfp4_st_writer *w = NULL;
+    nvfp4_st_writer_new(&w);
+    CHECK(nvfp4_st_add_nvfp4(w, "blk.weight", &q.t) == NVFP4_OK);
+    CHECK(nvfp4_st_writer_add(w, "blk.comfy_quant", NVFP4_DTYPE_U8, 1, &mlen, marker, (size_t)mlen) == NVFP4_OK);
+    CHECK(nvfp4_st_writer_write(w, tmp("c.safetensors"), NULL, NULL) == NVFP4_OK);
+    nvfp4_st_writer_free(w);
+    CHECK(convert(tmp("c.safetensors"), tmp("c2.safetensors"), NVFP4_FORMAT_COMFYUI, 0) == NVFP4_OK);
+    same_tensors("comfyui -> comfyui keeps the marker", tmp("c2.safetensors"), tmp("c.safetensors"));
+    CHECK(convert(tmp("c.safetensors"), tmp("c.mo"), NVFP4_FORMAT_MODELOPT, 0) == NVFP4_OK);
+    CHECK(convert(tmp("c.mo"), tmp("c3.safetensors"), NVFP4_FORMAT_COMFYUI, 0) == NVFP4_OK);
+    tensors a, b;
+    load_all(&a, tmp("c3.safetensors"));
+    load_all(&b, tmp("c.safetensors"));
+    const char *pieces[3] = {"blk.weight", "blk.weight_scale", "blk.weight_scale_2"};
+    for (int k = 0; k < 3; k++) {
+        const named *x1 = by_name(&a, pieces[k]), *x2 = by_name(&b, pieces[k]);
+        CHECKF(x1 && x2 && x1->nbytes == x2->nbytes && !memcmp(x1->bytes, x2->bytes, x1->nbytes),
+               "comfyui -> modelopt -> comfyui: %s", pieces[k]);
+    }
+    CHECK(by_name(&a, "blk.comfy_quant") != NULL); /* a ComfyUI layer again */
+    free_all(&a);
+    free_all(&b);
+    /* nonzero tile padding (comfy-kitchen's CUDA kernel can write some) is
+     * no block's: not carried, and said so */
+    size_t ns = nvfp4_scales_bytes(130, 48, NVFP4_SCALES_TILED);
+    q.t.scales[ns - 1] = 0x38;
+    nvfp4_st_writer_new(&w);
+    CHECK(nvfp4_st_add_nvfp4_layer(w, "blk", &q.t) == NVFP4_OK);
+    CHECK(nvfp4_st_writer_write(w, tmp("pad.safetensors"), NULL, NULL) == NVFP4_OK);
+    nvfp4_st_writer_free(w);
+    notes n = {0, ""};
+    nvfp4_convert_options o;
+    memset(&o, 0, sizeof o);
+    o.to = NVFP4_FORMAT_MODELOPT;
+    o.note = on_note;
+    o.ctx = &n;
+    CHECK(nvfp4_convert(tmp("pad.safetensors"), tmp("pad.mo"), &o) == NVFP4_OK);
+    CHECKF(n.count == 1 && strstr(n.first, "1 nonzero byte in the scale tiles' padding"), "%d: %s",
+           n.count, n.first);
+    nvfp4_ckpt_tensor_free(&q);
+}
+
 static void cleanup(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -560,6 +625,7 @@ int main(void)
     TEST("gguf scale bytes") gguf_scale_bytes();
     TEST("gguf damage") gguf_damage();
     TEST("write, read") write_read_round_trip();
+    TEST("comfyui") comfyui();
     cleanup(tmpdir);
     return test_summary("ckpt_formats");
 }
