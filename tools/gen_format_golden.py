@@ -39,14 +39,11 @@ compressed-tensors==0.20.0 gguf==0.19.0 transformers):
     python3 tools/gen_format_golden.py [tests/golden]
 """
 import importlib.metadata
-import json
 import os
 import shutil
-import struct
 import sys
-import tempfile
 
-PINS = {"nvidia-modelopt": "0.47.0", "compressed-tensors": "0.20.0", "gguf": "0.19.0"}
+PINS = {"nvidia-modelopt": "0.47.0", "compressed-tensors": "0.20.0", "gguf": "0.19.0", "safetensors": "0.8.0"}
 for pkg, want in PINS.items():
     have = importlib.metadata.version(pkg)
     if have != want:
@@ -54,6 +51,7 @@ for pkg, want in PINS.items():
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from safetensors.torch import load_file, save_file  # noqa: E402
 
 import gguf  # noqa: E402
 import modelopt.torch.quantization as mtq  # noqa: E402
@@ -72,27 +70,14 @@ from compressed_tensors.quantization.quant_scheme import NVFP4  # noqa: E402
 from compressed_tensors.quantization.utils import calculate_qparams, generate_gparam  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
-ST_DTYPE = {torch.bfloat16: ("BF16", torch.int16), torch.float16: ("F16", torch.int16),
-            torch.float32: ("F32", torch.int32), torch.uint8: ("U8", torch.uint8),
-            torch.float8_e4m3fn: ("F8_E4M3", torch.uint8)}
 VERSIONS = (f"nvidia-modelopt {PINS['nvidia-modelopt']}, compressed-tensors {PINS['compressed-tensors']}, "
             f"gguf {PINS['gguf']}, torch {torch.__version__} on the CPU; tools/gen_format_golden.py")
 
 
 def save(path, tensors, metadata):
-    header, blobs, off = {"__metadata__": metadata}, [], 0
-    for name, t in tensors.items():
-        st_name, view = ST_DTYPE[t.dtype]
-        raw = t.contiguous().view(view).numpy().tobytes()
-        header[name] = {"dtype": st_name, "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
-        blobs.append(raw)
-        off += len(raw)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-    os.replace(tmp, path)
+    """safetensors' own writer, through a temporary file."""
+    save_file({k: v.contiguous().clone() for k, v in tensors.items()}, path + ".tmp", metadata=metadata)
+    os.replace(path + ".tmp", path)
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -350,21 +335,6 @@ def ggml_nvfp4_blocks(weight_u8, scale_u8):
     return np.concatenate([d, qs], axis=-1).reshape(rows, nblk // 4 * 36)
 
 
-def st_read(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        h = json.loads(f.read(n))
-        base = 8 + n
-        data = open(path, "rb").read()
-    out = {}
-    for k, v in h.items():
-        if k == "__metadata__":
-            continue
-        a, b = v["data_offsets"]
-        out[k] = (v["dtype"], v["shape"], data[base + a: base + b])
-    return out
-
-
 def gen_gguf(root):
     out = os.path.join(root, "gguf")
     os.makedirs(out, exist_ok=True)
@@ -372,31 +342,27 @@ def gen_gguf(root):
     tensors = {}
     for f in sorted(os.listdir(src)):
         if f.endswith(".safetensors"):
-            tensors.update(st_read(os.path.join(src, f)))
+            for name, t in load_file(os.path.join(src, f)).items():
+                tensors[name] = (t.dtype, list(t.shape), t)
     w = gguf.GGUFWriter(os.path.join(out, "llama-nvfp4.gguf"), "llama")
     w.add_string("general.name", "tiny-llama-nvfp4")
     for name in sorted(tensors):
-        dtype, shape, raw = tensors[name]
+        dtype, shape, t = tensors[name]
         if name.endswith((".weight_scale", ".weight_scale_2", ".input_scale")):
             continue
         base = name[:-len(".weight")] if name.endswith(".weight") else None
-        if base and base + ".weight_scale" in tensors and dtype == "U8":
-            _, sshape, sraw = tensors[base + ".weight_scale"]
-            wt = np.frombuffer(raw, np.uint8).reshape(shape)
-            sc = np.frombuffer(sraw, np.uint8).reshape(sshape)
-            blocks = ggml_nvfp4_blocks(wt, sc)
-            w.add_tensor(name, blocks, raw_dtype=gguf.GGMLQuantizationType.NVFP4)
+        if base and base + ".weight_scale" in tensors and dtype == torch.uint8:
+            sc = tensors[base + ".weight_scale"][2].view(torch.uint8).numpy()
+            w.add_tensor(name, ggml_nvfp4_blocks(t.numpy(), sc), raw_dtype=gguf.GGMLQuantizationType.NVFP4)
             for suffix, key in ((".scale", ".weight_scale_2"), (".input_scale", ".input_scale")):
                 if base + key in tensors:
-                    v = np.frombuffer(tensors[base + key][2], np.float32).reshape(1).copy()
-                    w.add_tensor(base + suffix, v)
+                    w.add_tensor(base + suffix, tensors[base + key][2].float().numpy().reshape(1).copy())
             continue
-        if dtype == "BF16":
-            arr = np.frombuffer(raw, np.uint16).reshape(shape)
-            w.add_tensor(name, arr, raw_dtype=gguf.GGMLQuantizationType.BF16)
+        if dtype == torch.bfloat16:
+            w.add_tensor(name, t.view(torch.int16).numpy().view(np.uint16), raw_dtype=gguf.GGMLQuantizationType.BF16)
         else:
-            assert dtype == "F32", (name, dtype)
-            w.add_tensor(name, np.frombuffer(raw, np.float32).reshape(shape))
+            assert dtype == torch.float32, (name, dtype)
+            w.add_tensor(name, t.numpy())
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -423,7 +389,7 @@ def gen_gguf(root):
     deq = gguf.quants.dequantize(blocks, gguf.GGMLQuantizationType.NVFP4).astype(np.float32)
     save(os.path.join(out, "scale-bytes.expect.safetensors"),
          {"codes": torch.from_numpy(packed), "scales": torch.from_numpy(allb.copy()),
-          "dequantized": torch.from_numpy(deq.copy())},
+          "dequantized": torch.from_numpy(np.ascontiguousarray(deq))},
          {"generator": f"gguf.quants.dequantize (NVFP4); {VERSIONS}"})
     print("gguf:", sorted(os.listdir(out)))
 

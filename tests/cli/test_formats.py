@@ -14,30 +14,14 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_cli import read_st, write_st  # noqa: E402
+import test_cli as T  # noqa: E402  (its runner, counters and safetensors helpers)
+from test_cli import NVFP4, check, read_st, run, write_st  # noqa: E402
 
-NVFP4 = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/nvfp4")
 G = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden")
 MO = os.path.join(G, "modelopt", "llama-nvfp4")
 CT = os.path.join(G, "compressed-tensors", "llama-nvfp4")
 CT_CONV = os.path.join(G, "compressed-tensors", "llama-from-modelopt")
 GG = os.path.join(G, "gguf", "llama-nvfp4.gguf")
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
-
-
-def run(*args):
-    e = dict(os.environ, NVFP4_NO_PROGRESS="1")
-    p = subprocess.run([NVFP4, *args], capture_output=True, text=True, env=e, timeout=600)
-    return p.returncode, p.stdout, p.stderr
 
 
 def tensors(path):
@@ -91,8 +75,8 @@ def main():
         cases(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"cli: {passed} passed, {failed} failed (formats)")
-    return 1 if failed else 0
+    print(f"cli: {T.passed} passed, {T.failed} failed (formats)")
+    return 1 if T.failed else 0
 
 
 def cases(tmp):
