@@ -151,11 +151,12 @@ def cases(tmp):
     size = os.path.getsize(p("big.safetensors"))
     probe = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True); "
              "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    sanitized = b"__asan_init" in open(NVFP4, "rb").read()  # shadow memory: RSS says nothing
     for to, out in (("gguf", "big.gguf"), ("compressed-tensors", "bigct"), ("comfyui", "bigc.safetensors")):
         r = subprocess.run([sys.executable, "-c", probe, NVFP4, "convert", p("big.safetensors"), p(out),
                             "--to", to, "--allow-rescale", "-q"], capture_output=True, text=True)
         rc, peak_kib = (int(v) for v in r.stdout.split())
-        check(rc == 0 and peak_kib * 1024 < size / 2,
+        check(rc == 0 and (sanitized or peak_kib * 1024 < size / 2),
               f"convert to {to}: peak {peak_kib} KiB for a {size >> 10} KiB checkpoint")
 
     # linear, matmul and check take any format
