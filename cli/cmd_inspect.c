@@ -21,6 +21,10 @@ static const char help[] =
     "               and min / max / mean / NaN count of float tensors\n"
     "  NVFP4        each NVFP4 tensor: shape, the per-tensor and input scale as stored,\n"
     "               the block-scale range and zero / NaN blocks\n"
+    "  found        what the tensors show of the conventions: input scales, how the\n"
+    "               per-tensor scales are stored, the scale byte of all-zero blocks (each\n"
+    "               tool its own: ComfyUI 0x00, ModelOpt 0x38 = 1.0, compressed-tensors\n"
+    "               0x20 = 0.125), NaN and negative block scales\n"
     "\n"
     "options:\n"
     "  --no-stats       skip the statistics\n"
@@ -126,15 +130,27 @@ static void list_tensors(const nvfp4_ckpt *c, int stats)
     }
 }
 
-static void nvfp4_stats(const nvfp4_ckpt *c, const char *w, int stats)
+/* What the NVFP4 tensors show of their format's conventions, summed. */
+typedef struct found {
+    size_t tensors, bad, input_scales, scalar_rank[2], no_tensor_scale, padded_cols;
+    int64_t zero_code_blocks, zero_scale_bytes[256], nan_scales, negative_scales;
+} found;
+
+static void nvfp4_stats(const nvfp4_ckpt *c, const char *w, int stats, found *fd)
 {
     char shown[4096];
     cli_printable(shown, sizeof shown, w);
     nvfp4_ckpt_tensor ct;
     if (nvfp4_ckpt_read(&ct, c, w) != NVFP4_OK) {
         printf("  %s: NOT a valid NVFP4 tensor: %s\n", shown, nvfp4_last_error());
+        fd->bad++;
         return;
     }
+    fd->tensors++;
+    fd->input_scales += ct.has_input_scale != 0;
+    fd->no_tensor_scale += !ct.has_tensor_scale;
+    if (ct.has_tensor_scale) fd->scalar_rank[ct.tensor_scale_ndim ? 1 : 0]++;
+    fd->padded_cols += ct.stored_cols != ct.t.cols;
     const nvfp4_format_traits *tr = nvfp4_format_traits_of(ct.format);
     printf("  %s: %lld x %lld", shown, (long long)ct.t.rows, (long long)ct.stored_cols);
     if (ct.stored_cols != ct.t.cols) printf(" (blocks of %lld)", (long long)ct.t.cols);
@@ -146,6 +162,15 @@ static void nvfp4_stats(const nvfp4_ckpt *c, const char *w, int stats)
     else
         printf(", no per-tensor scale (1)");
     if (ct.has_input_scale) printf(", input scale %.9g", ct.input_scale);
+    if (stats) /* the stored scale byte of blocks whose codes are all zero */
+        for (int64_t r = 0; r < ct.t.rows; r++)
+            for (int64_t b = 0; b < ct.t.cols / 16; b++) {
+                int zero = 1;
+                for (int64_t k = 0; k < 16 && zero; k++) zero = !(nvfp4_tensor_code(&ct.t, r, 16 * b + k) & 7);
+                if (!zero) continue;
+                fd->zero_code_blocks++;
+                fd->zero_scale_bytes[nvfp4_tensor_scale(&ct.t, r, b)]++;
+            }
     nvfp4_tensor v;
     if (stats && nvfp4_ckpt_tensor_values(&v, &ct) == NVFP4_OK) {
         float smin = INFINITY, smax = 0;
@@ -164,6 +189,8 @@ static void nvfp4_stats(const nvfp4_ckpt *c, const char *w, int stats)
                 }
             }
         printf(", block scales %.6g..%.6g, %lld zero blocks", smin, smax, (long long)zero_blocks);
+        fd->nan_scales += nan_scales;
+        fd->negative_scales += neg;
         if (nan_scales) printf(", %lld NaN scales", (long long)nan_scales);
         if (neg) printf(", %lld negative scales", (long long)neg);
         printf(", |value| <= %.6g", (double)smax * 6.0 * fabs((double)v.per_tensor_scale));
@@ -171,6 +198,31 @@ static void nvfp4_stats(const nvfp4_ckpt *c, const char *w, int stats)
     }
     printf("\n");
     nvfp4_ckpt_tensor_free(&ct);
+}
+
+static void print_found(const found *fd, const nvfp4_format_traits *tr, int stats)
+{
+    printf("found: %zu NVFP4 tensor%s", fd->tensors, fd->tensors == 1 ? "" : "s");
+    if (fd->bad) printf(" (%zu more unreadable)", fd->bad);
+    printf(", %zu with an input scale", fd->input_scales);
+    if (fd->scalar_rank[0] || fd->scalar_rank[1])
+        printf(", per-tensor scales stored as %s%s%s", fd->scalar_rank[0] ? "[]" : "",
+               fd->scalar_rank[0] && fd->scalar_rank[1] ? " and " : "", fd->scalar_rank[1] ? "[1]" : "");
+    if (fd->no_tensor_scale) printf(", %zu without one (1)", fd->no_tensor_scale);
+    if (fd->padded_cols) printf(", %zu with a K that is not a multiple of 16", fd->padded_cols);
+    if (stats) {
+        printf("; %lld all-zero-code blocks", (long long)fd->zero_code_blocks);
+        int shown = 0;
+        for (int b = 0; b < 256 && fd->zero_code_blocks; b++) {
+            if (!fd->zero_scale_bytes[b] || shown >= 3) continue;
+            float v = tr->scale_code == NVFP4_SCALE_E4M3 ? nvfp4_e4m3_to_f32((uint8_t)b) : NAN;
+            printf("%s scale 0x%02X%s%.6g%s x%lld", shown++ ? "," : " with", b, isnan(v) ? "" : " (",
+                   isnan(v) ? 0.0 : (double)v, isnan(v) ? "" : ")", (long long)fd->zero_scale_bytes[b]);
+        }
+        if (fd->nan_scales) printf("; %lld NaN block scales", (long long)fd->nan_scales);
+        if (fd->negative_scales) printf("; %lld negative block scales", (long long)fd->negative_scales);
+    }
+    printf("\n");
 }
 
 int cmd_inspect(int argc, char **argv)
@@ -214,8 +266,11 @@ int cmd_inspect(int argc, char **argv)
     printf("%zu tensors, %.2f MiB of data\n", nvfp4_ckpt_entries(c), total / 1048576.0);
     list_tensors(c, stats);
     size_t n = nvfp4_ckpt_count(c);
+    found fd;
+    memset(&fd, 0, sizeof fd);
     if (n) printf("NVFP4 tensors:\n");
-    for (size_t i = 0; i < n; i++) nvfp4_stats(c, nvfp4_ckpt_name(c, i), stats);
+    for (size_t i = 0; i < n; i++) nvfp4_stats(c, nvfp4_ckpt_name(c, i), stats, &fd);
+    if (n) print_found(&fd, tr, stats);
     nvfp4_ckpt_close(c);
     return 0;
 }
