@@ -130,6 +130,13 @@ def cases():
     c["f32-subnormal"] = torch.randn(16, 64, generator=g) * 1e-40
     c["f16-subnormal"] = (torch.randn(16, 64, generator=g) * 1e-6).half()
     c["f32-huge"] = torch.randn(16, 64, generator=g) * 1e36
+    # NaN blocks where PyTorch's vectorized loops end: the last (blocks mod
+    # vector width) blocks go through its scalar tail
+    for dt, name in ((torch.bfloat16, "bf16"), (torch.float16, "f16"), (torch.float32, "f32")):
+        x = torch.randn(2, 25 * 16, generator=g).to(dt)
+        for r, b in ((0, 0), (0, 15), (0, 16), (1, 6), (1, 24)):
+            x[r, b * 16 + 5] = float("nan")
+        c["nan-tail-" + name] = x
     return c
 
 

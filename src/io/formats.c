@@ -35,7 +35,8 @@ static const nvfp4_format_traits traits[NVFP4_FORMAT_COUNT_] = {
         .scale_code = NVFP4_SCALE_E4M3, .tensor_scale_direction = NVFP4_SCALE_MULTIPLIES,
         .tensor_scale_optional = 0, .tensor_scale_ndim = 0, .col_multiple = 16,
         .zero_nan = "a zero block gets scale 1.0 (0x38) and codes 0; block scales are "
-                    "clamped to [2^-9, 448]; a NaN block gets 0xFF, NaN codes 7 (+6)",
+                    "clamped to [2^-9, 448]; a NaN block gets 0xFF (0x7F in PyTorch's scalar "
+                    "tail), NaN codes 7 (+6)",
         .padding = "columns zero-padded to 16 (stored padded); rows not padded",
         .rounding = "s2 = amax / 2688; s = clamp(amax_b / (6 * s2), 2^-9, 448) to E4M3 "
                     "(RNE); code = E2M1 RNE of x / (s * s2), the sign from that quotient "
@@ -49,8 +50,8 @@ static const nvfp4_format_traits traits[NVFP4_FORMAT_COUNT_] = {
         .scale_code = NVFP4_SCALE_E4M3, .tensor_scale_direction = NVFP4_SCALE_DIVIDES,
         .tensor_scale_optional = 0, .tensor_scale_ndim = 1, .col_multiple = 16,
         .zero_nan = "a zero block gets scale 0.125 (0x20) and codes 0; a NaN or infinite "
-                    "global scale becomes 1; a NaN block gets 0xFF, NaN codes 8 (BF16 "
-                    "input) or 0 (F16, F32)",
+                    "global scale becomes 1; a NaN block gets 0xFF (0x7F in PyTorch's scalar "
+                    "tail), NaN codes 8 (BF16 input) or 0 (F16, F32)",
         .padding = "none: columns must be a multiple of 16",
         .rounding = "g = 2688 / amax in x's dtype (1/amax, then times 2688); s = E4M3 RNE "
                     "of g * (amax_b / 6, in x's dtype), 0 -> 0.125; code = E2M1 RNE of "

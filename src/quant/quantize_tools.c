@@ -135,8 +135,10 @@ static void modelopt_rows(void *ctx, int64_t begin, int64_t end)
             }
             float sc = amax / m;
             uint8_t s8;
-            if (nan || (sc != sc && !(m != m && !signbit(m)))) {
-                s8 = 0xFF; /* NaN block, 0/0, Inf/Inf, a negative NaN s2 */
+            if (nan) {
+                s8 = tq_scalar_tail(j->d, r * nb + b, j->rows * nb) ? 0x7F : 0xFF;
+            } else if (sc != sc && !(m != m && !signbit(m))) {
+                s8 = 0xFF; /* 0/0, Inf/Inf, a negative NaN s2 */
             } else if (sc != sc) {
                 s8 = 0x7F;
             } else {
@@ -183,7 +185,8 @@ static void ct_rows(void *ctx, int64_t begin, int64_t end)
                 pos = fabsf(v[k]) > pos ? fabsf(v[k]) : pos; /* max(|min|, |max|) with 0 */
             }
             float sc = j->g * round_like(j->d, pos / TQ_E2M1_MAX);
-            uint8_t s8 = 0xFF; /* NaN statistics, 0 * Inf */
+            uint8_t s8 = nan && j->d != NVFP4_DTYPE_BF16 && tq_scalar_tail(j->d, r * nb + b, j->rows * nb)
+                             ? 0x7F : 0xFF; /* NaN statistics, 0 * Inf */
             if (!nan && sc == sc) {
                 s8 = nvfp4_e4m3_from_f32(sc > TQ_E4M3_MAX ? TQ_E4M3_MAX : sc);
                 s8 = (s8 & 0x7F) == 0 ? zero_scale : s8;

@@ -26,8 +26,10 @@
  *         vectorized FP32 -> BF16 conversion turns every NaN into 0xFFFF on
  *         the way back to x's dtype) and 0 for F16 and F32 (positive NaNs)
  *   packed: element 2i in the low nibble.
- * NaN bits that reach a stored byte follow PyTorch's vectorized CPU kernels
- * (docs/FORMATS.md): a block holding a NaN gets scale byte 0xFF. */
+ * NaN bits that reach a stored byte follow PyTorch's CPU kernels on an
+ * AVX-512 machine (docs/FORMATS.md): a block holding a NaN gets scale byte
+ * 0xFF, or 0x7F in the scalar tail of the loop (tq_scalar_tail); for
+ * compressed-tensors with BF16 input always 0xFF. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,8 +138,8 @@ static nvfp4_status ref_modelopt(nvfp4_ckpt_tensor *out, const void *x, nvfp4_dt
                 else if (fabsf(v[j]) > amax) amax = fabsf(v[j]);
             }
             uint8_t s8;
-            if (nan) {
-                s8 = 0xFF; /* the vectorized amax's NaN is all ones */
+            if (nan) { /* the vectorized maximum's NaN is all ones, the scalar tail's positive */
+                s8 = tq_scalar_tail(d, r * (cp / 16) + b, rows * (cp / 16)) ? 0x7F : 0xFF;
             } else if (isnan(m)) {
                 s8 = signbit(m) ? 0xFF : 0x7F;
             } else {
@@ -228,8 +230,10 @@ static nvfp4_status ref_compressed_tensors(nvfp4_ckpt_tensor *out, const void *x
             float local = in_dtype(d, pos / TQ_E2M1_MAX);
             float sc = g * local;
             uint8_t s8;
-            if (isnan(sc)) {
-                s8 = 0xFF; /* NaN statistics and 0 * Inf are negative NaNs */
+            if (isnan(sc)) { /* NaN statistics (in the vectorized part) and 0 * Inf are negative */
+                int tail = !isnan(pos) ? 0
+                                       : d != NVFP4_DTYPE_BF16 && tq_scalar_tail(d, r * nb + b, rows * nb);
+                s8 = tail ? 0x7F : 0xFF;
             } else {
                 if (sc > TQ_E4M3_MAX) sc = TQ_E4M3_MAX;
                 s8 = nvfp4_e4m3_from_f32(sc);
