@@ -7,8 +7,8 @@
  * is rounded and noted).  Then each output file is written through a
  * writer whose NVFP4 tensors are made by a callback when the writer gets
  * to them: one source tensor read and converted at a time (a one-entry
- * cache serves its codes, scales and scalars), every other tensor copied
- * straight from the input's mapping. */
+ * cache serves its codes and scales), every other tensor copied from the
+ * input's mapping, whose pages are given back once read. */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -114,27 +114,11 @@ static int restored(const cv *c, const char *prefix, const char *w, float now, f
 {
     char key[1024];
     snprintf(key, sizeof key, "%s%s", prefix, w);
-    const char *val = NULL;
-    if (c->in->gguf) {
-        for (size_t i = 0; i < nvfp4_gguf_kv_count(c->in->gguf); i++) {
-            const gguf_kv *kv = nvfp4_gguf_kv(c->in->gguf, i);
-            if (!strcmp(kv->key, key) && kv->type == GGUF_STRING && kv->value_len > 8 &&
-                kv->value_len < 64) {
-                static char copy[64];
-                memcpy(copy, kv->value + 8, (size_t)kv->value_len - 8);
-                copy[kv->value_len - 8] = '\0';
-                val = copy;
-            }
-        }
-    } else {
-        for (size_t s = 0; s < c->in->nshards && !val; s++) {
-            nvfp4_st_file *f = c->in->shards[s].st;
-            for (size_t i = 0; i < nvfp4_st_metadata_count(f); i++) {
-                const char *k, *v;
-                nvfp4_st_metadata(f, i, &k, &v);
-                if (!strcmp(k, key)) val = v;
-            }
-        }
+    const char *val = NULL; /* safetensors metadata or GGUF string pairs */
+    for (size_t i = 0; i < nvfp4_ckpt_metadata_count(c->in) && !val; i++) {
+        const char *k, *v;
+        nvfp4_ckpt_metadata(c->in, i, &k, &v);
+        if (!strcmp(k, key)) val = v;
     }
     char word[16];
     unsigned bits;

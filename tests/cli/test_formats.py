@@ -14,7 +14,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_cli as T  # noqa: E402  (its runner, counters and safetensors helpers)
+import test_cli as T  # noqa: E402  (its runner, counters, safetensors reader and writer)
 from test_cli import NVFP4, check, read_st, run, write_st  # noqa: E402
 
 G = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden")
