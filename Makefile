@@ -107,7 +107,7 @@ help:
 	@echo "make test        unit + CLI + Python tests (the README's test command runs this)"
 	@echo "make test-python the Python package's tests (python/tests) on $(BUILD)/libnvfp4.so"
 	@echo "make test-sanitize  the same under ASan + UBSan (build-asan/)"
-	@echo "make fuzz        libFuzzer over the safetensors reader (FUZZ_SECONDS=60)"
+	@echo "make fuzz        libFuzzer over the safetensors and GGUF readers (FUZZ_SECONDS=60 each)"
 	@echo "make gpu-tests   build the H200 test programs (tests/gpu/run.sh runs them)"
 	@echo "make probe-sm120 build the GB10 / RTX Blackwell probe (when nvcc has sm_121a)"
 	@echo "make sm120-sass  check the library's sm120 kernels hold the block-scaled MMA (cuobjdump)"
@@ -206,6 +206,10 @@ fuzz:
 	  -fsanitize=fuzzer,address,undefined -o build-fuzz/fuzz_safetensors \
 	  tests/fuzz/fuzz_safetensors.c src/io/*.c src/core/*.c src/formats/*.c -ljansson -lpthread -lm
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_safetensors $(FUZZ_SECONDS)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc/core -Isrc -ffp-contract=off \
+	  -fsanitize=fuzzer,address,undefined -o build-fuzz/fuzz_gguf \
+	  tests/fuzz/fuzz_gguf.c src/io/*.c src/core/*.c src/formats/*.c -ljansson -lpthread -lm
+	@sh tests/fuzz/run.sh build-fuzz/fuzz_gguf $(FUZZ_SECONDS) corpus-gguf
 
 gpu-tests:
 	@$(MAKE) --no-print-directory -f tests/gpu/gpu.mk BUILD=$(BUILD)

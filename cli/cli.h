@@ -75,5 +75,6 @@ int cmd_check(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_example(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 
 #endif

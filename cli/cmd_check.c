@@ -70,9 +70,10 @@ static const char help[] =
     "                      rounded sum), sm120 (GB10 / RTX Blackwell, as published);\n"
     "                      the CUDA kernels implement sm90 only\n"
     "  --layers L1,L2,...  check only these layers: built-in ones, or with ...\n"
-    "  --checkpoint FILE   ... layers of a ComfyUI NVFP4 checkpoint (LAYER.weight,\n"
-    "                      _scale, _scale_2, optional LAYER.input_scale and\n"
-    "                      LAYER.bias); the activations stay synthetic\n"
+    "  --checkpoint PATH   ... layers of an NVFP4 checkpoint in any format (a\n"
+    "                      .safetensors file, a directory of them, a .gguf file):\n"
+    "                      LAYER.weight with its scales, optional input scale and\n"
+    "                      LAYER.bias; the activations stay synthetic\n"
     "  --k-slices S        the contract with S K slices (docs/CONTRACT.md; default 1:\n"
     "                      one chain per output), in the backend and every oracle\n"
     "  --streaming-a       feed BF16 activations to the backend's linear path (on a GPU\n"
@@ -572,15 +573,6 @@ static json_t *jdiff_into(json_t *o, const char *prefix, const diff_stats *d)
     return o;
 }
 
-/* LAYER.weight of a checkpoint when it is the U8 [N, K/2] of an NVFP4 layer. */
-static const nvfp4_st_tensor *checkpoint_weight(const nvfp4_st_file *f, const char *layer)
-{
-    char name[300];
-    snprintf(name, sizeof name, "%.255s.weight", layer);
-    const nvfp4_st_tensor *t = nvfp4_st_find(f, name);
-    return t && t->ndim == 2 && t->dtype == NVFP4_DTYPE_U8 ? t : NULL;
-}
-
 /* Bytes of host memory one layer's check holds at its peak: the BF16
  * weight and activations with their NVFP4 copies, and the M x N results
  * (raw FP32 + out BF16) of the run, its repeat, the CPU backend on a GPU
@@ -609,7 +601,7 @@ typedef struct check_state {
     int default_rows;
     linear_spec *lins;
     int nlin;
-    nvfp4_st_file *cf;          /* the checkpoint, when --checkpoint */
+    nvfp4_ckpt *cf;             /* the checkpoint (any format), when --checkpoint */
     nvfp4_atomic_file *report;  /* the JSON report, opened before the run */
     char dev[256], cc[32], kernel[256];
     result *res;
@@ -700,13 +692,12 @@ static int check_layers(check_state *s)
         l->name[L] = '\0';
         cli_printable(shown, sizeof shown, l->name);
         if (s->cf) {
-            const nvfp4_st_tensor *wt = checkpoint_weight(s->cf, l->name);
-            if (!wt)
-                return cli_error(C, "--layers: %s has no NVFP4 layer '%s' (no U8 [N, K/2] tensor "
+            char wname[300];
+            snprintf(wname, sizeof wname, "%.255s.weight", l->name);
+            if (nvfp4_ckpt_dims(s->cf, wname, &l->n, &l->k) != NVFP4_OK) /* for the memory estimate */
+                return cli_error(C, "--layers: %s has no NVFP4 layer '%s' (no NVFP4 weight "
                                     "'%s.weight'; `nvfp4 inspect` lists its layers, `nvfp4 "
                                     "quantize` makes them)", s->o.ckpt, shown, shown);
-            l->n = wt->shape[0]; /* for the memory estimate */
-            l->k = 2 * wt->shape[1];
             l->input = SYNTH_INPUT_HIDDEN;
         } else {
             int found = 0;
@@ -770,7 +761,7 @@ static int check_prepare(check_state *s)
     o->rows = rows, o->oracle_rows = oracle_rows, o->ref_cols = ref_cols;
 
     if (o->ckpt) {
-        nvfp4_status st = nvfp4_st_open(&s->cf, o->ckpt);
+        nvfp4_status st = nvfp4_ckpt_open(&s->cf, o->ckpt, NVFP4_FORMAT_UNKNOWN);
         if (st != NVFP4_OK) return cli_lib_error(C, st, "cannot read checkpoint");
     }
     if (check_layers(s)) return 1;
@@ -897,7 +888,7 @@ static void check_one(const check_state *s, int i, result *r)
     const ctx cx = s->cx;
     const long long rows = s->o.rows, threads = s->o.threads, seed = s->o.seed;
     const int nlin = s->nlin;
-    nvfp4_st_file *cf = s->cf;
+    nvfp4_ckpt *cf = s->cf;
     r->lin = s->lins[i];
     r->quantized_equal = 1;
     diff_init(&r->raw);
@@ -915,7 +906,7 @@ static void check_one(const check_state *s, int i, result *r)
     if (cf) {
         stage("[%d/%d] %s: loading the layer ...", i + 1, nlin, r->lin.name);
         nvfp4_layer L = {0};
-        nvfp4_status ls = nvfp4_st_load_layer(&L, cf, r->lin.name);
+        nvfp4_status ls = nvfp4_ckpt_load_layer(&L, cf, r->lin.name);
         if (ls != NVFP4_OK) {
             r->error = 1;
             snprintf(r->error_msg, sizeof r->error_msg, "cannot load the layer: %s: %s",
@@ -1313,7 +1304,7 @@ static json_t *check_build_report(const check_state *s, int *rc, char *status_tx
 static void check_free(check_state *s)
 {
     nvfp4_atomic_discard(s->report); /* NULL once committed */
-    nvfp4_st_close(s->cf);
+    nvfp4_ckpt_close(s->cf);
     free(s->lins);
     free(s->res);
 }

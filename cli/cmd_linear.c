@@ -6,13 +6,14 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: nvfp4 linear W.safetensors:LAYER X.safetensors:NAME -o OUT.safetensors [options]\n"
+    "usage: nvfp4 linear W:LAYER X.safetensors:NAME -o OUT.safetensors [options]\n"
     "\n"
     "ComfyUI's NVFP4 linear: the activations X [M, K] (BF16, F16 or F32) are quantized\n"
     "to NVFP4 with ComfyUI's quantizer and a per-tensor scale, then multiplied by the\n"
-    "layer's weight under the GEMM contract (docs/CONTRACT.md).  The layer is\n"
-    "LAYER.weight, LAYER.weight_scale, LAYER.weight_scale_2, optional\n"
-    "LAYER.input_scale and LAYER.bias.  OUT holds out (BF16 [M, N]) and raw (F32).\n"
+    "layer's weight under the GEMM contract (docs/CONTRACT.md).  W is a checkpoint of\n"
+    "any NVFP4 format (a .safetensors file, a directory, a .gguf file; `nvfp4 inspect`\n"
+    "names it); ComfyUI's layer is LAYER.weight, LAYER.weight_scale, LAYER.weight_scale_2,\n"
+    "optional LAYER.input_scale and LAYER.bias.  OUT holds out (BF16 [M, N]) and raw (F32).\n"
     "\n"
     "options:\n"
     "  --input-scale static|dynamic  static: LAYER.input_scale; dynamic: amax|X|/2688\n"
@@ -98,18 +99,14 @@ int cmd_linear(int argc, char **argv)
         return 1;
 
     int rc = 1;
-    nvfp4_st_file *wf = NULL, *xf = NULL;
+    nvfp4_st_file *xf = NULL;
     nvfp4_tensor W = {0}, XQ = {0};
     float *bias = NULL, *raw = NULL, input_scale = 0;
     uint16_t *out = NULL;
-    nvfp4_status st = nvfp4_st_open(&wf, wpath);
-    if (st != NVFP4_OK) {
-        cli_lib_error(C, st, "cannot read weights");
-        goto done;
-    }
     nvfp4_layer L = {0};
-    if ((st = nvfp4_st_load_layer(&L, wf, layer)) != NVFP4_OK) {
-        cli_lib_error(C, st, layer); /* the message names the tensor */
+    nvfp4_status st = nvfp4_load_layer(&L, wpath, layer); /* any checkpoint format */
+    if (st != NVFP4_OK) {
+        cli_lib_error(C, st, layer); /* the message names the file or tensor */
         goto done;
     }
     W = L.weight; /* the layer's arrays now belong to W and bias */
@@ -216,7 +213,6 @@ done:
     free(bias);
     free(raw);
     free(out);
-    nvfp4_st_close(wf);
     nvfp4_st_close(xf);
     return rc;
 }

@@ -232,11 +232,7 @@ int cli_load_nvfp4_spec(const char *C, const char *spec, nvfp4_tensor *t)
     const char *name;
     if (cli_split_spec(spec, path, sizeof path, &name))
         return cli_error(C, "'%s' is not FILE:NAME", spec);
-    nvfp4_st_file *f = NULL;
-    nvfp4_status st = nvfp4_st_open(&f, path);
-    if (st != NVFP4_OK) return cli_lib_error(C, st, "cannot read");
-    st = nvfp4_st_load_nvfp4(t, f, name);
-    nvfp4_st_close(f);
+    nvfp4_status st = nvfp4_load_tensor(t, path, name); /* any checkpoint format */
     if (st != NVFP4_OK) return cli_lib_error(C, st, spec);
     return 0;
 }

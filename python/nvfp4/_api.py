@@ -773,7 +773,7 @@ def _gemm_cuda(dev, pa, m, pb, n, k, bias_p, raw, out, slices):
 
 
 # --------------------------------------------------------------------------
-# layers: load_layer, linear
+# layers: Layer, linear (load_layer: formats.py)
 # --------------------------------------------------------------------------
 class Layer:
     """A ComfyUI NVFP4 linear layer.
@@ -867,88 +867,6 @@ class Layer:
         t = torch.full((1,), self._input_scale, dtype=torch.float32, device=dev)
         self._scale_cache = (key, t)
         return t
-
-
-_ST_NUMPY = {_lib.DTYPE_F32: np.float32, _lib.DTYPE_F16: np.float16}
-
-
-def _st_array(t, what):
-    """A copy of a safetensors float tensor as float32 NumPy (BF16/F16 widened)."""
-    n = t.nbytes
-    raw = np.frombuffer(ctypes.string_at(t.data, n), dtype=np.uint8)
-    if t.dtype == _lib.DTYPE_BF16:
-        return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-    if t.dtype in _ST_NUMPY:
-        return raw.view(_ST_NUMPY[t.dtype]).astype(np.float32)
-    raise ValueError(f"{what} must be F32, F16 or BF16")
-
-
-def load_layer(path, prefix, device=None):
-    """Read one ComfyUI NVFP4 linear layer from a safetensors checkpoint.
-
-    Reads PREFIX.weight (U8 codes), PREFIX.weight_scale (F8_E4M3, tiled),
-    PREFIX.weight_scale_2 (F32), and when present PREFIX.input_scale (F32)
-    and PREFIX.bias, through the library's validating reader (nvfp4_st_open,
-    nvfp4_st_load_nvfp4).
-
-    Args:
-        path: the .safetensors file.
-        prefix: the layer's name ("blocks.0.attn.qkv"); a trailing ".weight"
-            is accepted and dropped.
-        device: None for NumPy arrays, else a torch device ("cpu", "cuda",
-            "cuda:1") to put the tensors on.
-    Returns:
-        Layer.
-    """
-    if not isinstance(prefix, str) or not prefix:
-        raise TypeError("load_layer: prefix must be a non-empty str (the layer name)")
-    if prefix.endswith(".weight"):
-        prefix = prefix[: -len(".weight")]
-    handle = ctypes.c_void_p()
-    check(_l().nvfp4_st_open(ctypes.byref(handle), str(path).encode()), "nvfp4_st_open")
-    try:
-        t = _lib.Tensor()
-        check(_l().nvfp4_st_load_nvfp4(ctypes.byref(t), handle, (prefix + ".weight").encode()),
-              "nvfp4_st_load_nvfp4")
-        owner = _COwner(t)
-        rows, cols = t.rows, t.cols
-        qdata = A.owned_bytes(t.codes, rows * cols // 2, owner).reshape(rows, cols // 2)
-        nscale = _l().nvfp4_scales_bytes(rows, cols, _lib.SCALES_TILED)
-        scales = A.owned_bytes(t.scales, nscale, owner).reshape(_roundup(rows, 128),
-                                                                _roundup(cols // 16, 4))
-        pts = np.float32(t.per_tensor_scale)
-        input_scale = None
-        found = _l().nvfp4_st_find(handle, (prefix + ".input_scale").encode())
-        if found:
-            st = found.contents
-            if st.dtype != _lib.DTYPE_F32 or st.nbytes != 4:
-                raise ValueError(f"{path}: '{prefix}.input_scale' must be one F32 value")
-            input_scale = float(np.frombuffer(ctypes.string_at(st.data, 4), dtype=np.float32)[0])
-        bias = None
-        found = _l().nvfp4_st_find(handle, (prefix + ".bias").encode())
-        if found:
-            st = found.contents
-            if st.ndim != 1 or st.shape[0] > rows:
-                raise ValueError(f"{path}: '{prefix}.bias' must be 1-D with at most {rows} values")
-            values = _st_array(st, f"{path}: '{prefix}.bias'")
-            bias = np.zeros(rows, dtype=np.float32)  # ComfyUI pads N to 16: zero-extend
-            bias[: values.shape[0]] = values
-    finally:
-        _l().nvfp4_st_close(handle)
-    if device is None:
-        weight = NVFP4Tensor(qdata, scales, pts)
-    else:
-        torch = A.torch_module()
-        if torch is None:
-            import torch  # noqa: F401  (device= asks for torch tensors)
-            torch = A.torch_module()
-        dev = torch.device(device)
-        weight = NVFP4Tensor(torch.from_numpy(qdata).to(dev),
-                             torch.from_numpy(scales).view(torch.float8_e4m3fn).to(dev),
-                             torch.tensor(float(pts), dtype=torch.float32).to(dev))
-        if bias is not None:
-            bias = torch.from_numpy(bias).to(dev)
-    return Layer(weight, input_scale, bias, prefix)
 
 
 def linear(x, layer, input_scale=None, variant="eager", backend="auto", *, model="sm90",

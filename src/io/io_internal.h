@@ -31,4 +31,22 @@ int nvfp4_atomic_fd(const nvfp4_atomic_file *f);
  * f is freed either way. */
 nvfp4_status nvfp4_atomic_commit_after(nvfp4_atomic_file *f, int write_error);
 
+/* Map the regular file at path read-only: *map (NULL when the file is
+ * shorter than min_len or empty, for the parser to report) and *len, its
+ * size.  Errors (NVFP4_ERR_IO) name the path. */
+nvfp4_status nvfp4_io_map(const char *path, size_t min_len, void **map, size_t *len);
+
+/* Give back the resident pages around [p, p + n), a range of the mapping
+ * [base, base + len) that has been read and is not in use: outward to 2 MiB
+ * (a file's page cache may be mapped in 2 MiB folios: one byte read maps
+ * them all), within the mapping.  A file converted tensor by tensor then
+ * holds about one tensor, not every page it has read.  Only for mappings
+ * nvfp4_io_map made (private, read-only: a page dropped is read again if
+ * touched again). */
+void nvfp4_io_release(const uint8_t *base, size_t len, const void *p, size_t n);
+
+/* The mapping of a safetensors file opened with nvfp4_st_open (base NULL
+ * for nvfp4_st_open_memory's caller-owned bytes). */
+void nvfp4_st_map_range(const nvfp4_st_file *f, const uint8_t **base, size_t *len);
+
 #endif

@@ -8,21 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io_internal.h"
+#include "fmt_internal.h"
 
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
-/* NAME + suffix, malloc'ed. */
-static char *suffixed(const char *name, const char *suffix)
-{
-    size_t a = strlen(name), b = strlen(suffix);
-    char *s = malloc(a + b + 1);
-    if (s) {
-        memcpy(s, name, a);
-        memcpy(s + a, suffix, b + 1);
-    }
-    return s;
-}
 
 static void shape_str(char *buf, size_t len, const nvfp4_st_tensor *t)
 {
@@ -42,8 +30,8 @@ nvfp4_status nvfp4_st_load_nvfp4(nvfp4_tensor *out, const nvfp4_st_file *f, cons
     nvfp4_io_printable(file, sizeof file, nvfp4_st_path(f));
     nvfp4_io_printable(shown, sizeof shown, name);
 
-    char *scale_name = suffixed(name, "_scale");
-    char *scale2_name = suffixed(name, "_scale_2");
+    char *scale_name = nvfp4_fmt_cat(name, "_scale");
+    char *scale2_name = nvfp4_fmt_cat(name, "_scale_2");
     nvfp4_status s = NVFP4_OK;
     if (!scale_name || !scale2_name) {
         s = nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_st_load_nvfp4: no memory");
@@ -123,8 +111,8 @@ nvfp4_status nvfp4_st_add_nvfp4(nvfp4_st_writer *w, const char *name, const nvfp
                           shown);
     int64_t code_shape[2] = {t->rows, t->cols / 2};
     int64_t scale_shape[2] = {round_up(t->rows, 128), round_up(t->cols / NVFP4_BLOCK, 4)};
-    char *scale_name = suffixed(name, "_scale");
-    char *scale2_name = suffixed(name, "_scale_2");
+    char *scale_name = nvfp4_fmt_cat(name, "_scale");
+    char *scale2_name = nvfp4_fmt_cat(name, "_scale_2");
     if (!scale_name || !scale2_name) {
         free(scale_name);
         free(scale2_name);
@@ -159,7 +147,7 @@ int nvfp4_st_is_nvfp4(const nvfp4_st_file *f, const char *name)
     if (!f || !name) return 0;
     const nvfp4_st_tensor *t = nvfp4_st_find(f, name);
     if (!t || t->dtype != NVFP4_DTYPE_U8) return 0;
-    char *s2 = suffixed(name, "_scale_2");
+    char *s2 = nvfp4_fmt_cat(name, "_scale_2");
     int found = s2 && nvfp4_st_find(f, s2) != NULL;
     free(s2);
     return found;
@@ -177,7 +165,7 @@ nvfp4_status nvfp4_st_add_nvfp4_layer(nvfp4_st_writer *w, const char *layer, con
 {
     if (!w || !layer || !t)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_st_add_nvfp4_layer: NULL argument");
-    char *weight = suffixed(layer, weight_suffix), *marker = suffixed(layer, ".comfy_quant");
+    char *weight = nvfp4_fmt_cat(layer, weight_suffix), *marker = nvfp4_fmt_cat(layer, ".comfy_quant");
     nvfp4_status s = NVFP4_OK;
     if (!weight || !marker) s = nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_st_add_nvfp4_layer: no memory");
     size_t before = nvfp4_st_writer_size(w);

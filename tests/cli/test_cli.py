@@ -392,7 +392,10 @@ def check_gate_cases(tmp, p):
     rc, out, err = run("check", "--backend", "cpu", "--checkpoint", p("q.st"), "--layers", "nope", "--json", "-")
     check(rc == 2 and "no NVFP4 layer 'nope'" in err and "not bit-exact" not in out + err and "FAILED" not in out,
           f"check --layers nope: rc {rc}: {out} {err}")
-    write_st(p("bad.st"), [("bad.weight", "U8", [16, 8], bytes(128))])
+    # an NVFP4 layer whose block scales have the wrong shape
+    write_st(p("bad.st"), [("bad.weight", "U8", [16, 8], bytes(128)),
+                           ("bad.weight_scale", "F8_E4M3", [16, 3], bytes(48)),
+                           ("bad.weight_scale_2", "F32", [], struct.pack("<f", 1.0))])
     rc, out, err = run("check", "--backend", "cpu", "--checkpoint", p("bad.st"), "--layers", "bad", "--rows", "1",
                        "--json", p("bad.json"))
     rep = json.load(open(p("bad.json"))) if os.path.exists(p("bad.json")) else {}
