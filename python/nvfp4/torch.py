@@ -829,7 +829,7 @@ class NVFP4Linear(nn.Module):
                 self._refuse_autograd(x)
             plan = self._plan
             if plan is None or plan.index != x.get_device() or (
-                    plan.bias_src is not None and plan.bias_src._version != plan.bias_version):
+                    plan.bias_src is not None and self._stale_bias(plan)):
                 plan = self._new_plan(x)
             out = plan.run(x)
             return out if out.dtype is x.dtype else out.to(x.dtype)
@@ -841,6 +841,14 @@ class NVFP4Linear(nn.Module):
         b = self._parameters.get("bias")
         if b is not None and b.requires_grad:
             raise _autograd_error("the bias")
+
+    @staticmethod
+    def _stale_bias(plan):
+        """The plan's float32 bias copy cannot serve this call: the bias changed
+        since, or a CUDA graph is being captured (the graph would keep the
+        copy's address, which the plan may drop later)."""
+        return plan.bias_src._version != plan.bias_version or \
+            (plan.index >= 0 and _api._capturing())
 
     def _kernel_bias(self):
         """(the float32 [rows] bias the kernel reads, the Parameter it was

@@ -108,11 +108,20 @@ def test_bias_copy_and_device_switch(fc):
         assert (bits(m(x)) == bits(reference(cpu, xh))).all()
         assert fc.guards == [0] and fc.calls[-1] == ("nvfp4_linear_cuda", 0)
         fc.device = 0
-        m._invalidate()
-        fc.capturing = True  # a copy made in a capture is not kept for later calls
+        # in a graph capture the cached copy is not used (the graph would keep
+        # its address after the plan drops it): a copy is made in the graph on
+        # each call, and not kept
+        made = []
+        real = m._new_plan
+        m._new_plan = lambda x: made.append(1) or real(x)
+        fc.capturing = True
+        assert (bits(m(x)) == bits(reference(cpu, xh))).all()
         m(x)
-        assert m._plan is None
         fc.capturing = False
+        assert len(made) == 2 and m._plan is plan
+        m(x)
+        assert len(made) == 2  # outside the capture: the cached plan again
+        del m._new_plan
         m.bias.add_(1.0)
         cpu.bias.add_(1.0)
         assert (bits(m(x)) == bits(reference(cpu, xh))).all()
