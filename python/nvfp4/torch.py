@@ -172,7 +172,9 @@ class _CudaPlan:
         if shape[-1] != k:
             raise ValueError(f"NVFP4Linear: x has {shape[-1]} features, the layer takes {k}")
         m = x.numel() // k
-        out = x.new_empty(shape[:-1] + (self.n,))
+        size = list(shape)  # cheaper than slicing a torch.Size
+        size[-1] = self.n
+        out = x.new_empty(size)
         if m:
             index = self.index
             stream = _api._raw_stream(index)
@@ -239,7 +241,9 @@ class _CpuPlan:
         if shape[-1] != k:
             raise ValueError(f"NVFP4Linear: x has {shape[-1]} features, the layer takes {k}")
         m = x.numel() // k
-        out = torch.empty(shape[:-1] + (self.n,), dtype=_BF16)
+        size = list(shape)
+        size[-1] = self.n
+        out = torch.empty(size, dtype=_BF16)
         if m:
             self.tw.per_tensor_scale = ctypes.c_float.from_address(self.pts_at).value
             if threading.get_ident() == self.owner:
@@ -599,6 +603,10 @@ class NVFP4Linear(nn.Module):
         if _roundup(self.in_features, 16) != cols or not 0 < self.out_features <= rows:
             raise ValueError(f"NVFP4Linear: a {rows} x {cols} NVFP4 weight cannot be a "
                              f"{self.in_features} -> {self.out_features} linear layer")
+        if bias is not None and (bias.dim() != 1 or
+                                 not self.out_features <= bias.shape[0] <= rows):
+            raise ValueError(f"NVFP4Linear: the bias is {list(bias.shape)}; the layer has "
+                             f"{self.out_features} outputs ({rows} rows)")
         self.register_buffer("_w4a16_scales", None, persistent=False)
         self.register_buffer("_w4a16_lut", None, persistent=False)
         self.checkpoint_format = fmt
@@ -926,7 +934,9 @@ class NVFP4Linear(nn.Module):
     def _forward_w4a16(self, x):
         w = self.dequantize(x.dtype)
         b = self.bias
-        return F.linear(x, w, None if b is None else b.to(x.dtype))
+        if b is not None:  # a checkpoint's bias may cover the padding rows
+            b = b[:self.out_features].to(x.dtype)
+        return F.linear(x, w, b)
 
 
 # --------------------------------------------------------------------------

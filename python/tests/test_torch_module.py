@@ -494,3 +494,22 @@ def test_threads_share_a_module():
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+def test_padded_rows_from_checkpoint(tmp_path):
+    """A checkpoint whose rows (and bias) are padded to 16 past the layer's true
+    out_features: both modes give out_features columns, the padding dropped."""
+    src = nt.NVFP4Linear.from_linear(linear(96, 40))  # rows padded to 48
+    sd = dict(src.state_dict())
+    sd["bias"] = torch.cat([src.bias.detach(), torch.zeros(8, dtype=BF16)])  # stored padded
+    st_write(tmp_path / "p.safetensors", {"l." + k: as_stored(v) for k, v in sd.items()})
+    m = nt.NVFP4Linear.from_checkpoint(tmp_path / "p.safetensors", "l", out_features=40)
+    assert (m.out_features, tuple(m.bias.shape)) == (40, (48,))
+    x = rand((5, 96), seed=40)
+    with torch.no_grad():
+        assert_bits_equal(m(x), src(x), "w4a4, padded bias")
+        m.mode = src.mode = "w4a16"
+        assert_bits_equal(m(x), src(x), "w4a16, padded bias")
+    with pytest.raises(ValueError, match="the bias is"):
+        nt.NVFP4Linear._from_tensors(96, 40, dict(sd, bias=torch.zeros(50)), "eager", "w4a4", 0,
+                                     "comfyui")
