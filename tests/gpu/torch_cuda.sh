@@ -3,7 +3,8 @@
 #   OUT=DIR sh tests/gpu/torch_cuda.sh [BUILD]
 # 1. transformers and what it needs, from the wheels in .whl/, when it does
 #    not import (the device reaches no registry)
-# 2. the library with its CUDA backend (make lib cli) unless BUILD has one
+# 2. the library with its CUDA backend and the CLI (make lib cli) unless
+#    BUILD has both
 # 3. tests/gpu/test_torch_cuda.py: bits against the CPU backend, checkpoints,
 #    torch.compile (Inductor, CUDA graphs), a torch.cuda.graph replay, the
 #    host cost per call beside F.linear
@@ -31,7 +32,8 @@ PYTHONPATH=python${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONPATH NVFP4_LIB="$B/libnvfp4.so" NVFP4_CLI="$B/nvfp4" PYTHONUNBUFFERED=1
 [ -f "$B/libjansson.so.4" ] && export NVFP4_PRELOAD="$B/libjansson.so.4"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
-if ! python3 -c "import nvfp4, sys; sys.exit(not nvfp4.cuda_available())" >/dev/null 2>&1; then
+if [ ! -x "$B/nvfp4" ] ||
+    ! python3 -c "import nvfp4, sys; sys.exit(not nvfp4.cuda_available())" >/dev/null 2>&1; then
     run build 400 make -j"$(nproc)" BUILD="$B" lib cli
 fi
 run torch_tests 300 env OUT="$OUT" python3 tests/gpu/test_torch_cuda.py
