@@ -115,7 +115,9 @@ def rel_error(logits, ref):
     return float(d / ref.float().norm())
 
 
-def run(args):
+def run(args, done=None):
+    """The measurements; done(result) is called after each mode (eager, then
+    compiled) with what is measured so far."""
     device = torch.device(args.device)
     ms = [int(v) for v in args.ms.split(",")]
     t0 = time.time()
@@ -143,7 +145,7 @@ def run(args):
             opts["mode"] = args.compile_mode
         modes.append(("compiled", opts))
         result["compile"] = opts
-    ref_logits = {}
+    eager_logits = {}
     with torch.inference_mode():
         for mode, opts in modes:
             for name, model in models.items():
@@ -162,20 +164,16 @@ def run(args):
                         f"({time.time() - t1:.1f} s)")
                 logits = torch.cat([fn(input_ids=p, use_cache=False, logits_to_keep=1).logits
                                     .clone() for p in probes])
-                if mode == "eager" and name == "BF16":
-                    ref_logits["eager"] = logits
-                row[f"{mode}_rel_err"] = rel_error(logits, ref_logits["eager"])
-                if mode == "compiled":
-                    if name == "BF16":
-                        ref_logits["compiled"] = logits
-                    row["compiled_vs_eager"] = rel_error(logits, row.pop("_eager_logits"))
+                if mode == "eager":
+                    eager_logits[name] = logits
                 else:
-                    row["_eager_logits"] = logits
+                    row["compiled_vs_eager"] = rel_error(logits, eager_logits[name])
+                row[f"{mode}_rel_err"] = rel_error(logits, eager_logits["BF16"])
                 del fn
             if device.type == "cuda":
                 torch.cuda.synchronize()
-    for row in result["rows"].values():
-        row.pop("_eager_logits", None)
+            if done is not None:
+                done(result)
     return result
 
 
@@ -230,16 +228,21 @@ def main():
         import transformers  # noqa: F401
     except ImportError:
         ap.error("this example needs transformers (pip install transformers)")
-    result = run(args)
-    command = "python3 python/examples/llama_nvfp4.py " + " ".join(sys.argv[1:])
-    table = markdown(result, command.strip())
-    print(table)
-    for path, text in ((args.markdown, table), (args.json, json.dumps(result, indent=1))):
-        if path:
-            tmp = path + ".tmp"
-            with open(tmp, "w") as f:
-                f.write(text)
-            os.replace(tmp, path)
+    command = ("python3 python/examples/llama_nvfp4.py " + " ".join(sys.argv[1:])).strip()
+
+    def write(result):
+        """The files, after each mode: a run cut short keeps its eager table."""
+        table = markdown(result, command)
+        for path, text in ((args.markdown, table), (args.json, json.dumps(result, indent=1))):
+            if path:
+                tmp = path + ".tmp"
+                with open(tmp, "w") as f:
+                    f.write(text)
+                os.replace(tmp, path)
+        return table
+
+    result = run(args, write)
+    print(write(result))
     return 0
 
 
