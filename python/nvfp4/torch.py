@@ -752,6 +752,13 @@ class NVFP4Linear(nn.Module):
         else:
             self._buffers["_w4a16_scales"] = self._buffers["_w4a16_lut"] = None
 
+    def __getstate__(self):
+        """For copy.deepcopy and pickle: the C argument structs hold addresses
+        (and ctypes pointers do not pickle); the copy builds its own."""
+        state = self.__dict__.copy()
+        state["_plan"] = None
+        return state
+
     def __setattr__(self, name, value):
         super().__setattr__(name, value)
         if name in _PLANNED:

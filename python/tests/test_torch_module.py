@@ -513,3 +513,18 @@ def test_padded_rows_from_checkpoint(tmp_path):
     with pytest.raises(ValueError, match="the bias is"):
         nt.NVFP4Linear._from_tensors(96, 40, dict(sd, bias=torch.zeros(50)), "eager", "w4a4", 0,
                                      "comfyui")
+
+
+def test_deepcopy_and_pickle_after_calls(tmp_path):
+    import copy
+    m = nt.NVFP4Linear.from_linear(linear(64, 32))
+    x = rand((2, 64), seed=41)
+    with torch.no_grad():
+        y = m(x)
+        assert m._plan is not None
+        c = copy.deepcopy(m)
+        assert c._plan is None and c.weight.data_ptr() != m.weight.data_ptr()
+        assert_bits_equal(c(x), y, "deepcopy")
+        torch.save(m, tmp_path / "m.pt")
+        r = torch.load(tmp_path / "m.pt", weights_only=False)
+        assert_bits_equal(r(x), y, "pickled")
