@@ -41,7 +41,7 @@ from . import _lib
 from .errors import check
 
 __all__ = ["NVFP4Linear", "quantize_model", "load_quantized", "CheckpointFormat",
-           "register_format", "release_workspaces"]
+           "ComfyUIFormat", "register_format", "release_workspaces"]
 
 A.torch_module()  # the array helpers learn torch's dtypes
 _BF16 = torch.bfloat16
@@ -51,8 +51,7 @@ _MODES = ("w4a4", "w4a16")
 _SM90 = _lib.MODELS["sm90"]
 
 
-def _roundup(v, m):
-    return (v + m - 1) // m * m
+_roundup = _api._roundup
 
 
 def _scale_shape(rows, cols):
