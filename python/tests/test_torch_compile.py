@@ -121,3 +121,14 @@ def test_compiled_autograd_is_refused():
     x = rand((2, 128), seed=6).requires_grad_()
     with pytest.raises(Exception, match="requires grad"):
         cm(x)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_torch_export(strict):
+    model = Block()
+    x = rand((3, 128), seed=7)
+    ep = torch.export.export(model, (x,), strict=strict)
+    ops = [str(n.target) for n in ep.graph.nodes if n.op == "call_function"]
+    assert ops.count("nvfp4.linear.default") == 3, ops
+    with torch.no_grad():
+        assert_bits_equal(ep.module()(x), model(x), f"torch.export strict={strict}")
