@@ -98,14 +98,16 @@ CLI_O    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_C))
 TEST_C   := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_C))
 
-.PHONY: all lib cli testing-lib tests test test-unit test-cli test-python test-sanitize fuzz gpu-tests probe-sm120 \
-        sm120-sass deps help clean FORCE
+.PHONY: all lib cli testing-lib tests test test-unit test-cli test-python test-torch test-sanitize fuzz gpu-tests \
+        probe-sm120 sm120-sass deps help clean FORCE
 all: lib cli
 
 help:
 	@echo "make             build $(BUILD)/libnvfp4.{a,so} and $(BUILD)/nvfp4 (CUDA: $(WITH_CUDA))"
 	@echo "make test        unit + CLI + Python tests (the README's test command runs this)"
 	@echo "make test-python the Python package's tests (python/tests) on $(BUILD)/libnvfp4.so"
+	@echo "make test-torch  installs torch and transformers if missing, then every Python test"
+	@echo "                 with torch (nvfp4.torch included) on the CPU"
 	@echo "make test-sanitize  the same under ASan + UBSan (build-asan/)"
 	@echo "make fuzz        libFuzzer over the safetensors and GGUF readers (FUZZ_SECONDS=60 each)"
 	@echo "make gpu-tests   build the H200 test programs (tests/gpu/run.sh runs them)"
@@ -191,8 +193,17 @@ test-cli: $(BUILD)/nvfp4 $(TEST_CLI)
 	@sh tests/cli/run.sh $(BUILD)/nvfp4
 
 # The Python package from the source tree: PYTHONPATH + the freshly built .so.
+# nvfp4.torch's own tests (test_torch*.py) run in test-torch.
 test-python: $(BUILD)/libnvfp4.so $(BUILD)/nvfp4
-	@NVFP4_LIB=$(BUILD)/libnvfp4.so NVFP4_CLI=$(BUILD)/nvfp4 PYTHONPATH=python sh python/tests/run.sh
+	@NVFP4_LIB=$(BUILD)/libnvfp4.so NVFP4_CLI=$(BUILD)/nvfp4 PYTHONPATH=python sh python/tests/run.sh \
+	  --ignore-glob='*/test_torch*'
+
+# PyTorch from PyPI when missing (scripts/install-torch.sh), then all of
+# python/tests with torch required: no torch test may skip for want of it.
+test-torch: $(BUILD)/libnvfp4.so $(BUILD)/nvfp4
+	@sh scripts/install-torch.sh
+	@NVFP4_REQUIRE_TORCH=1 NVFP4_SUITE=torch NVFP4_LIB=$(BUILD)/libnvfp4.so NVFP4_CLI=$(BUILD)/nvfp4 \
+	  PYTHONPATH=python$${PYTHONPATH:+:$$PYTHONPATH} sh python/tests/run.sh
 
 # ASan + UBSan: every unit test and the CLI tests, CPU code only.
 test-sanitize:

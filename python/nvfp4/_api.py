@@ -435,10 +435,7 @@ def _dequantize_torch(t):
     """nvfp4_dequantize's formula in torch ops on the tensor's own device (for
     CUDA tensors; tested against the C function on the CPU): the E2M1 x E4M3
     product is exact in FP32, then one FP32 multiply by the per-tensor scale."""
-    global _E2M1
     torch = A.torch_module()
-    if _E2M1 is None:
-        _E2M1 = np.array([_l().nvfp4_e2m1_to_f32(c) for c in range(16)], dtype=np.float32)
     dev = t.qdata.device
     # the tables go to the device once per shape (an upload from pageable
     # memory waits for the host), then stay cached
@@ -447,17 +444,35 @@ def _dequantize_torch(t):
     if tables is None:
         if len(_DEVICE_TABLES) > 64:
             _DEVICE_TABLES.clear()
-        tables = (torch.from_numpy(_E2M1).to(dev),
+        tables = (torch.from_numpy(e2m1_table()).to(dev),
                   torch.from_numpy(_untile_index(t.rows, t.cols)).to(dev))
         _DEVICE_TABLES[key] = tables
     lut, index = tables
-    q = t.qdata
-    codes = torch.stack([q >> 4, q & 0xF], dim=-1).reshape(t.rows, t.cols).long()
     scales = t.block_scale.reshape(-1).view(torch.uint8)[index]
-    scales = scales.view(torch.float8_e4m3fn).to(torch.float32)
-    blocks = lut[codes].reshape(t.rows, t.cols // 16, 16) * scales.unsqueeze(-1)
     pts = _device_scalar(t.per_tensor_scale, dev, "per_tensor_scale")
-    return (blocks * pts).reshape(t.rows, t.cols)
+    return dequantize_rows(t.qdata, scales, pts, lut)
+
+
+def e2m1_table():
+    """The 16 E2M1 values by code, float32 (from the library)."""
+    global _E2M1
+    if _E2M1 is None:
+        _E2M1 = np.array([_l().nvfp4_e2m1_to_f32(c) for c in range(16)], dtype=np.float32)
+    return _E2M1
+
+
+def dequantize_rows(codes, scales, pts, lut):
+    """nvfp4_dequantize's formula in torch ops: codes uint8 [rows, cols/2]
+    (hi-first), scales the E4M3 bytes [rows, cols/16] row-major (uint8), pts
+    a one-element float32 tensor, lut e2m1_table() as a tensor, all on one
+    device.  Returns float32 [rows, cols]: FP32(e2m1 * e4m3) (exact), times
+    pts in FP32.  Pure torch ops, so torch.compile traces it."""
+    torch = A.torch_module()
+    rows, half = codes.shape
+    c = torch.stack([codes >> 4, codes & 0xF], dim=-1).reshape(rows, 2 * half).long()
+    s = scales.view(torch.float8_e4m3fn).to(torch.float32)
+    blocks = lut[c].reshape(rows, half // 8, 16) * s.unsqueeze(-1)
+    return (blocks * pts.reshape(())).reshape(rows, 2 * half)
 
 
 # --------------------------------------------------------------------------
@@ -917,6 +932,7 @@ def linear(x, layer, input_scale=None, variant="eager", backend="auto", *, model
         x2 = x.reshape(-1, x.shape[-1])
     on_cuda = False
     if kind == "torch":
+        _refuse_autograd(x, bias if A.is_torch(bias) else layer._bias)
         code = A.TORCH_FLOAT_CODES.get(x2.dtype)
         on_cuda = x2.is_cuda
         if code is None or not (on_cuda or x2.is_cpu) or x2.numel() == 0:
@@ -963,6 +979,17 @@ def linear(x, layer, input_scale=None, variant="eager", backend="auto", *, model
         if return_raw:
             raw = raw.reshape(shape)
     return (raw, out) if return_raw else out
+
+
+def _refuse_autograd(x, bias):
+    """linear() has no backward: raise where autograd would record it rather
+    than return an output that silently dropped the graph."""
+    if (x.requires_grad or (A.is_torch(bias) and bias.requires_grad)) and \
+            A.torch_module().is_grad_enabled():
+        what = "x" if x.requires_grad else "the bias"
+        raise RuntimeError(f"linear: {what} requires grad, but nvfp4's linear has no backward "
+                           "(its output would not be connected to the graph); run it under "
+                           "torch.no_grad() or torch.inference_mode(), or detach() the tensor")
 
 
 def _linear_host(x, kind, code, m, k, layer, scale, var, bias_from_layer, bias, model_code,

@@ -254,10 +254,12 @@ _SIGNATURES = {
     "nvfp4_last_error": (ctypes.c_char_p, []),
     "nvfp4_clear_error": (None, []),
     "nvfp4_default_threads": (ctypes.c_int, []),
+    "nvfp4_dtype_from_name": (ctypes.c_int, [ctypes.c_char_p]),
     "nvfp4_e2m1_to_f32": (ctypes.c_float, [ctypes.c_uint8]),
     "nvfp4_scales_bytes": (ctypes.c_size_t, [ctypes.c_int64, ctypes.c_int64, ctypes.c_int]),
     "nvfp4_tensor_free": (None, [ctypes.POINTER(Tensor)]),
     "nvfp4_scales_untile": (None, [P, P, ctypes.c_int64, ctypes.c_int64]),
+    "nvfp4_scales_tile": (None, [P, P, ctypes.c_int64, ctypes.c_int64]),
     "nvfp4_per_tensor_scale": (_S, [c_float_p, P, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]),
     "nvfp4_quantize": (_S, [ctypes.POINTER(Tensor), P, ctypes.c_int, ctypes.c_int64,
                             ctypes.c_int64, c_float_p, ctypes.c_int, ctypes.c_int]),
@@ -291,6 +293,10 @@ _SIGNATURES = {
     "nvfp4_convert": (_S, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ConvertOptions)]),
     "nvfp4_quantize_format": (_S, [ctypes.POINTER(CkptTensor), P, ctypes.c_int, ctypes.c_int64,
                                    ctypes.c_int64, ctypes.c_int, c_float_p, ctypes.c_int]),
+    "nvfp4_st_count": (ctypes.c_size_t, [P]),
+    "nvfp4_st_get": (ctypes.POINTER(StTensor), [P, ctypes.c_size_t]),
+    "nvfp4_st_is_nvfp4": (ctypes.c_int, [P, ctypes.c_char_p]),
+    "nvfp4_st_load_nvfp4": (_S, [ctypes.POINTER(Tensor), P, ctypes.c_char_p]),
 }
 # Declared by the explain engine (being merged); absent from older builds.
 _OPTIONAL = {
