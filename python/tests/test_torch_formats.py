@@ -431,3 +431,24 @@ def test_load_quantized_takes_a_list_and_refuses_bad_paths(tmp_path):
         nt.load_quantized(llama_tree(), tmp_path / "absent.safetensors")
     with pytest.raises(ValueError, match="no checkpoint"):
         nt.load_quantized(llama_tree(), [])
+
+
+def test_load_quantized_refuses_ggml_quantized_types(tmp_path):
+    """A GGUF tensor of a ggml quantized type (here lm_head.weight made Q8_0,
+    type 8, by patching its tensor info) has no torch dtype: refused by name,
+    left out under strict=False."""
+    import struct
+    data = bytearray(open(GG, "rb").read())
+    name = b"lm_head.weight"
+    at = data.find(struct.pack("<Q", len(name)) + name) + 8 + len(name)
+    ndim, = struct.unpack_from("<I", data, at)
+    type_at = at + 4 + 8 * ndim
+    assert struct.unpack_from("<I", data, type_at) == (30,)  # BF16
+    struct.pack_into("<I", data, type_at, 8)  # Q8_0: 64 x 32 fits in the BF16 bytes
+    patched = tmp_path / "q8.gguf"
+    patched.write_bytes(bytes(data))
+    with pytest.raises(RuntimeError, match="'lm_head.weight' is Q8_0, a type torch has no dtype"):
+        nt.load_quantized(llama_tree(), patched)
+    r = nt.load_quantized(llama_tree(), patched, strict=False)
+    assert r["missing"] == ["lm_head.weight"] and r["unused"] == ["lm_head.weight"]
+    assert len(r["quantized"]) == 7
