@@ -43,6 +43,9 @@ MAX_K_SLICES = 4096
 ST_MAX_DIMS = 8
 FORMATS = {"comfyui": 1, "modelopt": 2, "compressed-tensors": 3, "gguf": 4}
 FORMAT_NAMES = {v: k for k, v in FORMATS.items()}
+PACK_HI_FIRST, PACK_LO_FIRST, PACK_GGML_HALVES = 0, 1, 2       # nvfp4_code_packing
+STORE_TILED, STORE_ROW_MAJOR, STORE_GGML_BLOCKS = 0, 1, 2      # nvfp4_scale_store
+SCALE_MULTIPLIES, SCALE_DIVIDES = 0, 1                         # nvfp4_scale_direction
 
 c_int64_p = ctypes.POINTER(ctypes.c_int64)
 c_float_p = ctypes.POINTER(ctypes.c_float)
@@ -197,6 +200,43 @@ class CkptTensor(ctypes.Structure):
     ]
 
 
+class CkptEntry(ctypes.Structure):
+    """nvfp4_ckpt_entry"""
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("file", ctypes.c_char_p),
+        ("type", ctypes.c_char_p),
+        ("dtype", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("shape", ctypes.c_int64 * ST_MAX_DIMS),
+        ("data", ctypes.c_void_p),
+        ("nbytes", ctypes.c_size_t),
+    ]
+
+
+class FormatTraits(ctypes.Structure):
+    """nvfp4_format_traits"""
+    _fields_ = [
+        ("format", ctypes.c_int),
+        ("name", ctypes.c_char_p),
+        ("container", ctypes.c_char_p),
+        ("codes_suffix", ctypes.c_char_p),
+        ("scale_suffix", ctypes.c_char_p),
+        ("tensor_scale_suffix", ctypes.c_char_p),
+        ("input_scale_suffix", ctypes.c_char_p),
+        ("packing", ctypes.c_int),
+        ("scale_store", ctypes.c_int),
+        ("scale_code", ctypes.c_int),
+        ("tensor_scale_direction", ctypes.c_int),
+        ("tensor_scale_optional", ctypes.c_int),
+        ("tensor_scale_ndim", ctypes.c_int),
+        ("col_multiple", ctypes.c_int64),
+        ("zero_nan", ctypes.c_char_p),
+        ("padding", ctypes.c_char_p),
+        ("rounding", ctypes.c_char_p),
+    ]
+
+
 LINE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
 
 
@@ -245,6 +285,7 @@ STRUCTS = {
     "nvfp4_cuda_linear_args": CudaLinearArgs, "nvfp4_cuda_gemm_args": CudaGemmArgs,
     "nvfp4_st_tensor": StTensor, "nvfp4_explain_args": ExplainArgs, "nvfp4_layer": Layer,
     "nvfp4_ckpt_tensor": CkptTensor, "nvfp4_convert_options": ConvertOptions,
+    "nvfp4_ckpt_entry": CkptEntry, "nvfp4_format_traits": FormatTraits,
 }
 
 _S = ctypes.c_int  # nvfp4_status
@@ -290,6 +331,14 @@ _SIGNATURES = {
     "nvfp4_ckpt_name": (ctypes.c_char_p, [P, ctypes.c_size_t]),
     "nvfp4_ckpt_read": (_S, [ctypes.POINTER(CkptTensor), P, ctypes.c_char_p]),
     "nvfp4_ckpt_tensor_free": (None, [ctypes.POINTER(CkptTensor)]),
+    "nvfp4_ckpt_entries": (ctypes.c_size_t, [P]),
+    "nvfp4_ckpt_entry_at": (_S, [P, ctypes.c_size_t, ctypes.POINTER(CkptEntry)]),
+    "nvfp4_ckpt_dims": (_S, [P, ctypes.c_char_p, c_int64_p, c_int64_p]),
+    "nvfp4_ckpt_load_layer": (_S, [ctypes.POINTER(Layer), P, ctypes.c_char_p]),
+    "nvfp4_format_traits_of": (ctypes.POINTER(FormatTraits), [ctypes.c_int]),
+    "nvfp4_tensor_convert": (_S, [ctypes.POINTER(Tensor), ctypes.POINTER(Tensor), ctypes.c_int,
+                                  ctypes.c_int]),
+    "nvfp4_st_marker_name": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p]),
     "nvfp4_convert": (_S, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ConvertOptions)]),
     "nvfp4_quantize_format": (_S, [ctypes.POINTER(CkptTensor), P, ctypes.c_int, ctypes.c_int64,
                                    ctypes.c_int64, ctypes.c_int, c_float_p, ctypes.c_int]),

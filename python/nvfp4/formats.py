@@ -93,6 +93,12 @@ def load_layer(path, prefix, device=None):
         prefix = prefix[: -len(".weight")]
     layer = _lib.Layer()
     check(_l().nvfp4_load_layer(ctypes.byref(layer), _path(path), prefix.encode()), "nvfp4_load_layer")
+    return _layer_from(layer, prefix, device)
+
+
+def _layer_from(layer, prefix, device=None):
+    """A Layer owning the arrays of the nvfp4_layer the library filled (the
+    weight's freed with its last view, the bias copied and freed here)."""
     t = _lib.Tensor()
     ctypes.memmove(ctypes.byref(t), ctypes.byref(layer.weight), ctypes.sizeof(t))
     rows = t.rows

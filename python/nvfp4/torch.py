@@ -2,16 +2,18 @@
 
     import torch, nvfp4.torch as nt
     nt.quantize_model(model, exclude="lm_head")     # nn.Linear -> NVFP4Linear, in place
-    nt.load_quantized(model, "model.safetensors")   # or: a checkpoint's NVFP4 layers
+    nt.load_quantized(model, "model-nvfp4")         # or: a checkpoint's NVFP4 layers
     with torch.inference_mode():
         logits = model(ids)                         # eager, torch.compile, CUDA graphs
 
-NVFP4Linear holds a layer as ComfyUI's checkpoints store it -- E2M1 codes,
+NVFP4Linear holds a layer in the kernel's layout, ComfyUI's -- E2M1 codes,
 E4M3 block scales in the 128x4 tiled layout, an FP32 per-tensor scale, an
 optional static input scale and bias -- and runs ComfyUI's NVFP4 linear
 (activations quantized, then the GEMM contract of docs/CONTRACT.md) through
 libnvfp4: nvfp4_linear_cuda on the current CUDA stream, nvfp4_linear_cpu on
-the CPU; both give the same bits.
+the CPU; both give the same bits.  Checkpoints of every format the library
+reads (ComfyUI, ModelOpt, compressed-tensors, GGUF) load through its reader,
+and a layer's state_dict() is in the format it came from (CheckpointFormat).
 
 Eager calls go straight to the library (argument structs built once per
 module, a workspace per device and stream); everything else -- torch.compile,
@@ -23,6 +25,7 @@ raise instead of returning an output cut off from the graph.
 
 docs/PYTHON.md ("PyTorch") describes it all.
 """
+import collections
 import ctypes
 import fnmatch
 import math
@@ -42,7 +45,8 @@ from . import formats as _formats
 from .errors import check
 
 __all__ = ["NVFP4Linear", "quantize_model", "load_quantized", "CheckpointFormat",
-           "ComfyUIFormat", "register_format", "release_workspaces"]
+           "ComfyUIFormat", "ModelOptFormat", "CompressedTensorsFormat", "register_format",
+           "release_workspaces"]
 
 A.torch_module()  # the array helpers learn torch's dtypes
 _BF16 = torch.bfloat16
@@ -330,28 +334,226 @@ _linear_op.register_autograd(_no_backward, setup_context=_refuse_backward)
 
 
 # --------------------------------------------------------------------------
-# checkpoint formats
+# checkpoints: the library's reader (nvfp4_ckpt_open), every format
 # --------------------------------------------------------------------------
+_TORCH_BY_NAME = {"BOOL": torch.bool, "U8": torch.uint8, "I8": torch.int8, "I16": torch.int16,
+                  "U16": torch.uint16, "I32": torch.int32, "U32": torch.uint32,
+                  "I64": torch.int64, "U64": torch.uint64, "F8_E4M3": _E4M3,
+                  "F8_E5M2": torch.float8_e5m2, "BF16": torch.bfloat16, "F16": torch.float16,
+                  "F32": torch.float32, "F64": torch.float64}
+_TORCH_DTYPES = {}
+
+
+def _torch_dtype(code):
+    """torch's dtype for an nvfp4_dtype, or None."""
+    if not _TORCH_DTYPES:
+        lib = _lib.lib()
+        for st_name, dt in _TORCH_BY_NAME.items():
+            _TORCH_DTYPES[lib.nvfp4_dtype_from_name(st_name.encode())] = dt
+    return _TORCH_DTYPES.get(code)
+
+
+def _text(b):
+    return None if b is None else b.decode()
+
+
+class _Checkpoint:
+    """A checkpoint opened by the library (nvfp4_ckpt_open): a .safetensors
+    file, a checkpoint directory (shards and index) or a .gguf file, its
+    format detected there (None when it holds no NVFP4 tensor)."""
+
+    def __init__(self, path):
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise TypeError(f"a checkpoint path, not {type(path).__name__}")
+        self.path = os.fsdecode(path)
+        self._lib = _lib.lib()
+        h = ctypes.c_void_p()
+        check(self._lib.nvfp4_ckpt_open(ctypes.byref(h), os.fsencode(path), 0), "nvfp4_ckpt_open")
+        self._h = h
+        self.format = _lib.FORMAT_NAMES.get(self._lib.nvfp4_ckpt_format(h))
+        self._entries = None
+
+    def close(self):
+        if self._h is not None:
+            self._lib.nvfp4_ckpt_close(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def entries(self):
+        """{name: nvfp4_ckpt_entry} of every tensor, in file order."""
+        if self._entries is None:
+            out = {}
+            for i in range(self._lib.nvfp4_ckpt_entries(self._h)):
+                e = _lib.CkptEntry()
+                check(self._lib.nvfp4_ckpt_entry_at(self._h, i, ctypes.byref(e)),
+                      "nvfp4_ckpt_entry_at")
+                out[e.name.decode()] = e
+            self._entries = out
+        return self._entries
+
+    def nvfp4_weights(self):
+        """The NVFP4 tensors' weight names ("L.weight"), in file order."""
+        return [self._lib.nvfp4_ckpt_name(self._h, i).decode()
+                for i in range(self._lib.nvfp4_ckpt_count(self._h))]
+
+    def dims(self, weight):
+        """(rows, stored columns) of an NVFP4 tensor, from the headers."""
+        rows, cols = ctypes.c_int64(), ctypes.c_int64()
+        check(self._lib.nvfp4_ckpt_dims(self._h, weight.encode(), ctypes.byref(rows),
+                                        ctypes.byref(cols)), "nvfp4_ckpt_dims")
+        return rows.value, cols.value
+
+    def tensor(self, name):
+        """A CPU copy of the tensor `name` as stored (dtype and shape), or None
+        when there is none; ValueError for a type torch lacks (ggml's
+        quantized types)."""
+        e = self.entries().get(name)
+        if e is None:
+            return None
+        dtype = _torch_dtype(e.dtype)
+        if dtype is None:
+            raise ValueError(f"{self.path}: '{name}' is {e.type.decode()}, a type torch has no "
+                             "dtype for")
+        shape = tuple(e.shape[i] for i in range(e.ndim))
+        if e.nbytes == 0:
+            return torch.empty(shape, dtype=dtype)
+        buf = (ctypes.c_uint8 * e.nbytes).from_address(e.data)
+        # a copy: the mapping goes with close()
+        return torch.frombuffer(buf, dtype=torch.uint8).clone().view(dtype).reshape(shape)
+
+    def load_layer(self, prefix):
+        """nvfp4.Layer of layer `prefix` in the kernel's layout (nvfp4_ckpt_load_layer)."""
+        layer = _lib.Layer()
+        check(self._lib.nvfp4_ckpt_load_layer(ctypes.byref(layer), self._h, prefix.encode()),
+              "nvfp4_ckpt_load_layer")
+        return _formats._layer_from(layer, prefix)
+
+    def claims(self, prefix):
+        """True when pieces of an NVFP4 layer `prefix` are here though the
+        library does not list its weight as NVFP4 (one is missing): its U8
+        codes, or its per-tensor scale."""
+        if self.format is None:
+            return False
+        pieces, entries = self.layer_pieces(prefix), self.entries()
+        codes = entries.get(pieces["codes"])
+        return (codes is not None and codes.dtype == _lib.DTYPE_U8) or \
+            pieces["tensor_scale"] in entries
+
+    def layer_pieces(self, prefix):
+        """{role: name} of what this format stores layer `prefix` under
+        (present or not): codes, scales (not GGUF: in the codes' blocks),
+        tensor_scale, input_scale, bias, and ComfyUI's marker."""
+        tr = _traits(self.format)
+        w = prefix + ".weight"
+        pieces = {"codes": w + _text(tr.codes_suffix),
+                  # no suffix: GGUF's optional L.scale (include/nvfp4.h, "Names")
+                  "tensor_scale": w + _text(tr.tensor_scale_suffix)
+                  if tr.tensor_scale_suffix is not None else prefix + ".scale",
+                  "input_scale": prefix + _text(tr.input_scale_suffix), "bias": prefix + ".bias"}
+        if tr.scale_suffix is not None:
+            pieces["scales"] = w + _text(tr.scale_suffix)
+        marker = ctypes.create_string_buffer(len(w.encode()) + 32)
+        if self.format == ComfyUIFormat.name and \
+                self._lib.nvfp4_st_marker_name(marker, len(marker), w.encode()):
+            pieces["marker"] = marker.value.decode()
+        return pieces
+
+
+def _traits(name):
+    """The library's conventions of format `name` (nvfp4_format_traits)."""
+    return _lib.lib().nvfp4_format_traits_of(_lib.FORMATS[name]).contents
+
+
+def _relayout(codes, scales, rows, cols, src, dst):
+    """NVFP4 codes and block-scale bytes (uint8 NumPy arrays, rows x cols
+    elements) from layout src to layout dst -- each (nibble order, scale
+    layout) -- by nvfp4_tensor_convert.  Returns NumPy copies."""
+    lib = _lib.lib()
+    codes, scales = np.ascontiguousarray(codes), np.ascontiguousarray(scales)
+    t = _lib.Tensor(rows, cols, A.ptr(codes), A.ptr(scales), 1.0, src[0], src[1])
+    out = _lib.Tensor()
+    check(lib.nvfp4_tensor_convert(ctypes.byref(out), ctypes.byref(t), dst[0], dst[1]),
+          "nvfp4_tensor_convert")
+    try:
+        nscale = lib.nvfp4_scales_bytes(rows, cols, dst[1])
+        c = np.frombuffer(ctypes.string_at(out.codes, rows * cols // 2), dtype=np.uint8)
+        s = np.frombuffer(ctypes.string_at(out.scales, nscale), dtype=np.uint8)
+    finally:
+        lib.nvfp4_tensor_free(ctypes.byref(out))
+    shape = _scale_shape(rows, cols) if dst[1] == _lib.SCALES_TILED else (rows, cols // 16)
+    return c.reshape(rows, cols // 2).copy(), s.reshape(shape).copy()
+
+
+_KERNEL_LAYOUT = (_lib.HI_FIRST, _lib.SCALES_TILED)
+
+
+def _host_bytes(t):
+    """A uint8 NumPy copy of a tensor's bytes (E4M3 scales as their bytes)."""
+    return t.detach().view(torch.uint8).cpu().numpy() if t.dtype != torch.uint8 else \
+        t.detach().cpu().numpy()
+
+
+def _f32(t):
+    """The float32 value of a one-element tensor (NumPy scalar: its bits kept)."""
+    return np.float32(t.detach().reshape(()).item())
+
+
+def _reciprocal(v):
+    """FP32(1 / v), the multiplier of a divisor: the rounding the library's
+    reader does (compressed-tensors' g gives FP32(1 / g))."""
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        return np.float32(1) / np.float32(v)
+
+
+def _same_bits(a, b):
+    return np.float32(a).view(np.uint32) == np.float32(b).view(np.uint32)
+
+
+def _exact_divisor(m):
+    """g with 1/g exactly m (m a power of two), or None: the only multipliers
+    a divisor format stores without changing the numbers."""
+    g = _reciprocal(m)
+    # the product of two FP32 numbers is exact in FP64
+    if not (math.isfinite(float(g)) and g != 0 and float(g) * float(m) == 1.0):
+        return None
+    return g
+
+
 class CheckpointFormat:
     """How a checkpoint format stores one NVFP4 linear layer.
 
     NVFP4Linear always holds the kernel's layout, the one nvfp4.load_layer
     returns (which is ComfyUI's): `weight` (uint8 E2M1 codes, element 2i in
     the high nibble), `weight_scale` (E4M3 block scales, 128x4 tiled),
-    `weight_scale_2` (float32), optional `input_scale` (float32) and `bias`.
-    A format says which tensors a file keeps for a layer and converts
-    between them; NVFP4Linear's state_dict() and load_state_dict() use the
-    format a layer came from.  Subclass it and register_format() it for a
-    format nvfp4.load_layer reads (its Layer's `format`).
+    `weight_scale_2` (float32 multiplier), optional `input_scale` (float32
+    multiplier) and `bias`.  A format says which tensors a file keeps for a
+    layer and converts between them; NVFP4Linear's state_dict() and
+    load_state_dict() use the format a layer came from (its
+    checkpoint_format).  ComfyUIFormat, ModelOptFormat and
+    CompressedTensorsFormat are registered; subclass this and
+    register_format() it for another format the library reads (the name is
+    nvfp4.detect_format's).
 
     name: the format's name.
     native: True when the file's tensors are the module's buffers as they
         are (ComfyUI); then the default state_dict machinery is used.
+    extras: names of the buffers the format keeps besides the kernel's
+        tensors (ComfyUI's marker, compressed-tensors' divisors); a layer
+        that changes format drops them.
     read(f, prefix, layer) -> dict: the module's tensors for the layer from
-        nvfp4.load_layer's Layer (kernel layout) and the open file `f` (for
-        what the Layer does not keep: stored dtypes, shapes, markers);
-        names as NVFP4Linear's buffers, plus any extra tensors the format
-        keeps (registered as buffers too).
+        the library's Layer (kernel layout) and the open checkpoint `f` (for
+        what the Layer does not keep: stored dtypes, shapes, markers,
+        divisors); names as NVFP4Linear's buffers plus the extras.
+    adopt(module): make a layer this format's (called when checkpoint_format
+        is set): add the extras it lacks, or raise when the format cannot
+        hold the layer's numbers.
+    stored_cols(module) -> int: the weight columns the format stores.
     state_names(module) -> list: the names to_state() gives.
     to_state(module) -> dict: the layer's tensors as the file stores them,
         by name relative to the module.
@@ -360,9 +562,16 @@ class CheckpointFormat:
     """
     name = None
     native = False
+    extras = ()
 
     def read(self, f, prefix, layer):
         return _layer_tensors(layer)
+
+    def adopt(self, module):
+        pass
+
+    def stored_cols(self, module):
+        return 2 * module.weight.shape[1]
 
     def state_names(self, module):
         raise NotImplementedError
@@ -399,6 +608,15 @@ def _layer_tensors(layer):
     return out
 
 
+def _stored_bias(f, prefix, out):
+    """The bias as the file stores it (dtype, length) in place of the Layer's
+    float32 one padded to the rows."""
+    if "bias" in out:
+        stored = f.tensor(prefix + ".bias")
+        if stored is not None:
+            out["bias"] = stored
+
+
 _COMFY_MARKER = b'{"format": "nvfp4"}'
 
 
@@ -406,25 +624,229 @@ class ComfyUIFormat(CheckpointFormat):
     """ComfyUI's NVFP4 layer (what `nvfp4 quantize` writes): LAYER.weight,
     .weight_scale, .weight_scale_2, optional .input_scale and .bias, and the
     marker LAYER.comfy_quant -- the kernel's layout itself, so the module's
-    buffers are the file's tensors, stored dtypes and shapes kept."""
+    buffers are the file's tensors, stored dtypes and shapes kept.  Also the
+    state of layers read from GGUF, which is no torch state-dict format: the
+    same numbers (GGUF's UE4M3 scale bytes made E4M3 by the library), as
+    `nvfp4 convert --to comfyui` writes them."""
     name = "comfyui"
     native = True
+    extras = ("comfy_quant",)
 
     def read(self, f, prefix, layer):
         out = _layer_tensors(layer)
+        _stored_bias(f, prefix, out)
+        if f.format != self.name:  # a GGUF layer: the Layer's tensors are ComfyUI's
+            return out
         # as stored: the scale's dtype (F8_E4M3 or U8), the scalars' shapes,
-        # the bias's dtype and length (ComfyUI pads N; the bias may not be)
-        scale = f.find(prefix + ".weight_scale")
+        # the marker (the bias above: ComfyUI pads N; the bias may not be)
+        scale = f.entries().get(prefix + ".weight_scale")
         if scale is not None and scale.dtype == _lib.DTYPE_U8:
             out["weight_scale"] = out["weight_scale"].view(torch.uint8)
-        for name in ("weight_scale_2", "input_scale", "bias", "comfy_quant"):
+        for name in ("weight_scale_2", "input_scale", "comfy_quant"):
             t = f.tensor(f"{prefix}.{name}")
             if t is not None:
                 out[name] = t
         return out
 
+    def adopt(self, module):
+        # ComfyUI loads a layer as NVFP4 only with its marker
+        if module._buffers.get("comfy_quant") is None:
+            module.register_buffer("comfy_quant", torch.frombuffer(
+                bytearray(_COMFY_MARKER), dtype=torch.uint8).to(module.weight.device))
 
-register_format(ComfyUIFormat())
+
+_Conventions = collections.namedtuple(
+    "_Conventions", "layout divides scalar_ndim codes scales scalars")
+
+
+class _LayoutFormat(CheckpointFormat):
+    """A safetensors format that stores a layer in another layout than the
+    kernel's.  Its names, nibble order, scale layout and scale direction
+    come from the library's conventions table (nvfp4_format_traits_of), the
+    conversions from nvfp4_tensor_convert: codes and scale bytes are moved,
+    never recomputed.  A format whose per-tensor and input scales divide
+    keeps the stored divisors as buffers (extras) beside the multipliers the
+    kernel reads."""
+    pads_columns = True  # the weight's columns stored padded to 16
+
+    def __init__(self):
+        self._conv = None
+
+    def conventions(self):
+        """The format's row of the library's table, as this class uses it:
+        layout (nibble order, scale layout), divides, scalar_ndim (the rank
+        its tool writes), the names codes and scales, and scalars: (kernel
+        buffer, stored name) of the per-tensor and the input scale."""
+        if self._conv is None:
+            tr = _traits(self.name)
+            order = {_lib.PACK_HI_FIRST: _lib.HI_FIRST, _lib.PACK_LO_FIRST: _lib.LO_FIRST}
+            store = {_lib.STORE_TILED: _lib.SCALES_TILED,
+                     _lib.STORE_ROW_MAJOR: _lib.SCALES_ROW_MAJOR}
+            self._conv = _Conventions(
+                layout=(order[tr.packing], store[tr.scale_store]),
+                divides=tr.tensor_scale_direction == _lib.SCALE_DIVIDES,
+                scalar_ndim=tr.tensor_scale_ndim,
+                codes="weight" + _text(tr.codes_suffix), scales="weight" + _text(tr.scale_suffix),
+                scalars=(("weight_scale_2", "weight" + _text(tr.tensor_scale_suffix)),
+                         ("input_scale", _text(tr.input_scale_suffix).lstrip("."))))
+        return self._conv
+
+    @property
+    def extras(self):
+        c = self.conventions()
+        return tuple(stored for _, stored in c.scalars) if c.divides else ()
+
+    def _scale_shape(self, rows, cols):
+        tiled = self.conventions().layout[1] == _lib.SCALES_TILED
+        return _scale_shape(rows, cols) if tiled else (rows, cols // 16)
+
+    def stored_cols(self, module):
+        cols = 2 * module.weight.shape[1]
+        return cols if self.pads_columns else min(cols, _roundup(module.in_features, 2))
+
+    def read(self, f, prefix, layer):
+        c = self.conventions()
+        out = _layer_tensors(layer)
+        stored = f.entries().get(f"{prefix}.{c.scales}")
+        if stored is not None and stored.dtype == _lib.DTYPE_U8:
+            out["weight_scale"] = out["weight_scale"].view(torch.uint8)
+        for kernel, name in c.scalars:
+            t = f.tensor(f"{prefix}.{name}") if kernel in out else None
+            if t is None:
+                continue
+            if c.divides:  # the divisor as stored; the Layer has its multiplier
+                out[name] = t
+                out[kernel] = out[kernel].reshape(t.shape)
+            else:
+                out[kernel] = t
+        _stored_bias(f, prefix, out)
+        return out
+
+    def _divisor(self, module, kernel, name):
+        """The stored divisor for multiplier buffer `kernel`: the one on record
+        when the multiplier is still its reciprocal, else the exact one."""
+        ndim = self.conventions().scalar_ndim
+        m, g = module._buffers[kernel], module._buffers.get(name)
+        if m.device.type == "meta":
+            return g if g is not None else torch.empty((1,) * ndim, device="meta")
+        mv = _f32(m)
+        if g is not None and _same_bits(_reciprocal(_f32(g)), mv):
+            return g
+        exact = _exact_divisor(mv)
+        if exact is None:
+            raise ValueError(
+                f"NVFP4Linear: {kernel} = {float(mv)!r} has no {self.name} {name}: the format "
+                f"stores a divisor g (the multiplier is FP32(1 / g)) and 1 / {float(mv)!r} is no "
+                f"FP32 number{'' if g is None else f', and {name} on record no longer gives it'}"
+                f"; write the layer as a format that multiplies (checkpoint_format 'comfyui' or "
+                f"'modelopt'), or convert such a file with nvfp4.convert(..., allow_rescale=True)")
+        shape = tuple(g.shape) if g is not None else (1,) * ndim
+        return torch.tensor(float(exact), dtype=torch.float32).reshape(shape).to(m.device)
+
+    def adopt(self, module):
+        c = self.conventions()
+        if not c.divides:
+            return
+        made = {}
+        for kernel, name in c.scalars:  # checked before anything changes
+            if module._buffers.get(kernel) is not None and module._buffers.get(name) is None:
+                made[name] = self._divisor(module, kernel, name)
+        for name, g in made.items():
+            module.register_buffer(name, g)
+        for kernel, name in c.scalars:
+            if module._buffers.get(kernel) is None:
+                module._buffers.pop(name, None)
+
+    def state_names(self, module):
+        c = self.conventions()
+        names = [c.codes, c.scales]
+        names += [name for kernel, name in c.scalars if module._buffers.get(kernel) is not None]
+        if module._parameters.get("bias") is not None:
+            names.append("bias")
+        return names
+
+    def to_state(self, module):
+        c = self.conventions()
+        w, s = module._buffers["weight"], module._buffers["weight_scale"]
+        rows, cols = w.shape[0], 2 * w.shape[1]
+        width = self.stored_cols(module)
+        if w.device.type == "meta":
+            codes = torch.empty((rows, width // 2), dtype=torch.uint8, device="meta")
+            scales = torch.empty(self._scale_shape(rows, cols), dtype=s.dtype, device="meta")
+        else:
+            kc, ks = _relayout(_host_bytes(w), _host_bytes(s), rows, cols, _KERNEL_LAYOUT,
+                               c.layout)
+            codes = torch.from_numpy(np.ascontiguousarray(kc[:, :width // 2])).to(w.device)
+            scales = torch.from_numpy(ks).view(s.dtype).to(s.device)
+        out = {c.codes: codes, c.scales: scales}
+        for kernel, name in c.scalars:
+            if module._buffers.get(kernel) is not None:
+                out[name] = self._divisor(module, kernel, name) if c.divides else \
+                    module._buffers[kernel]
+        if module._parameters.get("bias") is not None:
+            out["bias"] = module._parameters["bias"]
+        return out
+
+    def from_state(self, module, tensors):
+        c = self.conventions()
+        rows, cols = module.weight.shape[0], 2 * module.weight.shape[1]
+        width = self.stored_cols(module)
+        codes, scales = tensors[c.codes], tensors[c.scales]
+        if codes.dtype != torch.uint8 or tuple(codes.shape) != (rows, width // 2):
+            raise ValueError(f"{c.codes} must be uint8 [{rows}, {width // 2}] for this "
+                             f"{module.out_features} x {module.in_features} layer, not "
+                             f"{codes.dtype} {list(codes.shape)}")
+        scale_shape = self._scale_shape(rows, cols)
+        if scales.dtype not in (torch.uint8, _E4M3) or tuple(scales.shape) != scale_shape:
+            raise ValueError(f"{c.scales} must be float8_e4m3fn (or uint8) "
+                             f"{list(scale_shape)}, not {scales.dtype} {list(scales.shape)}")
+        stored = _host_bytes(codes)
+        if width < cols:  # the columns the format does not store are zero codes
+            stored = np.concatenate([stored, np.zeros((rows, (cols - width) // 2), np.uint8)],
+                                    axis=1)
+        kc, ks = _relayout(stored, _host_bytes(scales), rows, cols, c.layout, _KERNEL_LAYOUT)
+        dev = codes.device  # the state's (load_state_dict(assign=True) keeps it)
+        out = {"weight": torch.from_numpy(kc).to(dev), "weight_scale": torch.from_numpy(ks).to(dev)}
+        for kernel, name in c.scalars:
+            if name not in tensors:
+                continue
+            t = tensors[name]
+            if t.dtype != torch.float32 or t.numel() != 1:
+                raise ValueError(f"{name} must be one float32 value, not {t.dtype} "
+                                 f"{list(t.shape)}")
+            if c.divides:
+                out[name] = t
+                out[kernel] = torch.tensor(float(_reciprocal(_f32(t))), dtype=torch.float32,
+                                           device=t.device)
+            else:
+                out[kernel] = t
+        if "bias" in tensors:
+            out["bias"] = tensors["bias"]
+        return out
+
+
+class ModelOptFormat(_LayoutFormat):
+    """NVIDIA ModelOpt's NVFP4 layer (hf_quant_config.json checkpoints):
+    LAYER.weight (uint8, element 2i in the low nibble, columns padded to
+    16), .weight_scale (E4M3 row-major [rows, cols/16]), .weight_scale_2
+    (float32, multiplies), optional .input_scale and .bias."""
+    name = "modelopt"
+
+
+class CompressedTensorsFormat(_LayoutFormat):
+    """compressed-tensors' nvfp4-pack-quantized layer (llm-compressor):
+    LAYER.weight_packed (uint8, lo-first, the columns as stored: K need not
+    be a multiple of 16), .weight_scale (E4M3 row-major), .weight_global_scale
+    (float32, divides: the kernel's weight_scale_2 is FP32(1 / g)),
+    optional .input_global_scale (likewise for input_scale) and .bias.  The
+    stored divisors are kept, so state_dict() gives their bits back."""
+    name = "compressed-tensors"
+    pads_columns = False
+
+
+for _fmt in (ComfyUIFormat(), ModelOptFormat(), CompressedTensorsFormat()):
+    register_format(_fmt)
+del _fmt
 
 
 def _format(name):
@@ -437,73 +859,13 @@ def _format(name):
     return fmt
 
 
-# --------------------------------------------------------------------------
-# reading safetensors files through the library
-# --------------------------------------------------------------------------
-_TORCH_BY_NAME = {"BOOL": torch.bool, "U8": torch.uint8, "I8": torch.int8, "I16": torch.int16,
-                  "U16": torch.uint16, "I32": torch.int32, "U32": torch.uint32,
-                  "I64": torch.int64, "U64": torch.uint64, "F8_E4M3": _E4M3,
-                  "F8_E5M2": torch.float8_e5m2, "BF16": torch.bfloat16, "F16": torch.float16,
-                  "F32": torch.float32, "F64": torch.float64}
-_TORCH_DTYPES = {}
-
-
-def _torch_dtype(code, name):
-    if not _TORCH_DTYPES:
-        lib = _lib.lib()
-        for st_name, dt in _TORCH_BY_NAME.items():
-            _TORCH_DTYPES[lib.nvfp4_dtype_from_name(st_name.encode())] = dt
-    dt = _TORCH_DTYPES.get(code)
-    if dt is None:
-        raise ValueError(f"{name}: a safetensors dtype torch has no counterpart for")
-    return dt
-
-
-class _StFile:
-    """A safetensors file opened by the library's validating reader."""
-
-    def __init__(self, path):
-        self.path = os.fspath(path)
-        self._lib = _lib.lib()
-        h = ctypes.c_void_p()
-        check(self._lib.nvfp4_st_open(ctypes.byref(h), self.path.encode()), "nvfp4_st_open")
-        self._h = h
-
-    def close(self):
-        if self._h is not None:
-            self._lib.nvfp4_st_close(self._h)
-            self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def names(self):
-        return [self._lib.nvfp4_st_get(self._h, i).contents.name.decode()
-                for i in range(self._lib.nvfp4_st_count(self._h))]
-
-    def find(self, name):
-        p = self._lib.nvfp4_st_find(self._h, name.encode())
-        return p.contents if p else None
-
-    def is_nvfp4(self, name):
-        return bool(self._lib.nvfp4_st_is_nvfp4(self._h, name.encode()))
-
-    def tensor(self, name, device=None):
-        """A copy of the tensor `name` as stored (dtype and shape), or None."""
-        st = self.find(name)
-        if st is None:
-            return None
-        dtype = _torch_dtype(st.dtype, f"{self.path}: '{name}'")
-        shape = tuple(st.shape[i] for i in range(st.ndim))
-        if st.nbytes == 0:
-            return torch.empty(shape, dtype=dtype, device=device)
-        buf = (ctypes.c_uint8 * st.nbytes).from_address(st.data)
-        t = torch.frombuffer(buf, dtype=torch.uint8).view(dtype).reshape(shape)
-        return t.to(device or "cpu", copy=True)  # the mapping goes with close()
+def _state_format(ck):
+    """The CheckpointFormat name a layer read from checkpoint ck keeps: the
+    file's, or ComfyUI's for GGUF (no torch state-dict format) unless a
+    format named 'gguf' is registered."""
+    if ck.format == "gguf" and "gguf" not in _FORMATS:
+        return ComfyUIFormat.name
+    return ck.format
 
 
 # --------------------------------------------------------------------------
@@ -516,10 +878,6 @@ _is_compiling = torch.compiler.is_compiling
 _function_mode_on = torch._C._is_torch_function_mode_enabled
 _dispatch_depth = torch._C._len_torch_dispatch_stack
 _grad_enabled = torch.is_grad_enabled
-# buffers whose dtype is the format's: a model's .to(dtype) / .half() moves
-# them but never converts them
-_FIXED_DTYPES = ("weight", "weight_scale", "weight_scale_2", "input_scale", "comfy_quant",
-                 "_w4a16_scales", "_w4a16_lut")
 # assigning one of these drops the cached plan
 _PLANNED = frozenset(("weight", "weight_scale", "weight_scale_2", "input_scale", "bias"))
 
@@ -548,8 +906,10 @@ class NVFP4Linear(nn.Module):
     cols/2] (rows = out_features and cols = in_features rounded up to 16),
     weight_scale float8_e4m3fn tiled, weight_scale_2 float32, input_scale
     float32 (absent: the dynamic scale, FP32(amax|x| / 2688) per call),
-    comfy_quant (ComfyUI's marker); bias: a Parameter that does not require
-    grad (the kernel adds it in float32).
+    and what the checkpoint format keeps besides (CheckpointFormat.extras:
+    ComfyUI's marker comfy_quant, compressed-tensors' weight_global_scale
+    and input_global_scale); bias: a Parameter that does not require grad
+    (the kernel adds it in float32).
 
     Attributes:
         in_features, out_features: as nn.Linear's.
@@ -559,7 +919,11 @@ class NVFP4Linear(nn.Module):
             "w4a16" (the weight dequantized per call, then F.linear in x's
             dtype: no activation error, differentiable in x).
         threads: CPU threads for the CPU backend (0 = all cores).
-        checkpoint_format: the CheckpointFormat that state_dict() writes.
+        checkpoint_format: the name of the CheckpointFormat that state_dict()
+            writes and load_state_dict() reads: the checkpoint's for a layer
+            read from one ('comfyui' for GGUF), else 'comfyui'.  Setting it
+            converts the layer's state (ValueError when that format cannot
+            hold its numbers exactly).
 
     Inputs: CUDA tensors must be bfloat16 (the kernel's activations); CPU
     tensors bfloat16, float16 or float32.  The output has x's dtype (the
@@ -580,9 +944,6 @@ class NVFP4Linear(nn.Module):
             tensors["input_scale"] = torch.ones((), dtype=torch.float32, device=device)
         if bias:
             tensors["bias"] = torch.zeros(out_features, dtype=bias_dtype, device=device)
-        if checkpoint_format == "comfyui":
-            tensors["comfy_quant"] = torch.frombuffer(bytearray(_COMFY_MARKER),
-                                                      dtype=torch.uint8).to(device)
         self._setup(in_features, out_features, tensors, variant, mode, threads, checkpoint_format)
 
     def _setup(self, in_features, out_features, tensors, variant, mode, threads, fmt):
@@ -594,7 +955,7 @@ class NVFP4Linear(nn.Module):
         for name in ("weight", "weight_scale", "weight_scale_2"):
             self.register_buffer(name, tensors.pop(name))
         self.register_buffer("input_scale", tensors.pop("input_scale", None))
-        for name, t in tensors.items():  # what the format keeps besides (ComfyUI's marker)
+        for name, t in tensors.items():  # what the format keeps besides (its extras)
             self.register_buffer(name, t)
         if bias is not None:
             bias = nn.Parameter(bias, requires_grad=False)
@@ -654,8 +1015,7 @@ class NVFP4Linear(nn.Module):
         else:
             q = _api.quantize(w.cpu().contiguous(), variant=variant)
         tensors = {"weight": q.qdata, "weight_scale": q.block_scale,
-                   "weight_scale_2": q.per_tensor_scale.reshape(()),
-                   "comfy_quant": torch.frombuffer(bytearray(_COMFY_MARKER), dtype=torch.uint8)}
+                   "weight_scale_2": q.per_tensor_scale.reshape(())}
         if scale is not None:
             tensors["input_scale"] = torch.tensor(scale, dtype=torch.float32)
         if linear.bias is not None:
@@ -666,16 +1026,18 @@ class NVFP4Linear(nn.Module):
     @classmethod
     def from_checkpoint(cls, path, prefix, *, in_features=None, out_features=None,
                         variant="eager", mode="w4a4", threads=0, device=None):
-        """An NVFP4Linear from one layer of a checkpoint, read by nvfp4.load_layer
-        (its validating reader; the formats it knows) and kept in the format it
-        came from for state_dict().
+        """An NVFP4Linear from one layer of a checkpoint of any format the
+        library reads (nvfp4_ckpt_open detects it; nvfp4_ckpt_load_layer
+        validates and reads the layer), kept in that format for state_dict()
+        (see checkpoint_format).
 
         Args:
-            path: the .safetensors file.
+            path: a .safetensors file, a checkpoint directory (model.safetensors,
+                or shards and their index) or a .gguf file.
             prefix: the layer's name ("model.layers.0.mlp.down_proj"; a
                 trailing ".weight" is dropped).
             in_features, out_features: the layer's true sizes when the file
-                pads them to 16 (default: the weight's).
+                pads them to 16 (default: the stored weight's).
             variant, mode, threads: see the class.
             device: where the tensors go (default: the CPU).
         """
@@ -683,18 +1045,27 @@ class NVFP4Linear(nn.Module):
             raise TypeError("from_checkpoint: prefix must be a non-empty str (the layer name)")
         if prefix.endswith(".weight"):
             prefix = prefix[: -len(".weight")]
-        layer = _formats.load_layer(path, prefix)
-        fmt_name = getattr(layer, "format", ComfyUIFormat.name)
+        with _Checkpoint(path) as ck:
+            return cls._from_open(ck, prefix, in_features, out_features, variant, mode, threads,
+                                  device)
+
+    @classmethod
+    def _from_open(cls, ck, prefix, in_features, out_features, variant, mode, threads, device):
+        """from_checkpoint on an open _Checkpoint."""
+        layer = ck.load_layer(prefix)
+        fmt_name = _state_format(ck)
         fmt = _FORMATS.get(fmt_name)
-        if fmt is None:  # forward still works; state_dict() says what is missing
-            tensors = _layer_tensors(layer)
-        else:
-            with _StFile(path) as f:
-                tensors = fmt.read(f, prefix, layer)
-        rows, cols = layer.weight.shape
-        return cls._from_tensors(cols if in_features is None else in_features,
-                                 rows if out_features is None else out_features, tensors,
-                                 variant, mode, threads, fmt_name, device=device)
+        # an unregistered format still loads and runs; state_dict() says what is missing
+        tensors = _layer_tensors(layer) if fmt is None else fmt.read(ck, prefix, layer)
+        rows, stored = ck.dims(prefix + ".weight")
+        m = cls._from_tensors(stored if in_features is None else in_features,
+                              rows if out_features is None else out_features, tensors,
+                              variant, mode, threads, fmt_name, device=device)
+        if fmt is not None and fmt.stored_cols(m) != stored:
+            raise ValueError(f"from_checkpoint: {ck.path}: {prefix}.weight has {stored} columns "
+                             f"as stored; a {fmt_name} layer of in_features={m.in_features} "
+                             f"stores {fmt.stored_cols(m)}")
+        return m
 
     # ---- settings ----------------------------------------------------------
     @property
@@ -726,6 +1097,23 @@ class NVFP4Linear(nn.Module):
         self.__dict__["_mode"] = value
         self.__dict__["_w4a16"] = value == "w4a16"
         self._invalidate()
+
+    @property
+    def checkpoint_format(self):
+        return self.__dict__["_checkpoint_format"]
+
+    @checkpoint_format.setter
+    def checkpoint_format(self, name):
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"checkpoint_format must be a format name, not {name!r}")
+        old = _FORMATS.get(self.__dict__.get("_checkpoint_format"))
+        new = _FORMATS.get(name)
+        if new is not None:
+            new.adopt(self)  # raises before anything changed when it cannot hold the layer
+        if old is not None and old is not new:
+            for extra in set(old.extras) - set(() if new is None else new.extras):
+                self._buffers.pop(extra, None)
+        self.__dict__["_checkpoint_format"] = name
 
     @property
     def static_input_scale(self):
@@ -773,7 +1161,8 @@ class NVFP4Linear(nn.Module):
         """Module.to / .cuda / .half ...: the quantized tensors move with the
         model but keep their dtypes (a .to(torch.bfloat16) of the model must
         not turn E4M3 scales or FP32 scales into BF16 numbers)."""
-        before = {n: self._buffers[n] for n in _FIXED_DTYPES if self._buffers.get(n) is not None}
+        # every buffer's dtype is the format's (the bias is a Parameter)
+        before = {n: b for n, b in self._buffers.items() if b is not None}
         super()._apply(fn, recurse)
         for n, old in before.items():
             new = self._buffers[n]
@@ -822,17 +1211,38 @@ class NVFP4Linear(nn.Module):
                 except (ValueError, TypeError, KeyError) as e:
                     error_msgs.append(f"{prefix}: {fmt.name} layer: {e}")
                 else:
-                    with torch.no_grad():
-                        for name, t in tensors.items():
-                            target = getattr(self, name)
-                            if target is None or tuple(target.shape) != tuple(t.shape):
-                                error_msgs.append(f"{prefix}{name}: {list(t.shape)} does not "
-                                                  "fit this layer")
-                            else:
-                                target.copy_(t.view(target.dtype) if t.dtype in (
-                                    torch.uint8, _E4M3) and target.dtype in (
-                                    torch.uint8, _E4M3) else t)
+                    self._copy_in(tensors, prefix, error_msgs,
+                                  local_metadata.get("assign_to_params_buffers", False))
         self._invalidate()
+
+    def _copy_in(self, tensors, prefix, error_msgs, assign):
+        """Copy a format's from_state() result into the layer's tensors, in
+        place (assign: in their stead, as load_state_dict(assign=True) does),
+        all of them or (on a mismatch, reported) none: E4M3 scales and their
+        U8 bytes are bit copies, one-element scalars take the layer's shape
+        ([] or [1])."""
+        pairs = []
+        for name, t in tensors.items():
+            target = getattr(self, name, None)
+            if isinstance(target, torch.Tensor) and t.dtype in (torch.uint8, _E4M3) and \
+                    target.dtype in (torch.uint8, _E4M3):
+                t = t.view(target.dtype)
+            if isinstance(target, torch.Tensor) and target.numel() == 1 and t.numel() == 1:
+                t = t.reshape(target.shape)
+            if not isinstance(target, torch.Tensor) or tuple(target.shape) != tuple(t.shape):
+                error_msgs.append(f"{prefix}{name}: {list(t.shape)} does not fit this layer")
+                return
+            pairs.append((target, t))
+        if assign:
+            for name, (_, t) in zip(tensors, pairs):
+                if name in self._parameters:
+                    self._parameters[name] = nn.Parameter(t, requires_grad=False)
+                else:
+                    self._buffers[name] = t
+            return
+        with torch.no_grad():
+            for target, t in pairs:
+                target.copy_(t)
 
     # ---- forward -----------------------------------------------------------
     def forward(self, x):
@@ -1012,20 +1422,21 @@ def quantize_model(model, include=None, exclude=None, *, variant="eager", input_
     return names
 
 
-def _checkpoint_paths(checkpoint):
-    if isinstance(checkpoint, (str, os.PathLike)):
-        path = os.fspath(checkpoint)
-        if os.path.isdir(path):
-            found = sorted(os.path.join(path, f) for f in os.listdir(path)
-                           if f.endswith(".safetensors"))
-            if not found:
-                raise FileNotFoundError(f"load_quantized: no .safetensors file in {path}")
-            return found
-        return [path]
-    paths = [os.fspath(p) for p in checkpoint]
+def _open_checkpoints(checkpoint):
+    """_Checkpoints for a path or a list of paths (each opened on its own)."""
+    paths = [checkpoint] if isinstance(checkpoint, (str, bytes, os.PathLike)) else \
+        list(checkpoint)
     if not paths:
-        raise ValueError("load_quantized: no checkpoint files given")
-    return paths
+        raise ValueError("load_quantized: no checkpoint given")
+    opened = []
+    try:
+        for p in paths:
+            opened.append(_Checkpoint(p))
+    except BaseException:
+        for ck in opened:
+            ck.close()
+        raise
+    return opened
 
 
 def _set_tensor(model, key, value):
@@ -1040,68 +1451,97 @@ def _set_tensor(model, key, value):
         owner._buffers[leaf] = value
 
 
+def _plain_value(ck, name, want):
+    """(the checkpoint's tensor `name` for a model entry of dtype `want`, None)
+    or (None, why it cannot be loaded): a type torch lacks, or FP8 values
+    whose scale a plain copy would drop."""
+    try:
+        value = ck.tensor(name)
+    except ValueError as e:
+        return None, str(e)
+    if value.dtype.is_floating_point and value.dtype.itemsize == 1 and want != value.dtype:
+        return None, (f"{ck.path}: '{name}' is {value.dtype}, an FP8 layer's weight whose values "
+                      f"need its scale; copied into the model's {want} it would be wrong "
+                      "(load_quantized loads NVFP4 layers and plain tensors)")
+    return value, None
+
+
 def load_quantized(model, checkpoint, *, prefix="", strict=True, device=None, variant="eager",
                    mode="w4a4", threads=0):
     """Load a checkpoint into `model`: every nn.Linear (or NVFP4Linear) whose
-    weight the checkpoint stores as NVFP4 becomes NVFP4Linear.from_checkpoint,
-    and every other state-dict entry found in the checkpoint is copied in
-    (converted to the entry's dtype).
+    weight the checkpoint stores as NVFP4 becomes NVFP4Linear.from_checkpoint
+    (kept in the checkpoint's format for state_dict()), and every other
+    state-dict entry found in the checkpoint is copied in (converted to the
+    entry's dtype).
 
     Args:
         model: an nn.Module; its tensors may be on the meta device (then
             `device` says where the loaded ones go).
-        checkpoint: a .safetensors path, a list of them (shards), or a
-            directory of them.
+        checkpoint: a path nvfp4_ckpt_open takes -- a .safetensors file, a
+            checkpoint directory (model.safetensors, or shards and their
+            index) or a .gguf file; the format is detected there -- or a
+            list of such paths (each opened on its own; the first that has a
+            name wins).
         prefix: prepended to the model's names to find them in the file.
-        strict: raise when a model entry is not in the checkpoint or a
-            checkpoint tensor (under prefix) is not used.
+        strict: raise when a model entry is not in the checkpoint, cannot be
+            loaded (FP8 weights, ggml quantized types), or a checkpoint
+            tensor (under prefix) is not used.
         device: where new tensors go (default: each module's own device).
         variant, mode, threads: see NVFP4Linear.
     Returns:
         {"quantized": [module names], "loaded": [state-dict keys],
-         "missing": [keys not in the checkpoint], "unused": [file names]}.
+         "missing": [keys not loaded], "unused": [checkpoint names]}.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"load_quantized: an nn.Module, not {type(model).__name__}")
-    files = [_StFile(p) for p in _checkpoint_paths(checkpoint)]
+    cks = _open_checkpoints(checkpoint)
     try:
-        where = {}
-        for f in files:
-            for n in f.names():
-                where.setdefault(n, f)
+        where, nvfp4_at = {}, {}
+        for ck in cks:
+            for n in ck.entries():
+                where.setdefault(n, ck)
+            for w in ck.nvfp4_weights():
+                nvfp4_at.setdefault(w, ck)
         report = {"quantized": [], "loaded": [], "missing": [], "unused": []}
         used = set()
+        # the entries before any layer is replaced: the others are the same
+        # tensors, and no layer's state is converted only to be skipped
+        entries = model.state_dict(keep_vars=True)
         for name, mod in list(model.named_modules()):
             if not name or not isinstance(mod, (nn.Linear, NVFP4Linear)):
                 continue
             key = prefix + name
-            f = where.get(key + ".weight")
-            if f is None or not f.is_nvfp4(key + ".weight"):
-                continue
+            ck = nvfp4_at.get(key + ".weight")
+            if ck is None:
+                ck = next((c for c in cks if c.claims(key)), None)
+                if ck is None:
+                    continue
+                ck.load_layer(key)  # an incomplete layer: the library's error names the piece
             dev = device
             if dev is None:
                 dev = mod.weight.device
                 if dev.type == "meta":
                     raise ValueError(f"load_quantized: {name} is on the meta device; pass device=")
-            new = NVFP4Linear.from_checkpoint(f.path, key, in_features=mod.in_features,
-                                              out_features=mod.out_features, variant=variant,
-                                              mode=mode, threads=threads, device=dev)
+            new = NVFP4Linear._from_open(ck, key, mod.in_features, mod.out_features, variant,
+                                         mode, threads, dev)
             _replace(model, name, new)
-            used.update(f"{key}.{n}" for n in new.state_dict())
+            used.update(n for n in ck.layer_pieces(key).values() if where.get(n) is ck)
             report["quantized"].append(name)
         quantized = tuple(n + "." for n in report["quantized"])
-        entries = model.state_dict(keep_vars=True)
-        loaded_ids = set()
+        loaded_ids, refused = set(), []
         for k, t in entries.items():
             if k.startswith(quantized):
                 continue
-            f = where.get(prefix + k)
-            if f is None:
+            ck = where.get(prefix + k)
+            if ck is None:
                 continue
-            value = f.tensor(prefix + k)
+            value, why = _plain_value(ck, prefix + k, t.dtype)
+            if value is None:
+                refused.append(why)
+                continue
             if tuple(value.shape) != tuple(t.shape):
                 raise ValueError(f"load_quantized: {prefix + k} is {list(value.shape)} in "
-                                 f"{f.path}; the model's {k} is {list(t.shape)}")
+                                 f"{ck.path}; the model's {k} is {list(t.shape)}")
             if t.device.type == "meta":
                 if device is None:
                     raise ValueError(f"load_quantized: {k} is on the meta device; pass device=")
@@ -1124,9 +1564,9 @@ def load_quantized(model, checkpoint, *, prefix="", strict=True, device=None, va
                 if names:
                     parts.append(f"{len(names)} {what} ({', '.join(names[:5])}"
                                  f"{', ...' if len(names) > 5 else ''})")
-            raise RuntimeError("load_quantized: " + "; ".join(parts) +
+            raise RuntimeError("load_quantized: " + "; ".join(parts + refused[:3]) +
                                " -- pass strict=False to load what matches")
         return report
     finally:
-        for f in files:
-            f.close()
+        for ck in cks:
+            ck.close()

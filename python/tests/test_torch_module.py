@@ -406,8 +406,13 @@ def test_load_quantized(tmp_path):
     st_write(tmp_path / "partial.safetensors", t)
     with pytest.raises(RuntimeError, match=r"1 missing \(head.weight\); 1 unused \(extra.weight\)"):
         nt.load_quantized(Tiny().to(BF16), tmp_path / "partial.safetensors")
-    r = nt.load_quantized(Tiny().to(BF16), tmp_path, strict=False)  # a directory of shards
-    assert r["missing"] == [] and "extra.weight" in r["unused"]
+    shards = tmp_path / "shards"  # a directory of shards: the head in the second one
+    shards.mkdir()
+    st_write(shards / "model-00001-of-00002.safetensors", t)
+    st_write(shards / "model-00002-of-00002.safetensors",
+             {"head.weight": st_read(q)["head.weight"]})
+    r = nt.load_quantized(Tiny().to(BF16), shards, strict=False)
+    assert r["missing"] == [] and r["unused"] == ["extra.weight"]
 
 
 # ---- moves and changes --------------------------------------------------------------------

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """nvfp4.torch on an H100/H200: NVFP4Linear on CUDA tensors against the CPU
 backend bit for bit (eager and the custom op; quantized on the GPU and on
-the CPU), checkpoints against the CLI, torch.compile(fullgraph=True) with
-Inductor and with CUDA graphs, a torch.cuda.graph capture replayed, no host
-synchronization, autograd refused, W4A16, a transformers Llama quantized
-with quantize_model, and each linear's host cost side by side with
-F.linear.
+the CPU), checkpoints against the CLI, layers of ModelOpt,
+compressed-tensors and GGUF files on the device (forward and state dicts),
+torch.compile(fullgraph=True) with Inductor and with CUDA graphs, a
+torch.cuda.graph capture replayed, no host synchronization, autograd
+refused, W4A16, a transformers Llama quantized with quantize_model, and
+each linear's host cost side by side with F.linear.
 
 Standalone (no pytest), from the repository root after `make` (a CUDA build):
 
@@ -17,6 +18,7 @@ logic on the CPU, OUT: results in $OUT/torch_cuda.json), and
 NVFP4_HOST_COST_M (default 1,16): the M values of the host-cost table.
 Prints one line per test and "torch_cuda: N passed, N failed, N skipped".
 """
+import copy
 import ctypes
 import json
 import os
@@ -117,6 +119,48 @@ def test_checkpoint_vs_cli():
     # `nvfp4 quantize` copies the bias as it was: the state dict gives it back
     n += same_bits(m.state_dict()["bias"], st_read(ex)["blocks.0.attn.qkv.bias"],
                    "state_dict bias")
+    return f"{n} values"
+
+
+def test_checkpoint_formats_on_device():
+    """Every layer of the tools' ModelOpt, compressed-tensors and GGUF files
+    (tests/golden/) loaded onto the device: forward, eager and through the
+    op, equals the CPU layer's; state_dict() there is the CPU layer's (the
+    format's stored tensors), and load_state_dict of it into a blanked copy
+    on the device gives the same forward."""
+    golden = os.path.join(REPO, "tests", "golden")
+    paths = [os.path.join(golden, "modelopt", "llama-nvfp4"),
+             os.path.join(golden, "compressed-tensors", "llama-nvfp4"),
+             os.path.join(golden, "gguf", "llama-nvfp4.gguf")]
+    layers = [f"model.layers.0.self_attn.{p}_proj" for p in "qkvo"] + \
+        [f"model.layers.0.mlp.{p}_proj" for p in ("gate", "up", "down")]
+    gen = torch.Generator().manual_seed(11)
+    n = 0
+    for path in paths:
+        for prefix in layers:
+            what = f"{os.path.basename(path)} {prefix}"
+            cpu = nt.NVFP4Linear.from_checkpoint(path, prefix)
+            dev = nt.NVFP4Linear.from_checkpoint(path, prefix, device=DEV)
+            x = rand_bf16(7, cpu.in_features, 0.5, gen)
+            xd = x.to(DEV)
+            with torch.no_grad():
+                want = cpu(x)
+                with no_host_sync():
+                    got = dev(xd)
+                op = dev._forward_op(xd)
+            n += same_bits(got, want, f"{what}: eager") + same_bits(op, want, f"{what}: op")
+            sd_cpu, sd_dev = cpu.state_dict(), dev.state_dict()
+            assert list(sd_dev) == list(sd_cpu), f"{what}: {list(sd_dev)} vs {list(sd_cpu)}"
+            for k, v in sd_cpu.items():
+                assert sd_dev[k].device.type == DEV.type and sd_dev[k].dtype == v.dtype, k
+                n += same_bits(sd_dev[k], v, f"{what}: state_dict {k}")
+            blank = copy.deepcopy(dev)
+            with torch.no_grad():
+                for t in list(blank.buffers()) + list(blank.parameters()):
+                    t.zero_()
+            blank.load_state_dict(sd_dev)
+            with torch.no_grad():
+                n += same_bits(blank(xd), want, f"{what}: after load_state_dict on the device")
     return f"{n} values"
 
 
