@@ -8,6 +8,7 @@
 #   src/cuda/stub_nocuda.c replaces them in builds without CUDA
 #   cli/*.c                the nvfp4 command (bench/*.c joins it in CUDA builds)
 #   tests/unit/test_*.c    one test program each
+#   tests/perf/*.c         one timing program each (make perf)
 #   $(BUILD)/gen/*.c       generated at build time (the H200's reciprocal table,
 #                          from src/quant/rcp_sm90_table.bin.xz; needs xz)
 #
@@ -72,8 +73,10 @@ LIB_O    := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_C)) $(patsubst %.cu,$(BUILD)/o
 CLI_O    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_C))
 TEST_C   := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_C))
+PERF_C   := $(wildcard tests/perf/*.c)
+PERF_BIN := $(patsubst tests/perf/%.c,$(BUILD)/perf/%,$(PERF_C))
 
-.PHONY: all lib cli tests test test-unit test-cli test-python test-sanitize fuzz gpu-tests sm90-options probe-sm120 deps help clean
+.PHONY: all lib cli tests perf test test-unit test-cli test-python test-sanitize fuzz gpu-tests sm90-options probe-sm120 deps help clean
 all: lib cli
 
 help:
@@ -81,6 +84,7 @@ help:
 	@echo "make test        unit + CLI + Python tests (the README's test command runs this)"
 	@echo "make test-python the Python package's tests (python/tests) on $(BUILD)/libnvfp4.so"
 	@echo "make test-sanitize  the same under ASan + UBSan (build-asan/)"
+	@echo "make perf        build the timing programs of tests/perf ($(BUILD)/perf/)"
 	@echo "make fuzz        libFuzzer over the safetensors reader (FUZZ_SECONDS=60)"
 	@echo "make gpu-tests   build the H200 test programs (tests/gpu/run.sh runs them)"
 	@echo "make probe-sm120 build the GB10 / RTX Blackwell probe (when nvcc has sm_121a)"
@@ -130,6 +134,13 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/testlib.h $(BUILD)/libnvfp4.a
 	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libnvfp4.a $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
 
 tests: $(TEST_BIN)
+
+# timing programs (they read the testing hooks, so they link the static archive)
+$(BUILD)/perf/%: tests/perf/%.c $(BUILD)/libnvfp4.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libnvfp4.a $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
+
+perf: $(PERF_BIN)
 
 # (not under the sanitizers: python3 cannot load an ASan-instrumented .so)
 test: test-unit test-cli $(if $(SANFLAGS),,test-python)

@@ -16,6 +16,7 @@
 
 #include "nvfp4.h"
 #include "cuda/sm90_heuristics.cuh"
+#include "io/atomic.h" /* the report is written atomically (internal to libnvfp4) */
 
 int nvfp4_cli_bench(int argc, char **argv);
 
@@ -541,7 +542,7 @@ int nvfp4_cli_bench(int argc, char **argv)
     const int nm = opt.nm, quick = opt.quick, all_tiles = opt.all_tiles;
     char dev_name[128], cc[16];
     if (nvfp4_cuda_device_name(dev_name, sizeof dev_name, cc, sizeof cc) != NVFP4_OK) {
-        fprintf(stderr, "nvfp4 bench: %s (the kernels need an sm_90 GPU: H100, H200)\n", nvfp4_last_error());
+        fprintf(stderr, "nvfp4 bench: %s; the kernels need an sm_90 GPU (H100, H200)\n", nvfp4_last_error());
         return 1;
     }
     if (!nvfp4_cuda_available()) {

@@ -21,6 +21,15 @@ static void shape_str(const nvfp4_st_tensor *t, char *buf, size_t n)
     if (o < n) snprintf(buf + o, n - o, "]");
 }
 
+/* "NaN", "Inf" or the value: the same words on every C library */
+static const char *float_str(char *buf, size_t len, float v)
+{
+    if (isnan(v)) snprintf(buf, len, "NaN");
+    else if (isinf(v)) snprintf(buf, len, "%sInf", v < 0 ? "-" : "");
+    else snprintf(buf, len, "%.9g", (double)v);
+    return buf;
+}
+
 static void float_stats(const nvfp4_st_tensor *t)
 {
     float *v = NULL;
@@ -104,9 +113,12 @@ int cmd_inspect(int argc, char **argv)
                    nvfp4_last_error());
             continue;
         }
-        printf("  %s: %lld x %lld, per-tensor scale %.9g", cli_printable(shown, sizeof shown, t->name),
-               (long long)q.rows,
-               (long long)q.cols, q.per_tensor_scale);
+        char pts[32];
+        printf("  %s: %lld x %lld", cli_printable(shown, sizeof shown, t->name), (long long)q.rows,
+               (long long)q.cols);
+        if (q.rows != t->shape[0])
+            printf(" (stored as %lld rows: ComfyUI's padding to 16)", (long long)t->shape[0]);
+        printf(", per-tensor scale %s", float_str(pts, sizeof pts, q.per_tensor_scale));
         if (stats) {
             float smin = INFINITY, smax = 0;
             int64_t zero_blocks = 0, nan_scales = 0;
@@ -120,10 +132,18 @@ int cmd_inspect(int argc, char **argv)
                         if (s > smax) smax = s;
                     }
                 }
-            printf(", block scales %.6g..%.6g, %lld zero blocks", smin, smax,
-                   (long long)zero_blocks);
+            if (smax > 0)
+                printf(", block scales %.6g..%.6g", smin, smax);
+            else
+                printf(", no nonzero finite block scale");
+            printf(", %lld zero blocks", (long long)zero_blocks);
             if (nan_scales) printf(", %lld NaN scales", (long long)nan_scales);
-            printf(", |value| <= %.6g", (double)smax * 6.0 * q.per_tensor_scale);
+            nvfp4_nonfinite nf;
+            if (nvfp4_tensor_count_nonfinite(&nf, &q, q.rows, q.cols) == NVFP4_OK && nf.nan + nf.inf)
+                printf(", %lld values NaN or Inf", (long long)(nf.nan + nf.inf));
+            double bound = (double)smax * 6.0 * fabs((double)q.per_tensor_scale);
+            if (nf.nan + nf.inf < q.rows * q.cols && isfinite(bound))
+                printf(", %s <= %.6g", nf.nan + nf.inf ? "finite |value|" : "|value|", bound);
         }
         printf("\n");
         nvfp4_tensor_free(&q);

@@ -31,6 +31,7 @@ from .errors import (
     InvalidArgumentError,
     MalformedError,
     NoDeviceError,
+    NonFiniteWarning,
     NotFoundError,
     OutOfMemoryError,
     UnsupportedError,
@@ -42,5 +43,5 @@ __all__ = [
     "Layer", "NVFP4Tensor", "cuda_available", "explain", "library_path", "linear", "load_layer",
     "matmul", "per_tensor_scale", "quantize",
     "Error", "CudaError", "FileIOError", "InternalError", "InvalidArgumentError", "MalformedError",
-    "NoDeviceError", "NotFoundError", "OutOfMemoryError", "UnsupportedError",
+    "NoDeviceError", "NonFiniteWarning", "NotFoundError", "OutOfMemoryError", "UnsupportedError",
 ]

@@ -19,7 +19,7 @@ static nvfp4_status as_stored(const nvfp4_tensor *t, nvfp4_tensor *tmp, const nv
     return st;
 }
 
-nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms)
+nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args)
 {
     if (!args || !args->a || !args->b)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "gemm (cuda): A and B are required");
@@ -46,7 +46,6 @@ nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms)
     size_t ws = nvfp4_cuda_gemm_workspace(m, n, k);
     void *d_a = NULL, *d_b = NULL, *d_as = NULL, *d_bs = NULL, *d_sc = NULL, *d_bias = NULL;
     void *d_raw = NULL, *d_out = NULL, *d_ws = NULL;
-    cudaEvent_t e0 = NULL, e1 = NULL;
     float scales2[2] = {a->per_tensor_scale, b->per_tensor_scale};
     CU(cudaMalloc(&d_a, a_codes), "cudaMalloc A");
     CU(cudaMalloc(&d_b, b_codes), "cudaMalloc B");
@@ -74,20 +73,11 @@ nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms)
         .bias = d_bias, .raw = d_raw, .out = d_out, .stream = NULL,
         .workspace = d_ws, .workspace_bytes = ws, .k_slices = args->k_slices,
     };
-    CU(cudaEventCreate(&e0), "event");
-    CU(cudaEventCreate(&e1), "event");
-    /* a warm-up launch only when the time is asked for */
-    if (kernel_ms && (st = nvfp4_gemm_cuda(&g)) != NVFP4_OK) goto done;
-    CU(cudaEventRecord(e0, NULL), "event record");
     if ((st = nvfp4_gemm_cuda(&g)) != NVFP4_OK) goto done;
-    CU(cudaEventRecord(e1, NULL), "event record");
     CU(cudaDeviceSynchronize(), "gemm kernel");
-    if (kernel_ms) CU(cudaEventElapsedTime(kernel_ms, e0, e1), "event time");
     if (args->raw) CU(cudaMemcpy(args->raw, d_raw, mn * 4, cudaMemcpyDeviceToHost), "copy raw back");
     if (args->out) CU(cudaMemcpy(args->out, d_out, mn * 2, cudaMemcpyDeviceToHost), "copy out back");
 done:
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
     cudaFree(d_a);
     cudaFree(d_b);
     cudaFree(d_as);
@@ -104,9 +94,9 @@ done:
 
 #else
 
-nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms)
+nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args)
 {
-    (void)args, (void)kernel_ms;
+    (void)args;
     return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "this nvfp4 was built without CUDA (nvcc not found)");
 }
 

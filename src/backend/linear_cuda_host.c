@@ -7,7 +7,7 @@
 #if defined(NVFP4_WITH_CUDA)
 #include "cuda_host.h"
 
-nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel_ms)
+nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args)
 {
     if (!args || !args->x || !args->weight)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "linear (cuda): x and weight are required");
@@ -47,7 +47,6 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel
     size_t ws = nvfp4_linear_cuda_workspace(m, n, k);
     void *d_x = NULL, *d_wc = NULL, *d_ws_sc = NULL, *d_f = NULL, *d_bias = NULL;
     void *d_raw = NULL, *d_out = NULL, *d_ws = NULL, *d_xc = NULL, *d_xs = NULL;
-    cudaEvent_t e0 = NULL, e1 = NULL;
     /* d_f: [0] the weight's per-tensor scale, [1] the static input scale,
      * [2] the activation scale the call used */
     float f[3] = {w->per_tensor_scale, args->input_scale ? *args->input_scale : 0.0f, 0.0f};
@@ -82,15 +81,8 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel
         .x_scale = (float *)d_f + 2, .stream = NULL, .workspace = d_ws, .workspace_bytes = ws,
         .k_slices = args->k_slices,
     };
-    CU(cudaEventCreate(&e0), "event");
-    CU(cudaEventCreate(&e1), "event");
-    /* a warm-up launch only when the time is asked for */
-    if (kernel_ms && (st = nvfp4_linear_cuda(&la)) != NVFP4_OK) goto done;
-    CU(cudaEventRecord(e0, NULL), "event record");
     if ((st = nvfp4_linear_cuda(&la)) != NVFP4_OK) goto done;
-    CU(cudaEventRecord(e1, NULL), "event record");
     CU(cudaDeviceSynchronize(), "linear kernels");
-    if (kernel_ms) CU(cudaEventElapsedTime(kernel_ms, e0, e1), "event time");
     if (args->raw) CU(cudaMemcpy(args->raw, d_raw, mn * 4, cudaMemcpyDeviceToHost), "copy raw back");
     if (args->out) CU(cudaMemcpy(args->out, d_out, mn * 2, cudaMemcpyDeviceToHost), "copy out back");
     if (args->x_quantized) {
@@ -105,8 +97,6 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel
         xq = (nvfp4_tensor){0};
     }
 done:
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
     cudaFree(d_x);
     cudaFree(d_wc);
     cudaFree(d_ws_sc);
@@ -124,9 +114,9 @@ done:
 
 #else
 
-nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel_ms)
+nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args)
 {
-    (void)args, (void)kernel_ms;
+    (void)args;
     return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "this nvfp4 was built without CUDA (nvcc not found)");
 }
 

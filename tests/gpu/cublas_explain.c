@@ -342,8 +342,7 @@ int main(int argc, char **argv)
                         Av.rows = M;
                         nvfp4_gemm_args g = {.a = &Av, .b = &B, .raw = raw, .model = NVFP4_MODEL_SM90,
                                              .k_slices = res.k_slices};
-                        float kms = 0;
-                        st = nvfp4_gemm_cuda_host(&g, &kms);
+                        st = nvfp4_gemm_cuda_host(&g);
                         if (st != NVFP4_OK) {
                             snprintf(kern, sizeof kern, "error: %.80s", nvfp4_last_error());
                             failures++;
