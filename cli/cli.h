@@ -22,7 +22,7 @@ void cli_progress_done(void);
 /* Adapter for nvfp4_st_writer_write's progress callback (ctx: a label string). */
 void cli_write_progress(void *ctx, uint64_t done, uint64_t total);
 
-/* Parse helpers: return 0 on success. */
+/* Parsing numbers: 0 on success. */
 int cli_parse_int(const char *s, long long *out);
 int cli_parse_float(const char *s, float *out);
 
@@ -72,6 +72,10 @@ int cli_open_output(const char *cmd, const char *path, nvfp4_atomic_file **f);
 int cli_commit_safetensors(const char *cmd, nvfp4_st_writer *w, nvfp4_atomic_file *f,
                            const char *path);
 int cli_commit_text(const char *cmd, nvfp4_atomic_file *f, const char *text);
+/* Commit w into f when st (how filling w went) is NVFP4_OK, else discard f
+ * and say why; w is freed either way.  0, or 1 with the message printed. */
+int cli_commit_prepared(const char *cmd, nvfp4_status st, nvfp4_st_writer *w,
+                        nvfp4_atomic_file *f, const char *path);
 
 /* "1 NaN and 2 Inf values (the first, NaN, at row 3, col 17)" into buf. */
 const char *cli_nonfinite_str(char *buf, size_t len, const nvfp4_nonfinite *nf);

@@ -47,15 +47,7 @@ static int write_dump(const char *C, nvfp4_atomic_file *f, const char *path, con
     nvfp4_status st = nvfp4_st_writer_new(&w);
     if (st == NVFP4_OK) st = nvfp4_st_add_nvfp4(w, "x", xq);
     if (st == NVFP4_OK && xq->rows != m) st = nvfp4_st_writer_set_rows(w, "x", m);
-    int rc;
-    if (st != NVFP4_OK) {
-        nvfp4_atomic_discard(f);
-        rc = cli_lib_error(C, st, "--dump-quantized");
-    } else {
-        rc = cli_commit_safetensors(C, w, f, path);
-    }
-    nvfp4_st_writer_free(w);
-    return rc;
+    return cli_commit_prepared(C, st, w, f, path);
 }
 
 int cmd_linear(int argc, char **argv)

@@ -243,6 +243,22 @@ int cli_commit_safetensors(const char *cmd, nvfp4_st_writer *w, nvfp4_atomic_fil
     return st == NVFP4_OK ? 0 : cli_lib_error(cmd, st, "cannot write the output");
 }
 
+int cli_commit_prepared(const char *C, nvfp4_status st, nvfp4_st_writer *w, nvfp4_atomic_file *f,
+                        const char *path)
+{
+    int rc;
+    if (st != NVFP4_OK) {
+        nvfp4_atomic_discard(f);
+        char what[600];
+        snprintf(what, sizeof what, "preparing %s", path);
+        rc = cli_lib_error(C, st, what);
+    } else {
+        rc = cli_commit_safetensors(C, w, f, path);
+    }
+    nvfp4_st_writer_free(w);
+    return rc;
+}
+
 int cli_commit_text(const char *cmd, nvfp4_atomic_file *f, const char *text)
 {
     nvfp4_status st = nvfp4_atomic_write(f, text, strlen(text));
@@ -432,15 +448,7 @@ int cli_write_result(const char *C, nvfp4_atomic_file *f, const char *path, cons
         st = nvfp4_st_writer_add(w, "raw", NVFP4_DTYPE_F32, 2, shape, raw, (size_t)(m * n) * 4);
     if (st == NVFP4_OK)
         st = nvfp4_st_writer_add(w, "out", NVFP4_DTYPE_BF16, 2, shape, out, (size_t)(m * n) * 2);
-    int rc;
-    if (st != NVFP4_OK) {
-        nvfp4_atomic_discard(f);
-        rc = cli_lib_error(C, st, "preparing the output");
-    } else {
-        rc = cli_commit_safetensors(C, w, f, path);
-    }
-    nvfp4_st_writer_free(w);
-    return rc;
+    return cli_commit_prepared(C, st, w, f, path);
 }
 
 /* Print max / mean ULP distance of (raw, out) from the exact oracle's. */

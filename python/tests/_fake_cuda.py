@@ -9,7 +9,7 @@ C, the device switch, the caches, and that nothing syncs the host (reading a
 "CUDA" tensor back raises).  The H200 runs the real kernels
 (tests/gpu/test_python_cuda.py).
 
-    with FakeCuda.session(monkeypatch) as fc:
+    with emulation(monkeypatch) as fc:
         x = fc.tensor(cpu_tensor)      # a "cuda:0" tensor
         ...
 """
@@ -25,7 +25,7 @@ from nvfp4 import _api, _lib
 POISON = 0xA5  # struct bytes between calls: a field a call forgot reads as this
 
 
-_current = None  # the Session in force
+_current = None  # the Emulation in force
 
 
 class HostSync(AssertionError):
@@ -100,7 +100,7 @@ def host(t):
     return t.inner if isinstance(t, FakeCuda) else t
 
 
-class Session:
+class Emulation:
     def __init__(self):
         self.stream = 0x5000       # the current stream's raw handle C must be given
         self.device = 0            # the CUDA runtime's current device
@@ -256,11 +256,11 @@ class Session:
 
 
 @contextlib.contextmanager
-def session(monkeypatch):
+def emulation(monkeypatch):
     """Patch torch's CUDA factories and queries and the library's CUDA entry
-    points for the duration; yields the Session."""
+    points for the duration; yields the Emulation."""
     global _current
-    s = Session()
+    s = Emulation()
     monkeypatch.setattr(torch, "empty", s._factory(torch.empty))
     monkeypatch.setattr(torch, "full", s._factory(torch.full))
     monkeypatch.setattr(torch, "ones", s._factory(torch.ones))
@@ -282,7 +282,7 @@ def session(monkeypatch):
     # the per-thread structs start poisoned too
     st = _api._structs
     for name in ("cuda_linear", "cuda_gemm", "cuda_quantize"):
-        Session._poison(getattr(st, name))
+        Emulation._poison(getattr(st, name))
     _current = s
     try:
         yield s

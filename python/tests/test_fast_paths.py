@@ -129,7 +129,7 @@ def test_numpy_bias_in_place():
 @pytest.fixture
 def fake_cuda(torch, monkeypatch):
     import _fake_cuda
-    with _fake_cuda.session(monkeypatch) as s:
+    with _fake_cuda.emulation(monkeypatch) as s:
         yield s
 
 

@@ -39,8 +39,10 @@ static int recorded_rows(const nvfp4_st_file *f, const char *name, int64_t store
         if (strncmp(k, NVFP4_ST_ROWS_KEY_PREFIX, plen) || strcmp(k + plen, name)) continue;
         char *end;
         errno = 0;
-        long long r = strtoll(v, &end, 10);
-        if (errno || end == v || *end || r < 1 || r > stored || stored > round_up(r, 16)) return -1;
+        long long r = strtoll(v, &end, 10); /* decimal digits only, as the writer writes them */
+        if (v[0] < '0' || v[0] > '9' || errno || *end || r < 1 || r > stored ||
+            stored > round_up(r, 16))
+            return -1;
         *rows = r;
         return 1;
     }

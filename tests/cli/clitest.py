@@ -4,9 +4,11 @@ reader and writer.  Each script ends with summary(), the closing line
 tests/cli/run.sh adds up."""
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 
 NVFP4 = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/nvfp4")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -34,6 +36,16 @@ def summary(name):
     print(f"cli {name}: {counts['passed']} passed, {counts['failed']} failed, "
           f"{counts['skipped']} skipped")
     return 1 if counts["failed"] or not counts["passed"] else 0
+
+
+def run_cases(name, cases, prefix):
+    """cases(tmp) in a temporary directory removed afterwards; the closing line."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        cases(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return summary(name)
 
 
 def run(*args, env=None, timeout=None):

@@ -12,19 +12,10 @@ import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 
-from clitest import HERE, NVFP4, bf16, check, read_st, run, skip, summary, write_st
+from clitest import HERE, NVFP4, bf16, check, read_st, run, run_cases, skip, write_st
 
 GOLDEN = os.environ.get("NVFP4_GOLDEN", os.path.join(HERE, "..", "golden", "comfy-quantize"))
-
-
-def main():
-    tmp = tempfile.mkdtemp(prefix="nvfp4-cli-")
-    try:
-        return cases(tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def cases(tmp):
@@ -235,7 +226,6 @@ def cases(tmp):
         check(rc == 1 and "--k-slices" in err, f"check --k-slices {bad} refused")
 
     robustness_cases(tmp, p)
-    return summary("test_cli.py")
 
 
 def robustness_cases(tmp, p):
@@ -398,4 +388,4 @@ def robustness_cases(tmp, p):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cases("test_cli.py", cases, "nvfp4-cli-"))

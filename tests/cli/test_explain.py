@@ -10,12 +10,10 @@ Prints one closing line (clitest.summary)."""
 import json
 import os
 import random
-import shutil
 import struct
 import sys
-import tempfile
 
-from clitest import check, run, summary, write_st
+from clitest import check, run, run_cases, write_st
 
 E2M1 = [0, 0.5, 1, 1.5, 2, 3, 4, 6]
 
@@ -50,15 +48,6 @@ def nvfp4_tensor(rng, rows, cols, big_channels):
     vals = [[(-1 if codes[r][c] & 8 else 1) * E2M1[codes[r][c] & 7] * e4m3(scales[r][c // 16])
              for c in range(cols)] for r in range(rows)]
     return codes, scales, bytes(packed), bytes(tiled), vals
-
-
-def main():
-    tmp = tempfile.mkdtemp(prefix="nvfp4-explain-")
-    try:
-        cases(tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return summary("test_explain.py")
 
 
 def cases(tmp):
@@ -170,4 +159,4 @@ def cases(tmp):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cases("test_explain.py", cases, "nvfp4-explain-"))

@@ -9,15 +9,15 @@ Prints one closing line (clitest.summary)."""
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
-from clitest import NVFP4, bf16, check, f32, floats, read_st, run, skip, summary, write_st
+from clitest import NVFP4, bf16, check, f32, floats, read_st, run, run_cases, skip, write_st
 
 RND = random.Random(44)
 
@@ -26,24 +26,19 @@ def rand_bf16(n, scale=1.0):
     return bf16([RND.gauss(0, scale) for _ in range(n)])
 
 
-def main():
-    tmp = tempfile.mkdtemp(prefix="nvfp4-inputs-")
-    try:
-        p = lambda name: os.path.join(tmp, name)
-        rc, _, err = run("example", p("ex.st"))
-        rc2, _, err2 = run("quantize", p("ex.st"), p("q.st"))
-        if not check(rc == 0 and rc2 == 0, "example + quantize: " + err + err2):
-            return summary("test_inputs.py")
-        outputs_never_replace_inputs(p)
-        marker_names(p)
-        signals_leave_nothing(tmp, p)
-        shapes_through_the_chain(p)
-        nan_and_inf(p)
-        per_tensor_scales(p)
-        words(p)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return summary("test_inputs.py")
+def cases(tmp):
+    p = lambda name: os.path.join(tmp, name)
+    rc, _, err = run("example", p("ex.st"))
+    rc2, _, err2 = run("quantize", p("ex.st"), p("q.st"))
+    if not check(rc == 0 and rc2 == 0, "example + quantize: " + err + err2):
+        return
+    outputs_never_replace_inputs(p)
+    marker_names(p)
+    signals_leave_nothing(p)
+    shapes_through_the_chain(p)
+    nan_and_inf(p)
+    per_tensor_scales(p)
+    words(p)
 
 
 def unchanged(path, before):
@@ -110,7 +105,7 @@ def marker_names(p):
     check(rc == 0 and "L.comfy_quant" not in read_st(p("m2d.st"))[0], "dequantize drops the real marker")
 
 
-def signals_leave_nothing(tmp, p):
+def signals_leave_nothing(p):
     """SIGINT, SIGTERM, SIGHUP and SIGQUIT during quantize: the process ends by
     the signal and leaves neither its output nor a temporary file."""
     rows, cols = 2048, 8192  # 32 MiB of BF16: the quantizer runs long enough to be caught
@@ -123,13 +118,22 @@ def signals_leave_nothing(tmp, p):
         f.write(struct.pack("<Q", len(h)) + h)
         for _ in range(rows):
             f.write(chunk)
-    no_core = lambda: __import__("resource").setrlimit(__import__("resource").RLIMIT_CORE, (0, 0))
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+    def as_from_a_terminal():
+        """The child starts with the default actions (a background job starts
+        with SIGINT and SIGQUIT ignored, nohup with SIGHUP) and dumps no core."""
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        for s in stops:
+            signal.signal(s, signal.SIG_DFL)
+
+    for sig in stops:
         d = p(f"sig{int(sig)}")
         os.makedirs(d)
         out = os.path.join(d, "q.st")
         proc = subprocess.Popen([NVFP4, "quantize", big, out, "--threads", "1"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=as_from_a_terminal,
                                 env=dict(os.environ, NVFP4_NO_PROGRESS="1"))
         seen = False
         t0 = time.time()
@@ -316,4 +320,4 @@ def words(p):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cases("test_inputs.py", cases, "nvfp4-inputs-"))

@@ -10,9 +10,8 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
-from clitest import NVFP4, REPO, check, summary
+from clitest import NVFP4, REPO, check, run_cases
 
 CLOSING = re.compile(r"^(unit|cli|python|gpu): (\d+) passed, (\d+) failed, (\d+) skipped$", re.M)
 
@@ -28,15 +27,6 @@ def sh(script, *args, env=None):
 def closing(out):
     m = CLOSING.findall(out)
     return tuple(int(v) for v in m[-1][1:]) if m else None
-
-
-def main():
-    tmp = tempfile.mkdtemp(prefix="nvfp4-runners-")
-    try:
-        cases(tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return summary("test_runners.py")
 
 
 def cases(tmp):
@@ -57,8 +47,7 @@ def cases(tmp):
     # CLI scripts: one that only skips, one that leaves a file behind
     scripts = os.path.join(tmp, "cliscripts")
     os.makedirs(scripts)
-    helpers = os.path.join(REPO, "tests", "cli", "clitest.py")
-    shutil.copy(helpers, scripts)
+    shutil.copy(os.path.join(REPO, "tests", "cli", "clitest.py"), scripts)
     with open(os.path.join(scripts, "test_skips.py"), "w") as f:
         f.write("import sys\nfrom clitest import skip, summary\n"
                 "skip('nothing here')\nsys.exit(summary('test_skips.py'))\n")
@@ -91,4 +80,4 @@ def cases(tmp):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cases("test_runners.py", cases, "nvfp4-runners-"))

@@ -1,5 +1,5 @@
 /* cublas_explain.c -- which contract does cuBLAS's own FP16 / BF16 GEMM use?
- * The H200 proof of issue 12.
+ * Measured on the H200 (a GPU run; nvfp4 explain names the contract).
  *
  * For the seed's four linears (QKV 21504 x 5376, attn-out 5376 x 7168, FC1
  * 28672 x 5376, FC2 5376 x 14336) at M = 1, 16, 128, 2048, with benign data
