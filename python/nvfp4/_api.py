@@ -1172,7 +1172,8 @@ def _linear_causes(x, code, m, k, w, scale, bias_h, n):
     nx = _nf.host_array(x, code, m, k)
     label = "x"
     if scale is None and _nf.total(nx):
-        label = f"x (the dynamic input scale amax/2688 is {float(per_tensor_scale(x))!r})"
+        s = float(per_tensor_scale(x))
+        label = f"x (the dynamic input scale amax/2688 is {'NaN' if np.isnan(s) else repr(s)})"
     return [(label, nx), ("the weight", _nf.host_tensor(w)),
             ("the bias", _host_bias_counts(bias_h, n))]
 

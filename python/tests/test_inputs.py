@@ -111,7 +111,7 @@ def test_linear_and_matmul_name_the_nan():
         nvfp4.linear(x, nvfp4.Layer(good), input_scale="dynamic", backend="cpu")
     msg = str(rec[0].message)
     assert "all 64 of the 2 x 32 outputs" in msg and "dynamic input scale" in msg
-    assert "x (the dynamic input scale amax/2688 is nan) has 1 NaN value (at row 1, col 5)" in msg
+    assert "x (the dynamic input scale amax/2688 is NaN) has 1 NaN value (at row 1, col 5)" in msg
 
 
 # ---- per-tensor scales ------------------------------------------------------------
