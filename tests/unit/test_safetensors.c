@@ -321,6 +321,8 @@ static void test_rows_and_marker(void)
             nvfp4_st_close(f);
         }
         f = rows_file(path, &q, good);
+        const char *corpus = getenv("NVFP4_WRITE_FUZZ_CORPUS");
+        if (corpus && rows0 == 4) write_corpus(corpus, "rows-record.safetensors", path);
         CHECK(nvfp4_st_load_nvfp4(&t, f, "x") == NVFP4_OK && t.rows == q.rows - 15);
         nvfp4_tensor_free(&t);
         /* without a record: the stored rows, for "M.weight" too */
