@@ -509,6 +509,9 @@ def per_tensor_scale(x):
     return np.float32(out.value)
 
 
+_SCALES_OK = set()  # values that passed: a model passes the same few on every call
+
+
 def _check_scale(value, what):
     """The library's rule for a scale a user gives (nvfp4_check_per_tensor_scale):
     finite and > 0.  A scale already on a CUDA device is read there, unchecked
@@ -516,7 +519,11 @@ def _check_scale(value, what):
     if A.is_torch(value) and value.is_cuda:
         return None
     v = float(np.float32(A.scalar_value(value, what)))
-    check(_l().nvfp4_check_per_tensor_scale(v, what.encode()), what)
+    if v not in _SCALES_OK:  # NaN is never in it: NaN != NaN
+        check(_l().nvfp4_check_per_tensor_scale(v, what.encode()), what)
+        if len(_SCALES_OK) >= 4096:
+            _SCALES_OK.clear()
+        _SCALES_OK.add(v)
     return v
 
 
