@@ -841,16 +841,46 @@ def _gemm_cpu(pa, pb, bias_p, raw_p, out_p, model_code, nthreads, slices):
         check(status, "nvfp4_gemm_cpu")
 
 
+def _kernel_rows(w):
+    """The N the kernels run a weight with: they need a multiple of 16, which
+    a weight whose qdata holds ComfyUI's padding rows has; the padding rows'
+    outputs are computed and dropped (_kernel_outputs)."""
+    n = w._rows
+    if n % 16 and int(w._qdata.shape[0]) >= _roundup(n, 16):
+        return _roundup(n, 16)
+    return n
+
+
+def _padded_bias(bias_d, n, np_):
+    """A device bias of n values as np_ (zeros after them), or as it is."""
+    if bias_d is None or np_ == n:
+        return bias_d
+    return A.torch_module().nn.functional.pad(bias_d, (0, np_ - n))
+
+
+def _kernel_outputs(t, n):
+    """The first n columns of a kernel output computed with padded N, as a
+    contiguous tensor (a copy queued on the current stream)."""
+    if t is None or t.shape[1] == n:
+        return t
+    aten = A.torch_module().ops.aten
+    return aten.clone.default(aten.slice.Tensor(t, 1, 0, n),
+                              memory_format=A.torch_module().contiguous_format)
+
+
 def _matmul_cuda(a, b, bias, slices, dev):
     torch = A.torch_module()
     m, n, k = a._rows, b._rows, a._cols
-    bias_d, bias_p = _device_bias(bias, n, dev)
-    raw = torch.empty((m, n), dtype=torch.float32, device=dev)
-    out = torch.empty((m, n), dtype=torch.bfloat16, device=dev)
+    np_ = _kernel_rows(b)
+    bias_d, _ = _device_bias(bias, n, dev)
+    bias_d = _padded_bias(bias_d, n, np_)
+    raw = torch.empty((m, np_), dtype=torch.float32, device=dev)
+    out = torch.empty((m, np_), dtype=torch.bfloat16, device=dev)
     oa, ob = a._cuda_view()[0], b._cuda_view()[0]
     _gemm_cuda(dev, (oa.codes, oa.scales, oa.per_tensor_scale), m,
-               (ob.codes, ob.scales, ob.per_tensor_scale), n, k, bias_p, raw, out, slices)
-    return raw, out
+               (ob.codes, ob.scales, ob.per_tensor_scale), np_, k,
+               None if bias_d is None else bias_d.data_ptr(), raw, out, slices)
+    return _kernel_outputs(raw, n), _kernel_outputs(out, n)
 
 
 def _gemm_cuda(dev, pa, m, pb, n, k, bias_p, raw, out, slices):
@@ -1024,6 +1054,12 @@ def load_layer(path, prefix, device=None):
         owner = _COwner(t)
         rows, cols = t.rows, t.cols
         qdata = A.owned_bytes(t.codes, rows * cols // 2, owner).reshape(rows, cols // 2)
+        stored = _l().nvfp4_st_find(handle, (prefix + ".weight").encode()).contents
+        if stored.shape[0] > rows:
+            # the file records the weight's own rows: keep ComfyUI's padding
+            # rows in qdata too, so that the kernels can run it with N padded
+            qdata = np.frombuffer(ctypes.string_at(stored.data, stored.nbytes),
+                                  dtype=np.uint8).reshape(stored.shape[0], cols // 2).copy()
         nscale = _l().nvfp4_scales_bytes(rows, cols, _lib.SCALES_TILED)
         scales = A.owned_bytes(t.scales, nscale, owner).reshape(_roundup(rows, 128),
                                                                 _roundup(cols // 16, 4))
@@ -1047,7 +1083,7 @@ def load_layer(path, prefix, device=None):
     finally:
         _l().nvfp4_st_close(handle)
     if device is None:
-        weight = NVFP4Tensor(qdata, scales, pts)
+        weight = NVFP4Tensor(qdata, scales, pts, rows=rows)
     else:
         torch = A.torch_module()
         if torch is None:
@@ -1056,7 +1092,7 @@ def load_layer(path, prefix, device=None):
         dev = torch.device(device)
         weight = NVFP4Tensor(torch.from_numpy(qdata).to(dev),
                              torch.from_numpy(scales).view(torch.float8_e4m3fn).to(dev),
-                             torch.tensor(float(pts), dtype=torch.float32).to(dev))
+                             torch.tensor(float(pts), dtype=torch.float32).to(dev), rows=rows)
         if bias is not None:
             bias = torch.from_numpy(bias).to(dev)
     return Layer(weight, input_scale, bias, prefix)
@@ -1269,23 +1305,30 @@ def _linear_cuda(x, code, m, k, layer, scale, var, bias_from_layer, bias, slices
     index = dev.index
     stream = _raw_stream(index)
     n = w._rows
+    np_ = _kernel_rows(w)
     if bias_from_layer:
         bias_d, bias_p = layer._bias_for(n, dev, stream)
     else:
         bias_d, bias_p = _device_bias(bias, n, dev)
+    if np_ != n and bias_d is not None:
+        bias_d = _padded_bias(bias_d, n, np_)
+        bias_p = bias_d.data_ptr()
     if scale is None:
         scale_d = None
     elif scale is layer:
         scale_d = layer._scale_on(dev, stream)
     else:
         scale_d = _device_scalar(scale, dev, "input_scale")
-    need = _ws_bytes(_WS_LINEAR, "nvfp4_linear_cuda_workspace", m, n, k)
+    need = _ws_bytes(_WS_LINEAR, "nvfp4_linear_cuda_workspace", m, np_, k)
     if need == 0:
         raise ValueError(f"linear: shape M={m} N={n} K={k} is out of the CUDA kernel's range")
-    out = torch.empty((m, n), dtype=torch.bfloat16, device=dev)
-    raw = torch.empty((m, n), dtype=torch.float32, device=dev) if want_raw else None
+    out = torch.empty((m, np_), dtype=torch.bfloat16, device=dev)
+    raw = torch.empty((m, np_), dtype=torch.float32, device=dev) if want_raw else None
     ws = torch.empty((need,), dtype=torch.uint8, device=dev)
-    op_p = w._cuda_view()[1]
+    op, op_p = w._cuda_view()
+    if np_ != n:  # the padding rows too (the view keeps w's own rows)
+        op = _lib.CudaOperand(op.codes, op.scales, op.per_tensor_scale, np_, op.cols)
+        op_p = ctypes.pointer(op)
     a = _structs.cuda_linear
     a.x = x.data_ptr()
     a.m = m
@@ -1304,8 +1347,8 @@ def _linear_cuda(x, code, m, k, layer, scale, var, bias_from_layer, bias, slices
     a.workspace_bytes = need
     a.k_slices = slices
     _cuda_call("nvfp4_linear_cuda", index, _structs.cuda_linear_at)
-    del bias_d, ws  # queued on the current stream: the caching allocator keeps them safe
-    return raw, out
+    del bias_d, ws, op  # queued on the current stream: the caching allocator keeps them safe
+    return _kernel_outputs(raw, n), _kernel_outputs(out, n)
 
 
 # --------------------------------------------------------------------------

@@ -178,6 +178,7 @@ class Emulation:
         m, k = a.m, a.k
         w = a.weight.contents
         n = w.rows
+        assert n % 16 == 0, f"N = {n}: the kernels need a multiple of 16"
         self._check_buffer(a.x, m * k * 2, "x")
         tw = self._operand(w, "weight")
         assert w.cols == (k + 15) // 16 * 16
@@ -209,6 +210,7 @@ class Emulation:
         self._stream_ok(g.stream)
         ta, tb = self._operand(g.a, "a"), self._operand(g.b, "b")
         m, n, k = g.a.rows, g.b.rows, g.a.cols
+        assert n % 16 == 0, f"N = {n}: the kernels need a multiple of 16"
         assert g.b.cols == k
         assert 1 <= g.k_slices <= _lib.MAX_K_SLICES, g.k_slices
         need = self.lib.nvfp4_cuda_gemm_workspace(m, n, k)

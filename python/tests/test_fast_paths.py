@@ -178,6 +178,29 @@ def test_cuda_linear_emulated(torch, fake_cuda):
         torch.ops.aten._to_copy.default(dscale, device=torch.device("cpu"))
 
 
+def test_cuda_weight_rows_not_multiple_of_16(torch, fake_cuda):
+    """A weight of 40 rows (quantize keeps them; qdata holds ComfyUI's padding
+    to 48) runs on the kernels with N = 48, and the results are its 40
+    columns: the host backend's bits."""
+    from _fake_cuda import bits
+    fc = fake_cuda
+    wt = torch_tensor(torch, nvfp4.quantize(random_bf16(RNG, 40, 96, 0.05)))
+    assert wt.rows == 40 and wt.qdata.shape[0] == 48
+    w = nvfp4.NVFP4Tensor(fc.tensor(wt.qdata), fc.tensor(wt.block_scale),
+                          fc.tensor(wt.per_tensor_scale), rows=40)
+    bias = as_torch(torch, random_bf16(RNG, 1, 40)[0]).float()
+    xh = as_torch(torch, random_bf16(RNG, 3, 96))
+    want = nvfp4.linear(xh, nvfp4.Layer(wt, 0.02, bias), backend="ref")
+    got = nvfp4.linear(fc.tensor(xh), nvfp4.Layer(w, 0.02, fc.tensor(bias)))
+    assert got.shape == (3, 40) and (bits(got) == bits(want)).all()
+    a = nvfp4.quantize(xh)
+    ad = nvfp4.NVFP4Tensor(fc.tensor(a.qdata), fc.tensor(a.block_scale),
+                           fc.tensor(a.per_tensor_scale), rows=3)
+    raw, out = nvfp4.matmul(ad, w, bias=fc.tensor(bias))
+    wraw, wout = nvfp4.matmul(a, wt, bias=bias, backend="ref")
+    assert raw.shape == (3, 40) and (bits(raw) == bits(wraw)).all() and (bits(out) == bits(wout)).all()
+
+
 def test_cuda_caches_follow_stream_and_device(torch, fake_cuda):
     """The static scale and a converted bias are made again on another stream
     (their fill is queued on the stream they were made on); a call for a

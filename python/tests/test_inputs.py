@@ -55,6 +55,7 @@ def test_cli_quantized_rows_load_as_the_users(tmp_path):
     cli("quantize", tmp_path / "w.st", tmp_path / "q.st")
     layer = nvfp4.load_layer(tmp_path / "q.st", "lin")
     assert layer.weight.shape == (5, 32)
+    assert layer.weight.qdata.shape == (16, 16)  # ComfyUI's padding kept for the kernels
     # activations of K 17 against K 32: their zero-padding, as the command does
     x = random_bf16(rng, 3, 17)
     xp = np.zeros((3, 32), dtype=BF16)

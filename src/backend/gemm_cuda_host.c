@@ -5,19 +5,8 @@
 #include "internal.h"
 
 #if defined(NVFP4_WITH_CUDA)
+#include "backend/device_operand.h"
 #include "cuda_host.h"
-
-/* The device kernel reads operands as ComfyUI stores them. */
-static nvfp4_status as_stored(const nvfp4_tensor *t, nvfp4_tensor *tmp, const nvfp4_tensor **out)
-{
-    if (t->nibble_order == NVFP4_HI_FIRST && t->scale_layout == NVFP4_SCALES_TILED) {
-        *out = t;
-        return NVFP4_OK;
-    }
-    nvfp4_status st = nvfp4_tensor_convert(tmp, t, NVFP4_HI_FIRST, NVFP4_SCALES_TILED);
-    *out = tmp;
-    return st;
-}
 
 nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args)
 {
@@ -31,19 +20,21 @@ nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args)
         return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "gemm (cuda): no usable sm_90 CUDA device");
     const nvfp4_tensor *a = NULL, *b = NULL;
     nvfp4_tensor ta = {0}, tb = {0};
-    nvfp4_status st = as_stored(args->a, &ta, &a);
-    if (st == NVFP4_OK) st = as_stored(args->b, &tb, &b);
+    /* the weights' rows padded to 16 as the kernels need N; the outputs of
+     * the padding rows are computed and dropped */
+    nvfp4_status st = nvfp4_device_operand(args->a, 0, &ta, &a);
+    if (st == NVFP4_OK) st = nvfp4_device_operand(args->b, 1, &tb, &b);
     if (st != NVFP4_OK) {
         nvfp4_tensor_free(&ta);
         nvfp4_tensor_free(&tb);
         return st;
     }
-    int64_t m = a->rows, n = b->rows, k = a->cols;
-    size_t a_codes = (size_t)(m * k / 2), b_codes = (size_t)(n * k / 2);
+    int64_t m = a->rows, n = args->b->rows, np = b->rows, k = a->cols;
+    size_t a_codes = (size_t)(m * k / 2), b_codes = (size_t)(np * k / 2);
     size_t a_sc = nvfp4_scales_bytes(m, k, NVFP4_SCALES_TILED);
-    size_t b_sc = nvfp4_scales_bytes(n, k, NVFP4_SCALES_TILED);
-    size_t mn = (size_t)(m * n);
-    size_t ws = nvfp4_cuda_gemm_workspace(m, n, k);
+    size_t b_sc = nvfp4_scales_bytes(np, k, NVFP4_SCALES_TILED);
+    size_t mn = (size_t)(m * np);
+    size_t ws = nvfp4_cuda_gemm_workspace(m, np, k);
     void *d_a = NULL, *d_b = NULL, *d_as = NULL, *d_bs = NULL, *d_sc = NULL, *d_bias = NULL;
     void *d_raw = NULL, *d_out = NULL, *d_ws = NULL;
     float scales2[2] = {a->per_tensor_scale, b->per_tensor_scale};
@@ -56,7 +47,8 @@ nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args)
     CU(cudaMalloc(&d_out, mn * 2), "cudaMalloc out");
     if (ws) CU(cudaMalloc(&d_ws, ws), "cudaMalloc workspace");
     if (args->bias) {
-        CU(cudaMalloc(&d_bias, (size_t)n * 4), "cudaMalloc bias");
+        CU(cudaMalloc(&d_bias, (size_t)np * 4), "cudaMalloc bias");
+        CU(cudaMemset(d_bias, 0, (size_t)np * 4), "memset bias");
         CU(cudaMemcpy(d_bias, args->bias, (size_t)n * 4, cudaMemcpyHostToDevice), "copy bias");
     }
     CU(cudaMemcpy(d_a, a->codes, a_codes, cudaMemcpyHostToDevice), "copy A");
@@ -69,14 +61,19 @@ nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args)
     CU(cudaMemset(d_out, 0xFF, mn * 2), "memset out");
     nvfp4_cuda_gemm_args g = {
         .a = {.codes = d_a, .scales = d_as, .per_tensor_scale = (const float *)d_sc, .rows = m, .cols = k},
-        .b = {.codes = d_b, .scales = d_bs, .per_tensor_scale = (const float *)d_sc + 1, .rows = n, .cols = k},
+        .b = {.codes = d_b, .scales = d_bs, .per_tensor_scale = (const float *)d_sc + 1, .rows = np, .cols = k},
         .bias = d_bias, .raw = d_raw, .out = d_out, .stream = NULL,
         .workspace = d_ws, .workspace_bytes = ws, .k_slices = args->k_slices,
     };
     if ((st = nvfp4_gemm_cuda(&g)) != NVFP4_OK) goto done;
     CU(cudaDeviceSynchronize(), "gemm kernel");
-    if (args->raw) CU(cudaMemcpy(args->raw, d_raw, mn * 4, cudaMemcpyDeviceToHost), "copy raw back");
-    if (args->out) CU(cudaMemcpy(args->out, d_out, mn * 2, cudaMemcpyDeviceToHost), "copy out back");
+    /* the first n of each row's np outputs */
+    if (args->raw)
+        CU(cudaMemcpy2D(args->raw, (size_t)n * 4, d_raw, (size_t)np * 4, (size_t)n * 4, (size_t)m,
+                        cudaMemcpyDeviceToHost), "copy raw back");
+    if (args->out)
+        CU(cudaMemcpy2D(args->out, (size_t)n * 2, d_out, (size_t)np * 2, (size_t)n * 2, (size_t)m,
+                        cudaMemcpyDeviceToHost), "copy out back");
 done:
     cudaFree(d_a);
     cudaFree(d_b);

@@ -5,6 +5,7 @@
 #include "internal.h"
 
 #if defined(NVFP4_WITH_CUDA)
+#include "backend/device_operand.h"
 #include "cuda_host.h"
 
 nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args)
@@ -30,21 +31,18 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args)
                           "linear (cuda): activations have %lld columns (%lld padded) but the "
                           "weight has K = %lld",
                           (long long)k, (long long)kp, (long long)args->weight->cols);
-    /* The device reads the weight as ComfyUI stores it. */
-    const nvfp4_tensor *w = args->weight;
+    /* The device reads the weight as ComfyUI stores it, rows padded to 16 as
+     * the kernels need N; the padding rows' outputs are computed and dropped. */
+    const nvfp4_tensor *w = NULL;
     nvfp4_tensor tw = {0}, xq = {0};
-    nvfp4_status st = NVFP4_OK;
-    if (w->nibble_order != NVFP4_HI_FIRST || w->scale_layout != NVFP4_SCALES_TILED) {
-        st = nvfp4_tensor_convert(&tw, w, NVFP4_HI_FIRST, NVFP4_SCALES_TILED);
-        if (st != NVFP4_OK) return st;
-        w = &tw;
-    }
-    int64_t n = w->rows;
-    size_t x_bytes = (size_t)(m * k) * 2, w_codes = (size_t)(n * kp / 2);
-    size_t w_sc = nvfp4_scales_bytes(n, kp, NVFP4_SCALES_TILED);
+    nvfp4_status st = nvfp4_device_operand(args->weight, 1, &tw, &w);
+    if (st != NVFP4_OK) return st;
+    int64_t n = args->weight->rows, np = w->rows;
+    size_t x_bytes = (size_t)(m * k) * 2, w_codes = (size_t)(np * kp / 2);
+    size_t w_sc = nvfp4_scales_bytes(np, kp, NVFP4_SCALES_TILED);
     size_t xq_codes = (size_t)(mp * kp / 2), xq_sc = nvfp4_scales_bytes(mp, kp, NVFP4_SCALES_TILED);
-    size_t mn = (size_t)(m * n);
-    size_t ws = nvfp4_linear_cuda_workspace(m, n, k);
+    size_t mn = (size_t)(m * np);
+    size_t ws = nvfp4_linear_cuda_workspace(m, np, k);
     void *d_x = NULL, *d_wc = NULL, *d_ws_sc = NULL, *d_f = NULL, *d_bias = NULL;
     void *d_raw = NULL, *d_out = NULL, *d_ws = NULL, *d_xc = NULL, *d_xs = NULL;
     /* d_f: [0] the weight's per-tensor scale, [1] the static input scale,
@@ -62,7 +60,8 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args)
         CU(cudaMalloc(&d_xs, xq_sc), "cudaMalloc x scales");
     }
     if (args->bias) {
-        CU(cudaMalloc(&d_bias, (size_t)n * 4), "cudaMalloc bias");
+        CU(cudaMalloc(&d_bias, (size_t)np * 4), "cudaMalloc bias");
+        CU(cudaMemset(d_bias, 0, (size_t)np * 4), "memset bias");
         CU(cudaMemcpy(d_bias, args->bias, (size_t)n * 4, cudaMemcpyHostToDevice), "copy bias");
     }
     CU(cudaMemcpy(d_x, args->x, x_bytes, cudaMemcpyHostToDevice), "copy x");
@@ -73,7 +72,7 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args)
     CU(cudaMemset(d_raw, 0xFF, mn * 4), "memset raw");
     CU(cudaMemset(d_out, 0xFF, mn * 2), "memset out");
     nvfp4_cuda_operand wop = {.codes = d_wc, .scales = d_ws_sc, .per_tensor_scale = (const float *)d_f,
-                              .rows = n, .cols = kp};
+                              .rows = np, .cols = kp};
     nvfp4_cuda_linear_args la = {
         .x = d_x, .m = m, .k = k, .weight = &wop,
         .input_scale = args->input_scale ? (const float *)d_f + 1 : NULL, .variant = args->variant,
@@ -83,8 +82,13 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args)
     };
     if ((st = nvfp4_linear_cuda(&la)) != NVFP4_OK) goto done;
     CU(cudaDeviceSynchronize(), "linear kernels");
-    if (args->raw) CU(cudaMemcpy(args->raw, d_raw, mn * 4, cudaMemcpyDeviceToHost), "copy raw back");
-    if (args->out) CU(cudaMemcpy(args->out, d_out, mn * 2, cudaMemcpyDeviceToHost), "copy out back");
+    /* the first n of each row's np outputs */
+    if (args->raw)
+        CU(cudaMemcpy2D(args->raw, (size_t)n * 4, d_raw, (size_t)np * 4, (size_t)n * 4, (size_t)m,
+                        cudaMemcpyDeviceToHost), "copy raw back");
+    if (args->out)
+        CU(cudaMemcpy2D(args->out, (size_t)n * 2, d_out, (size_t)np * 2, (size_t)n * 2, (size_t)m,
+                        cudaMemcpyDeviceToHost), "copy out back");
     if (args->x_quantized) {
         /* the same tensor nvfp4_quantize() returns: padded shape, hi-first, tiled */
         if ((st = nvfp4_tensor_alloc(&xq, mp, kp, NVFP4_HI_FIRST, NVFP4_SCALES_TILED)) != NVFP4_OK)

@@ -857,6 +857,43 @@ int main(int argc, char **argv)
                     nvfp4_tensor_free(&q1);
                     free(x), free(r0), free(r1), free(o0), free(o1);
                 }
+        /* a weight of N = 37 rows (the rows nvfp4 quantize records when it pads
+         * them): the conveniences pad N to 16 for the kernels and return the
+         * 37 columns, the CPU's bits */
+        {
+            nvfp4_tensor w37;
+            random_weight(&w37, 37, 512, 9);
+            int64_t m = 5, k = 500, n = 37;
+            uint16_t *x = random_bf16(m, k, 41);
+            float r0[5 * 37], r1[5 * 37];
+            uint16_t o0[5 * 37], o1[5 * 37];
+            nvfp4_tensor q0 = {0};
+            nvfp4_linear_args la = {.x = x, .x_dtype = NVFP4_DTYPE_BF16, .m = m, .k = k,
+                                    .weight = &w37, .bias = bias, .raw = r0, .out = o0,
+                                    .model = NVFP4_MODEL_SM90, .x_quantized = &q0};
+            CHECK(nvfp4_linear_cpu(&la) == NVFP4_OK);
+            la.raw = r1, la.out = o1, la.x_quantized = NULL;
+            nvfp4_status st = nvfp4_linear_cuda_host(&la);
+            CHECKF(st == NVFP4_OK, "N = 37 linear: %s", nvfp4_last_error());
+            if (st == NVFP4_OK) {
+                test_equal_bits("host N=37: raw", r1, r0, 4, m, n);
+                test_equal_bits("host N=37: out", o1, o0, 2, m, n);
+            }
+            nvfp4_tensor view = q0; /* the m real rows */
+            view.rows = m;
+            nvfp4_gemm_args g = {.a = &view, .b = &w37, .bias = bias, .raw = r1, .out = o1,
+                                 .model = NVFP4_MODEL_SM90};
+            memset(r1, 0xFF, sizeof r1), memset(o1, 0xFF, sizeof o1);
+            st = nvfp4_gemm_cuda_host(&g);
+            CHECKF(st == NVFP4_OK, "N = 37 gemm: %s", nvfp4_last_error());
+            if (st == NVFP4_OK) {
+                test_equal_bits("host gemm N=37: raw", r1, r0, 4, m, n);
+                test_equal_bits("host gemm N=37: out", o1, o0, 2, m, n);
+            }
+            nvfp4_tensor_free(&q0);
+            nvfp4_tensor_free(&w37);
+            free(x);
+        }
         /* what the GPU path does not take, it refuses with a message */
         uint16_t xh[32] = {0};
         float rr[272 * 2];
