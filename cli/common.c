@@ -213,8 +213,9 @@ int cli_check_paths(const char *cmd, const char *const *inputs, int n_in,
     char a[512], b[512];
     for (int o = 0; o < n_out; o++) {
         if (!outputs[o]) continue;
-        for (int i = 0; i < n_in && !force; i++)
-            if (inputs[i] && cli_same_file(inputs[i], outputs[o]))
+        struct stat st;
+        for (int i = 0; i < n_in && !force; i++) /* an input that is not there is not replaced */
+            if (inputs[i] && stat(inputs[i], &st) == 0 && cli_same_file(inputs[i], outputs[o]))
                 return cli_error(cmd, "the output %s is the input %s: it would be replaced (use "
                                       "another name, or --force)",
                                  cli_printable(a, sizeof a, outputs[o]),
