@@ -7,13 +7,16 @@ nvfp4_status nvfp4_device_operand(const nvfp4_tensor *t, int pad_rows, nvfp4_ten
                                   const nvfp4_tensor **out)
 {
     *out = t;
+    nvfp4_status st = nvfp4_check_gemm_operand(t, "cuda host", pad_rows ? "B" : "A");
+    if (st != NVFP4_OK) return st;
+    if (t->rows > INT64_MAX - NVFP4_BLOCK)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "cuda host: %lld rows", (long long)t->rows);
     int64_t rows = pad_rows ? (t->rows + NVFP4_BLOCK - 1) / NVFP4_BLOCK * NVFP4_BLOCK : t->rows;
     if (t->nibble_order == NVFP4_HI_FIRST && t->scale_layout == NVFP4_SCALES_TILED &&
         rows == t->rows)
         return NVFP4_OK;
     nvfp4_tensor conv = {0};
     const nvfp4_tensor *src = t;
-    nvfp4_status st = NVFP4_OK;
     if (t->nibble_order != NVFP4_HI_FIRST || t->scale_layout != NVFP4_SCALES_TILED) {
         st = nvfp4_tensor_convert(&conv, t, NVFP4_HI_FIRST, NVFP4_SCALES_TILED);
         src = &conv;
