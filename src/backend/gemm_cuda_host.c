@@ -67,13 +67,8 @@ nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args)
     };
     if ((st = nvfp4_gemm_cuda(&g)) != NVFP4_OK) goto done;
     CU(cudaDeviceSynchronize(), "gemm kernel");
-    /* the first n of each row's np outputs */
-    if (args->raw)
-        CU(cudaMemcpy2D(args->raw, (size_t)n * 4, d_raw, (size_t)np * 4, (size_t)n * 4, (size_t)m,
-                        cudaMemcpyDeviceToHost), "copy raw back");
-    if (args->out)
-        CU(cudaMemcpy2D(args->out, (size_t)n * 2, d_out, (size_t)np * 2, (size_t)n * 2, (size_t)m,
-                        cudaMemcpyDeviceToHost), "copy out back");
+    if ((st = nvfp4_outputs_to_host(args->raw, args->out, d_raw, d_out, m, n, np)) != NVFP4_OK)
+        goto done;
 done:
     cudaFree(d_a);
     cudaFree(d_b);

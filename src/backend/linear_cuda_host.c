@@ -82,13 +82,8 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args)
     };
     if ((st = nvfp4_linear_cuda(&la)) != NVFP4_OK) goto done;
     CU(cudaDeviceSynchronize(), "linear kernels");
-    /* the first n of each row's np outputs */
-    if (args->raw)
-        CU(cudaMemcpy2D(args->raw, (size_t)n * 4, d_raw, (size_t)np * 4, (size_t)n * 4, (size_t)m,
-                        cudaMemcpyDeviceToHost), "copy raw back");
-    if (args->out)
-        CU(cudaMemcpy2D(args->out, (size_t)n * 2, d_out, (size_t)np * 2, (size_t)n * 2, (size_t)m,
-                        cudaMemcpyDeviceToHost), "copy out back");
+    if ((st = nvfp4_outputs_to_host(args->raw, args->out, d_raw, d_out, m, n, np)) != NVFP4_OK)
+        goto done;
     if (args->x_quantized) {
         /* the same tensor nvfp4_quantize() returns: padded shape, hi-first, tiled */
         if ((st = nvfp4_tensor_alloc(&xq, mp, kp, NVFP4_HI_FIRST, NVFP4_SCALES_TILED)) != NVFP4_OK)
