@@ -1,5 +1,7 @@
-/* bench.c -- `nvfp4 bench`: the H200 NVFP4 kernel against cuBLAS BF16 and
- * cuBLASLt FP8 on the four linears of the model, side by side in one run.
+/* bench.c -- `nvfp4 bench`: the NVFP4 kernel (H100 / H200, or GB10 / RTX
+ * Blackwell) against cuBLAS BF16, cuBLASLt FP8 and, where cuBLASLt has one,
+ * its own NVFP4 GEMM, on the four linears of the model, side by side in one
+ * run.
  *
  * Timing: CUDA events around every launch, median over many launches,
  * input buffers rotated so the working set is larger than L2.  The same run
@@ -15,7 +17,8 @@
 #include <string.h>
 
 #include "nvfp4.h"
-#include "cuda/sm90_heuristics.cuh"
+#include "cuda/sm120/plan.h"
+#include "cuda/sm90/plan.h"
 #include "io/atomic.h" /* the report is written atomically (internal to libnvfp4) */
 
 int nvfp4_cli_bench(int argc, char **argv);
@@ -284,12 +287,15 @@ static int launch_cublas(void *vctx, int rot)
                         "cublasGemmEx");
 }
 
+/* A cuBLASLt GEMM: FP8 with per-tensor scales, or NVFP4 (E2M1) with VEC16
+ * UE4M3 block scales (sw / sx per rotation, set before each launch). */
 typedef struct fp8_ctx {
     cublasLtHandle_t h;
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t lw, lx, ly;
     cublasLtMatmulAlgo_t algo;
     const void *w[MAX_ROT], *x[MAX_ROT];
+    const void *sw[MAX_ROT], *sx[MAX_ROT]; /* block scales (NVFP4 only) */
     void *y;
     void *ws;
     size_t ws_bytes;
@@ -299,9 +305,90 @@ static int launch_fp8(void *vctx, int rot)
 {
     fp8_ctx *c = vctx;
     const float one = 1.0f, zero = 0.0f;
+    if (c->sw[rot] &&
+        (cublas_check(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &c->sw[rot],
+                                                     sizeof c->sw[rot]), "a scales") ||
+         cublas_check(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &c->sx[rot],
+                                                     sizeof c->sx[rot]), "b scales")))
+        return 1;
     return cublas_check(cublasLtMatmul(c->h, c->op, &one, c->w[rot], c->lw, c->x[rot], c->lx, &zero,
                                        c->y, c->ly, c->y, c->ly, &c->algo, c->ws, c->ws_bytes, 0),
-                        "cublasLtMatmul (fp8)");
+                        "cublasLtMatmul");
+}
+
+/* Describe and try a cuBLASLt GEMM y (BF16, M x N) = w (N x K) x^T of
+ * `type` (CUDA_R_8F_E4M3 with per-tensor scales sa, sb; CUDA_R_4F_E2M1 with
+ * the block scales in c->sw / c->sx); c's handle, operands and workspace are
+ * set.  1: runnable (c->algo chosen), 0: cuBLASLt refuses the shape (said
+ * on stderr), -1: an error. */
+static int lt_prepare(fp8_ctx *c, cudaDataType_t type, const void *sa, const void *sb, int64_t m, int64_t n,
+                      int64_t k, const char *what)
+{
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    const int fp4 = type == CUDA_R_4F_E2M1;
+    cublasLtMatmulMatrixScale_t vec16 = CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3;
+    if (fp4) sa = c->sw[0], sb = c->sx[0];
+    if (cublas_check(cublasLtMatmulDescCreate(&c->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "lt desc") ||
+        cublas_check(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa") ||
+        cublas_check(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb") ||
+        (fp4 && (cublas_check(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &vec16,
+                                                             sizeof vec16), "a scale mode") ||
+                 cublas_check(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &vec16,
+                                                             sizeof vec16), "b scale mode"))) ||
+        cublas_check(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa),
+                     "a scale") ||
+        cublas_check(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb),
+                     "b scale") ||
+        cublas_check(cublasLtMatrixLayoutCreate(&c->lw, type, (uint64_t)k, (uint64_t)n, k), "layout w") ||
+        cublas_check(cublasLtMatrixLayoutCreate(&c->lx, type, (uint64_t)k, (uint64_t)m, k), "layout x") ||
+        cublas_check(cublasLtMatrixLayoutCreate(&c->ly, CUDA_R_16BF, (uint64_t)n, (uint64_t)m, n), "layout y"))
+        return -1;
+    cublasLtMatmulPreference_t pref;
+    if (cublas_check(cublasLtMatmulPreferenceCreate(&pref), "pref")) return -1;
+    if (cublas_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                          &c->ws_bytes, sizeof c->ws_bytes),
+                     "pref ws")) {
+        cublasLtMatmulPreferenceDestroy(pref);
+        return -1;
+    }
+    cublasLtMatmulHeuristicResult_t hr[8];
+    int found = 0;
+    cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(c->h, c->op, c->lw, c->lx, c->ly, c->ly, pref, 8, hr, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasStatus_t ts = hs;
+    /* The first candidate is not always runnable: take the first that is. */
+    for (int ai = 0; hs == CUBLAS_STATUS_SUCCESS && ai < found; ai++) {
+        const float one = 1.0f, zero = 0.0f;
+        if (hr[ai].state != CUBLAS_STATUS_SUCCESS) {
+            ts = hr[ai].state;
+            continue;
+        }
+        c->algo = hr[ai].algo;
+        ts = cublasLtMatmul(c->h, c->op, &one, c->w[0], c->lw, c->x[0], c->lx, &zero, c->y, c->ly, c->y, c->ly,
+                            &c->algo, c->ws, c->ws_bytes, 0);
+        if (ts == CUBLAS_STATUS_SUCCESS) break;
+    }
+    if (ts == CUBLAS_STATUS_SUCCESS && found > 0) return 1;
+    cudaGetLastError();
+    fprintf(stderr, "nvfp4 bench: cuBLASLt %s refuses it (status %d, %d candidates)\n", what, (int)ts, found);
+    return 0;
+}
+
+static void lt_init(fp8_ctx *c, cublasLtHandle_t h, void *y, void *ws, size_t ws_bytes)
+{
+    memset(c, 0, sizeof *c);
+    c->h = h;
+    c->y = y;
+    c->ws = ws;
+    c->ws_bytes = ws_bytes;
+}
+
+static void lt_release(fp8_ctx *c)
+{
+    if (c->lw) cublasLtMatrixLayoutDestroy(c->lw);
+    if (c->lx) cublasLtMatrixLayoutDestroy(c->lx);
+    if (c->ly) cublasLtMatrixLayoutDestroy(c->ly);
+    if (c->op) cublasLtMatmulDescDestroy(c->op);
 }
 
 static int copy_launch(void *vctx, int rot)
@@ -318,30 +405,12 @@ typedef struct result {
     const char *linear;
     int64_t m, n, k;
     double us_nvfp4, us_bf16, us_fp8;
+    double us_fp4lt; /* cuBLASLt's own NVFP4 GEMM (-1: none for this device or shape) */
     double us_fused, us_unfused; /* BF16 activations in (static input scale) */
     double us_fused_dyn;         /* the fused linear with the dynamic scale */
-    int variant;
+    char tile[32]; /* the kernel: the sm90 kernel's name, or the sm120 plan's unit */
     double bytes_nvfp4;
-    double us_variant[NVFP4_SM90_NUM_VARIANTS]; /* --all-tiles */
 } result;
-
-/* "weight rows x activation rows" of a kernel variant. */
-static void tile_label(char *buf, size_t len, int v)
-{
-    const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
-    if (x->kind == NVFP4_SM90_REGM)
-        snprintf(buf, len, "reg%d_tw%d", x->bn, x->r);
-    else if (x->kind == NVFP4_SM90_REGW)
-        snprintf(buf, len, "regw%d_tw%d", x->bn, x->r);
-    else if (x->kind == NVFP4_SM90_REGR)
-        snprintf(buf, len, "regr%d_r%d", x->bn, x->r);
-    else if (x->kind == NVFP4_SM90_SS)
-        snprintf(buf, len, "ss%dx%d", 64 * x->nc, x->bn);
-    else if (x->kind != NVFP4_SM90_WGMMA)
-        snprintf(buf, len, "mma%d_r%d", x->bn, x->r);
-    else
-        snprintf(buf, len, "%dx%d", 64 * x->nc, x->bn);
-}
 
 static int nrot_for(size_t set_bytes, size_t l2)
 {
@@ -352,10 +421,12 @@ static int nrot_for(size_t set_bytes, size_t l2)
 
 static void usage(FILE *f)
 {
-    fputs("usage: nvfp4 bench [--json FILE] [--m LIST] [--quick] [--all-tiles]\n"
+    fputs("usage: nvfp4 bench [--json FILE] [--m LIST] [--quick] [--byte-floor-gbs G]\n"
           "\n"
-          "Times the H200 NVFP4 GEMM (nvfp4_gemm_cuda), cuBLAS BF16 (BF16 in, FP32\n"
-          "accumulate, BF16 out) and cuBLASLt FP8 (E4M3, per-tensor scales, BF16 out) on\n"
+          "Times the NVFP4 GEMM (nvfp4_gemm_cuda: the H100 / H200 or the GB10 / RTX\n"
+          "Blackwell kernel), cuBLAS BF16 (BF16 in, FP32 accumulate, BF16 out),\n"
+          "cuBLASLt FP8 (E4M3, per-tensor scales, BF16 out) and, where cuBLASLt has\n"
+          "one (Blackwell), its NVFP4 GEMM (E2M1, VEC16 UE4M3 block scales, BF16 out) on\n"
           "the four linears qkv 21504x5376, attn_out 5376x7168, fc1 28672x5376 and\n"
           "fc2 5376x14336, side by side in one run: CUDA events, median of many\n"
           "launches, inputs rotated over more than L2, every contender timed twice in\n"
@@ -370,14 +441,16 @@ static void usage(FILE *f)
           "  --m LIST     comma-separated activation rows (default 1,16,128,512,2048,8192)\n"
           "  --json FILE  also write every number as JSON\n"
           "  --quick      fewer launches per measurement\n"
-          "  --all-tiles  also time every tile variant of the kernel (tuning)\n",
+          "  --byte-floor-gbs G  read each time against a nominal bandwidth of G GB/s\n"
+          "               (e.g. 273 on a GB10) instead of the measured copy bandwidth\n",
           f);
 }
 
 typedef struct bench_opts {
     const char *json_path;
     int64_t ms[BENCH_MAX_M];
-    int nm, quick, all_tiles;
+    int nm, quick;
+    double floor_gbs; /* nominal byte floor (GB/s); 0: the measured copy bandwidth */
 } bench_opts;
 
 /* Parse: -1 to run, else the exit status (0 after --help, 2 on a bad argument). */
@@ -390,10 +463,15 @@ static int bench_parse(int argc, char **argv, bench_opts *o)
             return 0;
         } else if (!strcmp(argv[i], "--quick")) {
             o->quick = 1;
-        } else if (!strcmp(argv[i], "--all-tiles")) {
-            o->all_tiles = 1;
         } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
             o->json_path = argv[++i];
+        } else if (!strcmp(argv[i], "--byte-floor-gbs") && i + 1 < argc) {
+            char *end;
+            o->floor_gbs = strtod(argv[++i], &end);
+            if (*end || !(o->floor_gbs > 0 && o->floor_gbs < 1e6)) {
+                fprintf(stderr, "nvfp4 bench: --byte-floor-gbs wants a bandwidth in GB/s, e.g. 273\n");
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--m") && i + 1 < argc) {
             o->nm = 0;
             char *s = argv[++i], *end;
@@ -462,37 +540,37 @@ fail:
 }
 
 /* Report (1/2): the table on stdout. */
-static void bench_print_table(const result *res, int nres, double copy_bw, double fp16_tflops)
+static void bench_print_table(const result *res, int nres, double floor_bw, double fp16_tflops)
 {
-    printf("\n%-9s %6s %11s %11s %11s %8s %7s %8s %8s %-9s %11s %7s %11s %12s\n", "linear", "M",
-           "nvfp4_us", "bf16_us", "fp8_us", "x_bf16", "x_fp8", "%bytes", "%fp16", "tile", "fused_us",
+    printf("\n%-9s %6s %11s %11s %11s %11s %8s %7s %8s %8s %-18s %11s %7s %11s %12s\n", "linear", "M",
+           "nvfp4_us", "bf16_us", "fp8_us", "fp4lt_us", "x_bf16", "x_fp4lt", "%bytes", "%fp16", "kernel", "fused_us",
            "x_pre", "unfused_us", "fused_dyn_us");
     for (int i = 0; i < nres; i++) {
         const result *R = &res[i];
-        double floor_us = R->bytes_nvfp4 / copy_bw * 1e6;
+        double floor_us = R->bytes_nvfp4 / floor_bw * 1e6;
         double tc_us = 2.0 * (double)R->m * R->n * R->k / (fp16_tflops * 1e12) * 1e6;
-        char tile[32] = "?";
-        if (R->variant >= 0) tile_label(tile, sizeof tile, R->variant);
-        printf("%-9s %6lld %11.1f %11.1f %11.1f %8.2f %7.2f %7.0f%% %7.0f%% %-9s %11.1f %7.2f %11.1f %12.1f\n",
-               R->linear, (long long)R->m, R->us_nvfp4, R->us_bf16, R->us_fp8,
-               R->us_nvfp4 / R->us_bf16, R->us_fp8 > 0 ? R->us_nvfp4 / R->us_fp8 : 0.0,
-               100 * floor_us / R->us_nvfp4, 100 * tc_us / R->us_nvfp4, tile, R->us_fused,
+        printf("%-9s %6lld %11.1f %11.1f %11.1f %11.1f %8.2f %7.2f %7.0f%% %7.0f%% %-18s %11.1f %7.2f %11.1f %12.1f\n",
+               R->linear, (long long)R->m, R->us_nvfp4, R->us_bf16, R->us_fp8, R->us_fp4lt,
+               R->us_nvfp4 / R->us_bf16, R->us_fp4lt > 0 ? R->us_nvfp4 / R->us_fp4lt : 0.0,
+               100 * floor_us / R->us_nvfp4, 100 * tc_us / R->us_nvfp4, R->tile, R->us_fused,
                R->us_fused / R->us_nvfp4, R->us_unfused, R->us_fused_dyn);
     }
 }
 
 /* Report (2/2): the JSON document. */
-static json_t *bench_json(const char *dev_name, const result *res, int nres, double copy_bw,
-                          double fp16_tflops, int iters, int all_tiles)
+static json_t *bench_json(const char *dev_name, const result *res, int nres, double copy_bw, double floor_bw,
+                          double fp16_tflops, int iters)
 {
     json_t *root = json_object(), *rows = json_array();
     json_object_set_new(root, "device", json_string(dev_name));
     json_object_set_new(root, "copy_bytes_per_s", json_real(copy_bw));
+    json_object_set_new(root, "byte_floor_bytes_per_s", json_real(floor_bw));
+    json_object_set_new(root, "byte_floor", json_string(floor_bw == copy_bw ? "measured copy" : "nominal"));
     json_object_set_new(root, "fp16_gemm_tflops", json_real(fp16_tflops));
     json_object_set_new(root, "iters", json_integer(iters));
     for (int i = 0; i < nres; i++) {
         const result *R = &res[i];
-        double floor_us = R->bytes_nvfp4 / copy_bw * 1e6;
+        double floor_us = R->bytes_nvfp4 / floor_bw * 1e6;
         double tc_us = 2.0 * (double)R->m * R->n * R->k / (fp16_tflops * 1e12) * 1e6;
         json_t *o = json_object();
         json_object_set_new(o, "linear", json_string(R->linear));
@@ -505,6 +583,9 @@ static json_t *bench_json(const char *dev_name, const result *res, int nres, dou
         json_object_set_new(o, "ratio_vs_bf16", json_real(R->us_nvfp4 / R->us_bf16));
         json_object_set_new(o, "ratio_vs_fp8",
                             R->us_fp8 > 0 ? json_real(R->us_nvfp4 / R->us_fp8) : json_null());
+        json_object_set_new(o, "cublaslt_nvfp4_us", R->us_fp4lt > 0 ? json_real(R->us_fp4lt) : json_null());
+        json_object_set_new(o, "ratio_vs_cublaslt_nvfp4",
+                            R->us_fp4lt > 0 ? json_real(R->us_nvfp4 / R->us_fp4lt) : json_null());
         json_object_set_new(o, "fused_linear_us", json_real(R->us_fused));
         json_object_set_new(o, "unfused_quantize_gemm_us", json_real(R->us_unfused));
         json_object_set_new(o, "fused_linear_dynamic_us", json_real(R->us_fused_dyn));
@@ -512,20 +593,7 @@ static json_t *bench_json(const char *dev_name, const result *res, int nres, dou
         json_object_set_new(o, "nvfp4_bytes", json_real(R->bytes_nvfp4));
         json_object_set_new(o, "pct_byte_floor", json_real(100 * floor_us / R->us_nvfp4));
         json_object_set_new(o, "pct_fp16_floor", json_real(100 * tc_us / R->us_nvfp4));
-        if (all_tiles) {
-            json_t *tv = json_object();
-            for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
-                char key[32];
-                tile_label(key, sizeof key, v);
-                json_object_set_new(tv, key, R->us_variant[v] >= 0 ? json_real(R->us_variant[v]) : json_null());
-            }
-            json_object_set_new(o, "nvfp4_us_by_tile", tv);
-        }
-        if (R->variant >= 0) {
-            char lab[24];
-            tile_label(lab, sizeof lab, R->variant);
-            json_object_set_new(o, "tile", json_string(lab));
-        }
+        json_object_set_new(o, "kernel", json_string(R->tile));
         json_array_append_new(rows, o);
     }
     json_object_set_new(root, "results", rows);
@@ -539,17 +607,20 @@ int nvfp4_cli_bench(int argc, char **argv)
     if (parsed >= 0) return parsed;
     const char *json_path = opt.json_path;
     const int64_t *ms = opt.ms;
-    const int nm = opt.nm, quick = opt.quick, all_tiles = opt.all_tiles;
+    const int nm = opt.nm, quick = opt.quick;
     char dev_name[128], cc[16];
     if (nvfp4_cuda_device_name(dev_name, sizeof dev_name, cc, sizeof cc) != NVFP4_OK) {
-        fprintf(stderr, "nvfp4 bench: %s; the kernels need an sm_90 GPU (H100, H200)\n", nvfp4_last_error());
+        fprintf(stderr, "nvfp4 bench: %s; the kernels need an sm_90 GPU (H100, H200) or an sm_120 / sm_121 "
+                        "one (GB10, RTX Blackwell)\n", nvfp4_last_error());
         return 1;
     }
-    if (!nvfp4_cuda_available()) {
-        fprintf(stderr, "nvfp4 bench: the GPU is a %s (%s); the kernels need an sm_90 one (H100, H200)\n",
-                dev_name, cc);
+    nvfp4_model model;
+    if (nvfp4_cuda_model(&model) != NVFP4_OK) {
+        fprintf(stderr, "nvfp4 bench: the GPU is a %s (%s); this build has kernels for sm_90 (H100, H200) and, "
+                        "when built with them, sm_120 / sm_121 (GB10, RTX Blackwell)\n", dev_name, cc);
         return 1;
     }
+    const int sm120 = model == NVFP4_MODEL_SM120;
     /* the report file first: an unwritable path fails before minutes of timing */
     nvfp4_atomic_file *report = NULL;
     if (json_path && nvfp4_atomic_open(&report, json_path) != NVFP4_OK) {
@@ -574,8 +645,11 @@ int nvfp4_cli_bench(int argc, char **argv)
     CB(cublasSetWorkspace(hb, lt_ws, lt_ws_bytes), "cublasSetWorkspace");
 
     if (bench_ceilings(hb, quick, &copy_bw, &fp16_tflops)) goto fail;
-    printf("device: %s (%s), L2 %d MB; copy %.2f TB/s (read+write), FP16 GEMM 8192^3 %.0f TFLOP/s\n",
-           dev_name, cc, l2 >> 20, copy_bw / 1e12, fp16_tflops);
+    const double floor_bw = opt.floor_gbs > 0 ? opt.floor_gbs * 1e9 : copy_bw;
+    printf("device: %s (%s), L2 %d MB; copy %.2f TB/s (read+write), FP16 GEMM 8192^3 %.0f TFLOP/s; "
+           "byte floor %.0f GB/s (%s)\n",
+           dev_name, cc, l2 >> 20, copy_bw / 1e12, fp16_tflops, floor_bw / 1e9,
+           opt.floor_gbs > 0 ? "nominal" : "the measured copy");
     fflush(stdout);
 
     for (int li = 0; li < 4; li++) {
@@ -656,35 +730,23 @@ int nvfp4_cli_bench(int argc, char **argv)
             }
             {
                 nvfp4_sm90_plan plan;
-                int sms = 0;
-                size_t optin = 0;
-                int iv = 0, ps = 0;
+                nvfp4_sm120_plan plan120;
+                int sms = 0, optin = 0, ps = 0;
                 cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-                cudaDeviceGetAttribute(&iv, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+                cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
                 cudaDeviceGetAttribute(&ps, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
-                optin = (size_t)iv;
-                R->variant = nvfp4_sm90_plan_gemm(m, n, k, 1, sms, optin, (size_t)ps, -1, &plan) == 0
-                                 ? plan.variant
-                                 : -1;
+                const nvfp4_sm90_device d = {sms, (size_t)optin, (size_t)ps};
+                snprintf(R->tile, sizeof R->tile, "?");
+                if (sm120) { /* the warp unit (weight rows x activation rows) and the ring */
+                    if (nvfp4_sm120_plan_gemm(sms, (size_t)optin, m, n, k, 1, &plan120) == 0)
+                        snprintf(R->tile, sizeof R->tile, "u%dx%d_s%d", 16 * plan120.fa, 8 * plan120.fb,
+                                 plan120.stages);
+                } else if (nvfp4_sm90_plan_gemm(&d, m, n, k, 1, NVFP4_SM90_ACT_NVFP4, &plan) == 0) {
+                    /* the planned kernel's name without its nvfp4_sm90_ prefix */
+                    snprintf(R->tile, sizeof R->tile, "%s", nvfp4_sm90_kernels[plan.kernel].name + 11);
+                }
             }
             R->bytes_nvfp4 = (double)(wq_codes + wq_sc + xq_codes + xq_sc + y16);
-            if (all_tiles) {
-                printf("  %-8s M=%-5lld tiles:", L->name, (long long)m);
-                for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
-                    R->us_variant[v] = -1;
-                    if (NVFP4_SM90_IS_SMALL(&nvfp4_sm90_variants[v]) && m > nvfp4_sm90_variants[v].bn) continue;
-                    nvfp4_sm90_force_variant(v);
-                    int bad = time_median(launch_nvfp4, &qc, rq, 2, 10, &R->us_variant[v]);
-                    nvfp4_sm90_force_variant(-1);
-                    if (bad) goto fail;
-                    if (bad == 0 && R->us_variant[v] >= 0) {
-                        char lab[24];
-                        tile_label(lab, sizeof lab, v);
-                        printf(" %s=%.1f", lab, R->us_variant[v]);
-                    }
-                }
-                printf("\n");
-            }
             /* cuBLAS BF16 */
             bf16_ctx bc;
             memset(&bc, 0, sizeof bc);
@@ -701,57 +763,26 @@ int nvfp4_cli_bench(int argc, char **argv)
             }
             /* cuBLASLt FP8, per-tensor scales, BF16 out */
             fp8_ctx fc;
-            memset(&fc, 0, sizeof fc);
-            fc.h = hl;
-            fc.y = y;
-            fc.ws = lt_ws;
-            fc.ws_bytes = lt_ws_bytes;
+            lt_init(&fc, hl, y, lt_ws, lt_ws_bytes);
             for (int r = 0; r < r8; r++) {
                 fc.w[r] = wf8[r];
                 fc.x[r] = xf8[r];
             }
-            int fp8_ok = 0;
-            {
-                cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-                CB(cublasLtMatmulDescCreate(&fc.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "fp8 desc");
-                CB(cublasLtMatmulDescSetAttribute(fc.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
-                CB(cublasLtMatmulDescSetAttribute(fc.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
-                const void *sa = d_scales + 16, *sb = d_scales;
-                CB(cublasLtMatmulDescSetAttribute(fc.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa),
-                   "a scale");
-                CB(cublasLtMatmulDescSetAttribute(fc.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb),
-                   "b scale");
-                CB(cublasLtMatrixLayoutCreate(&fc.lw, CUDA_R_8F_E4M3, (uint64_t)k, (uint64_t)n, k), "layout w");
-                CB(cublasLtMatrixLayoutCreate(&fc.lx, CUDA_R_8F_E4M3, (uint64_t)k, (uint64_t)m, k), "layout x");
-                CB(cublasLtMatrixLayoutCreate(&fc.ly, CUDA_R_16BF, (uint64_t)n, (uint64_t)m, n), "layout y");
-                cublasLtMatmulPreference_t pref;
-                CB(cublasLtMatmulPreferenceCreate(&pref), "pref");
-                CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                        &lt_ws_bytes, sizeof lt_ws_bytes),
-                   "pref ws");
-                cublasLtMatmulHeuristicResult_t hr[8];
-                int found = 0;
-                cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(hl, fc.op, fc.lw, fc.lx, fc.ly, fc.ly, pref,
-                                                                   8, hr, &found);
-                cublasLtMatmulPreferenceDestroy(pref);
-                cublasStatus_t ts = hs;
-                /* The first candidate is not always runnable: take the first that is. */
-                for (int ai = 0; hs == CUBLAS_STATUS_SUCCESS && ai < found; ai++) {
-                    const float one = 1.0f, zero = 0.0f;
-                    if (hr[ai].state != CUBLAS_STATUS_SUCCESS) {
-                        ts = hr[ai].state;
-                        continue;
-                    }
-                    fc.algo = hr[ai].algo;
-                    ts = cublasLtMatmul(hl, fc.op, &one, fc.w[0], fc.lw, fc.x[0], fc.lx, &zero, y, fc.ly, y,
-                                        fc.ly, &fc.algo, lt_ws, lt_ws_bytes, 0);
-                    if (ts == CUBLAS_STATUS_SUCCESS) break;
-                }
-                fp8_ok = ts == CUBLAS_STATUS_SUCCESS && found > 0;
-                if (!fp8_ok)
-                    fprintf(stderr, "nvfp4 bench: cuBLASLt FP8 refuses %s M=%lld (status %d, %d candidates)\n",
-                            L->name, (long long)m, (int)ts, found);
+            char what[64];
+            snprintf(what, sizeof what, "FP8 on %s M=%lld", L->name, (long long)m);
+            const int fp8_ok = lt_prepare(&fc, CUDA_R_8F_E4M3, d_scales + 16, d_scales, m, n, k, what);
+            if (fp8_ok < 0) goto fail;
+            /* cuBLASLt NVFP4: the same NVFP4 bytes as ours (cuBLAS reads the
+             * codes low nibble first: random bytes either way) */
+            fp8_ctx f4;
+            lt_init(&f4, hl, y, lt_ws, lt_ws_bytes);
+            for (int r = 0; r < rq; r++) {
+                f4.w[r] = wq[r], f4.sw[r] = wqs[r];
+                f4.x[r] = xq[r], f4.sx[r] = xqs[r];
             }
+            snprintf(what, sizeof what, "NVFP4 on %s M=%lld", L->name, (long long)m);
+            const int fp4_ok = lt_prepare(&f4, CUDA_R_4F_E2M1, NULL, NULL, m, n, k, what);
+            if (fp4_ok < 0) goto fail;
             /* streaming A: fused linear and quantize kernel + GEMM, static
              * input scale, BF16 activations rotated with the weights */
             int64_t mp = (m + 15) / 16 * 16;
@@ -789,34 +820,34 @@ int nvfp4_cli_bench(int argc, char **argv)
                 void *ctx;
                 int nrot;
                 double *us;
-            } who[6] = {{launch_nvfp4, &qc, rq, &R->us_nvfp4},
+            } who[7] = {{launch_nvfp4, &qc, rq, &R->us_nvfp4},
                         {launch_cublas, &bc, r16, &R->us_bf16},
                         {launch_fp8, &fc, r8, &R->us_fp8},
                         {launch_fused, lc, rq, &R->us_fused},
                         {launch_unfused, lc, rq, &R->us_unfused},
-                        {launch_fused_dyn, lc, rq, &R->us_fused_dyn}};
+                        {launch_fused_dyn, lc, rq, &R->us_fused_dyn},
+                        {launch_fp8, &f4, rq, &R->us_fp4lt}};
             R->us_fp8 = -1; /* no FP8 algorithm for this shape */
+            R->us_fp4lt = -1;
             for (int pass = 0; pass < 2; pass++)
-                for (int j = 0; j < 6; j++) {
-                    int c = pass ? 5 - j : j;
-                    if (c == 2 && !fp8_ok) continue;
+                for (int j = 0; j < 7; j++) {
+                    int c = pass ? 6 - j : j;
+                    if ((c == 2 && !fp8_ok) || (c == 6 && !fp4_ok)) continue;
                     double us = 0;
                     if (time_median(who[c].fn, who[c].ctx, who[c].nrot, warmup, iters, &us)) goto fail;
                     if (pass == 0 || us < *who[c].us) *who[c].us = us;
                 }
-            cublasLtMatrixLayoutDestroy(fc.lw);
-            cublasLtMatrixLayoutDestroy(fc.lx);
-            cublasLtMatrixLayoutDestroy(fc.ly);
-            cublasLtMatmulDescDestroy(fc.op);
+            lt_release(&fc);
+            lt_release(&f4);
             cudaFree(d_lws);
             cudaFree(d_qc);
             cudaFree(d_qs);
             free(lc);
-            double floor_us = R->bytes_nvfp4 / copy_bw * 1e6;
+            double floor_us = R->bytes_nvfp4 / floor_bw * 1e6;
             double tc_us = 2.0 * (double)m * n * k / (fp16_tflops * 1e12) * 1e6;
-            printf("  %-8s M=%-5lld nvfp4 %9.1f us  bf16 %9.1f us  fp8 %9.1f us  ratio %.2f  "
+            printf("  %-8s M=%-5lld nvfp4 %9.1f us  bf16 %9.1f us  fp8 %9.1f us  cuBLASLt nvfp4 %9.1f us  ratio %.2f  "
                    "bytes %3.0f%%  fp16 %3.0f%%  fused %9.1f us (x%.2f)  unfused %9.1f us  fused dynamic %9.1f us\n",
-                   L->name, (long long)m, R->us_nvfp4, R->us_bf16, R->us_fp8, R->us_nvfp4 / R->us_bf16,
+                   L->name, (long long)m, R->us_nvfp4, R->us_bf16, R->us_fp8, R->us_fp4lt, R->us_nvfp4 / R->us_bf16,
                    100 * floor_us / R->us_nvfp4, 100 * tc_us / R->us_nvfp4, R->us_fused,
                    R->us_fused / R->us_nvfp4, R->us_unfused, R->us_fused_dyn);
             fflush(stdout);
@@ -838,10 +869,10 @@ int nvfp4_cli_bench(int argc, char **argv)
         cudaFree(d_scales);
     }
 
-    bench_print_table(res, nres, copy_bw, fp16_tflops);
+    bench_print_table(res, nres, floor_bw, fp16_tflops);
     if (report) {
         /* whole or not at all: a temporary file renamed into place */
-        json_t *root = bench_json(dev_name, res, nres, copy_bw, fp16_tflops, iters, all_tiles);
+        json_t *root = bench_json(dev_name, res, nres, copy_bw, floor_bw, fp16_tflops, iters);
         char *text = json_dumps(root, JSON_INDENT(1));
         json_decref(root);
         nvfp4_status st = text ? nvfp4_atomic_write(report, text, strlen(text))

@@ -81,11 +81,12 @@ int cli_commit_prepared(const char *cmd, nvfp4_status st, nvfp4_st_writer *w,
 const char *cli_nonfinite_str(char *buf, size_t len, const nvfp4_nonfinite *nf);
 /* Say what NaN / Inf values did: `what` (a name, quoted in the message) held
  * *in before the quantizer made q, whose first rows x cols values are what
- * it became (computed_scale: q's per-tensor scale is amax/2688 of the input).
+ * it became (computed_scale: q's per-tensor scale is amax/2688 of the input;
+ * quantizer: whose arithmetic made it, "ComfyUI's").
  * A warning on stderr, or with strict an error.  0, or 1 when strict refused. */
 int cli_report_quantized(const char *cmd, const char *what, const nvfp4_nonfinite *in,
                          const nvfp4_tensor *q, int64_t rows, int64_t cols, int computed_scale,
-                         int strict);
+                         const char *quantizer, int strict);
 /* NaN / Inf among an NVFP4 operand's values (what: "the weight 'L.weight'"),
  * and among m x n BF16 outputs: a warning, or with strict an error.  0, or 1
  * when strict refused. */
@@ -103,7 +104,12 @@ const char *cli_printable(char *buf, size_t len, const char *s);
 /* Shared by matmul, linear and check (common.c).  Loading a tensor that is
  * stored as floats, not NVFP4, says to quantize it first. */
 int cli_load_nvfp4_spec(const char *cmd, const char *spec, nvfp4_tensor *t);
-int cli_load_layer(const char *cmd, const nvfp4_st_file *f, const char *layer, nvfp4_layer *l);
+/* NAME is stored as floats, not NVFP4, in the checkpoint c read from path:
+ * 1 with the hint "quantize it first" printed, else 0. */
+int cli_not_quantized(const char *cmd, const nvfp4_ckpt *c, const char *path, const char *name);
+/* Layer LAYER of the checkpoint c (opened from path, any format). */
+int cli_load_layer(const char *cmd, const nvfp4_ckpt *c, const char *path, const char *layer,
+                   nvfp4_layer *l);
 int cli_load_vector_spec(const char *cmd, const char *spec, int64_t n, float **out);
 /* Commit raw (F32) and out (BF16) [m, n] to an output opened with cli_open_output. */
 int cli_write_result(const char *cmd, nvfp4_atomic_file *f, const char *path, const float *raw,
@@ -120,5 +126,6 @@ int cmd_check(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_example(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 
 #endif

@@ -6,13 +6,14 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: nvfp4 linear W.safetensors:LAYER X.safetensors:NAME -o OUT.safetensors [options]\n"
+    "usage: nvfp4 linear W:LAYER X.safetensors:NAME -o OUT.safetensors [options]\n"
     "\n"
     "ComfyUI's NVFP4 linear: the activations X [M, k] (BF16, F16 or F32) are quantized\n"
     "to NVFP4 with ComfyUI's quantizer and a per-tensor scale, then multiplied by the\n"
-    "layer's weight under the GEMM contract (docs/CONTRACT.md).  The layer is\n"
-    "LAYER.weight, LAYER.weight_scale, LAYER.weight_scale_2, optional\n"
-    "LAYER.input_scale and LAYER.bias.  OUT holds out (BF16 [M, N]) and raw (F32).\n"
+    "layer's weight under the GEMM contract (docs/CONTRACT.md).  W is a checkpoint of\n"
+    "any NVFP4 format (a .safetensors file, a directory, a .gguf file; `nvfp4 inspect`\n"
+    "names it); ComfyUI's layer is LAYER.weight, LAYER.weight_scale, LAYER.weight_scale_2,\n"
+    "optional LAYER.input_scale and LAYER.bias.  OUT holds out (BF16 [M, N]) and raw (F32).\n"
     "\n"
     "Shapes: the weight is [N, K] with K a multiple of 16 (nvfp4 quantize pads a\n"
     "weight's columns to 16, as ComfyUI does), and X may keep its own k: any k with\n"
@@ -26,7 +27,8 @@ static const char help[] =
     "  --backend cpu|cuda|auto       where it runs (default auto).  cuda: BF16 activations\n"
     "                                are quantized inside the GEMM (the fused A producer);\n"
     "                                F16/F32 ones on the CPU first\n"
-    "  --model sm90|exact|sm120      accumulation model (cpu backend; default sm90)\n"
+    "  --model sm90|exact|sm120      accumulation model (default sm90; the cuda backend\n"
+    "                                computes its GPU's: sm120 on GB10 / RTX Blackwell)\n"
     "  --dump-quantized FILE         also write the quantized activations to FILE as\n"
     "                                `nvfp4 quantize --only x` would (x, x_scale, x_scale_2)\n"
     "  --strict                      fail when X, the weight or the outputs hold NaN or Inf\n"
@@ -103,10 +105,11 @@ int cmd_linear(int argc, char **argv)
     }
     if (!sw || !sx || !outp)
         return cli_error(C, "needs W.safetensors:LAYER X.safetensors:NAME -o OUT (try --help)");
-    int use_cuda = !strcmp(backend, "cuda") ||
-                   (!strcmp(backend, "auto") && model == NVFP4_MODEL_SM90 && nvfp4_cuda_available());
-    if (use_cuda && model != NVFP4_MODEL_SM90)
-        return cli_error(C, "--backend cuda computes the sm90 model only");
+    nvfp4_model gpu_model = NVFP4_MODEL_SM90; /* the GPU's kernel's model (sm120 on GB10 / RTX Blackwell) */
+    const int gpu = nvfp4_cuda_model(&gpu_model) == NVFP4_OK;
+    int use_cuda = !strcmp(backend, "cuda") || (!strcmp(backend, "auto") && gpu && model == gpu_model);
+    if (use_cuda && model != gpu_model)
+        return cli_error(C, "--backend cuda computes the %s model here", nvfp4_model_name(gpu_model));
 
     char wpath[4096], xpath[4096], name[4200];
     const char *layer, *xname;
@@ -116,18 +119,21 @@ int cmd_linear(int argc, char **argv)
     if (cli_check_paths(C, inputs, 2, outputs, 2, force)) return 1;
 
     int rc = 1;
-    nvfp4_st_file *wf = NULL, *xf = NULL;
+    nvfp4_st_file *xf = NULL;
     nvfp4_tensor W = {0}, XQ = {0};
     float *bias = NULL, *raw = NULL, input_scale = 0;
     uint16_t *out = NULL;
     nvfp4_atomic_file *fout = NULL, *fdump = NULL;
-    nvfp4_status st = nvfp4_st_open(&wf, wpath);
+    nvfp4_layer L = {0};
+    nvfp4_ckpt *wc = NULL;
+    nvfp4_status st = nvfp4_ckpt_open(&wc, wpath, NVFP4_FORMAT_UNKNOWN); /* any checkpoint format */
     if (st != NVFP4_OK) {
         cli_lib_error(C, st, "cannot read weights");
         goto done;
     }
-    nvfp4_layer L = {0};
-    if (cli_load_layer(C, wf, layer, &L)) goto done;
+    int load_failed = cli_load_layer(C, wc, wpath, layer, &L);
+    nvfp4_ckpt_close(wc); /* the layer is a copy */
+    if (load_failed) goto done;
     W = L.weight; /* the layer's arrays now belong to W and bias */
     bias = L.bias;
     if (scale_mode == -1) scale_mode = L.has_input_scale ? 0 : 1;
@@ -220,7 +226,7 @@ int cmd_linear(int argc, char **argv)
            layer, (long long)m, (long long)n, (long long)W.cols, scale_mode ? "dynamic" : "static",
            XQ.per_tensor_scale, variant ? "cuda" : "eager", use_cuda ? "cuda" : "cpu",
            cli_now() - t0);
-    if (cli_report_quantized(C, xname, &nfx, &XQ, m, k, scale_mode == 1, strict) ||
+    if (cli_report_quantized(C, xname, &nfx, &XQ, m, k, scale_mode == 1, "ComfyUI's", strict) ||
         cli_report_outputs(C, out, m, n, strict))
         goto done;
     if (dump) {
@@ -238,7 +244,6 @@ done:
     free(bias);
     free(raw);
     free(out);
-    nvfp4_st_close(wf);
     nvfp4_st_close(xf);
     return rc;
 }

@@ -19,8 +19,9 @@ static const char help[] =
     "\n"
     "options:\n"
     "  --model sm90|exact|sm120   accumulation model (default sm90: Hopper, measured)\n"
-    "  --backend cpu|cuda|auto    auto: the H200 kernel when usable and the model is\n"
-    "                             sm90, else the CPU (default auto)\n"
+    "  --backend cpu|cuda|auto    auto: the GPU's kernel when usable and the model is\n"
+    "                             its (sm90 on H100 / H200, sm120 on GB10 / RTX\n"
+    "                             Blackwell), else the CPU (default auto)\n"
     "  --bias FILE:NAME           a 1-D float tensor of N values added in FP32\n"
     "  --compare-exact            also report the ULP distance of raw and out from the\n"
     "                             exact (correctly rounded) oracle\n"
@@ -73,11 +74,12 @@ int cmd_matmul(int argc, char **argv)
     }
     if (!sa || !sb || !outp)
         return cli_error(C, "needs A.safetensors:NAME B.safetensors:NAME -o OUT (try --help)");
-    int use_cuda = !strcmp(backend, "cuda") ||
-                   (!strcmp(backend, "auto") && model == NVFP4_MODEL_SM90 && nvfp4_cuda_available());
-    if (use_cuda && model != NVFP4_MODEL_SM90)
-        return cli_error(C, "--backend cuda computes the sm90 model only; use --backend cpu "
-                            "for --model %s", nvfp4_model_name(model));
+    nvfp4_model gpu_model = NVFP4_MODEL_SM90; /* the GPU's kernel's model (sm120 on GB10 / RTX Blackwell) */
+    const int gpu = nvfp4_cuda_model(&gpu_model) == NVFP4_OK;
+    int use_cuda = !strcmp(backend, "cuda") || (!strcmp(backend, "auto") && gpu && model == gpu_model);
+    if (use_cuda && model != gpu_model)
+        return cli_error(C, "--backend cuda computes the %s model here; use --backend cpu "
+                            "for --model %s", nvfp4_model_name(gpu_model), nvfp4_model_name(model));
     const char *specs[3] = {sa, sb, sbias}, *inputs[3] = {NULL, NULL, NULL};
     char paths[3][4096];
     for (int i = 0; i < 3; i++) {

@@ -29,7 +29,15 @@ static const char help[] =
     "                         tensor whose name ends in .weight\n"
     "  --variant eager|cuda   comfy-kitchen's eager (divide, default) or CUDA\n"
     "                         (multiply by the reciprocal) rounding path\n"
+    "  --variant modelopt     NVIDIA ModelOpt's quantizer (NVFP4QTensor.quantize), written\n"
+    "                         as ModelOpt stores it: T (codes, element 2i low), T_scale\n"
+    "                         [rows, cols/16] row-major, T_scale_2 (docs/FORMATS.md)\n"
+    "  --variant compressed-tensors\n"
+    "                         compressed-tensors' (llm-compressor's min-max observer, its\n"
+    "                         arithmetic in T's dtype), written as T_packed, T_scale,\n"
+    "                         T_global_scale (the per-tensor scale's reciprocal)\n"
     "  --per-tensor-scale X   use X (finite, > 0) instead of amax|T| / (448 * 6)\n"
+    "                         (compressed-tensors: X is the global scale, 2688 / amax)\n"
     "  --strict               fail when a tensor holds NaN or Inf, or quantizes to them\n"
     "  --threads N            worker threads (default: all cores)\n"
     "  --force                write OUT even when it is IN\n";
@@ -93,6 +101,7 @@ int cmd_quantize(int argc, char **argv)
     float pts = 0;
     int force = 0;
     nvfp4_variant variant = NVFP4_VARIANT_EAGER;
+    nvfp4_format tool = NVFP4_FORMAT_COMFYUI; /* a checkpoint tool's quantizer and layout */
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -107,10 +116,15 @@ int cmd_quantize(int argc, char **argv)
             if (n_only == MAX_ONLY) return cli_error(C, "too many --only names");
             only[n_only++] = argv[i];
         } else if (!strcmp(a, "--variant")) {
-            if (++i >= argc) return cli_error(C, "--variant needs eager or cuda");
+            if (++i >= argc)
+                return cli_error(C, "--variant needs eager, cuda, modelopt or compressed-tensors");
             if (!strcmp(argv[i], "eager")) variant = NVFP4_VARIANT_EAGER;
             else if (!strcmp(argv[i], "cuda")) variant = NVFP4_VARIANT_CUDA;
-            else return cli_error(C, "--variant: '%s' is not eager or cuda", argv[i]);
+            else if (!strcmp(argv[i], "modelopt")) tool = NVFP4_FORMAT_MODELOPT;
+            else if (!strcmp(argv[i], "compressed-tensors")) tool = NVFP4_FORMAT_COMPRESSED_TENSORS;
+            else
+                return cli_error(C, "--variant: '%s' is not eager, cuda, modelopt or "
+                                    "compressed-tensors", argv[i]);
         } else if (!strcmp(a, "--per-tensor-scale")) {
             if (++i >= argc || cli_parse_float(argv[i], &pts))
                 return cli_error(C, "--per-tensor-scale needs a number (finite, > 0)");
@@ -141,7 +155,7 @@ int cmd_quantize(int argc, char **argv)
     size_t count = nvfp4_st_count(f);
     int rc = 1;
     char *selected = calloc(count ? count : 1, 1);
-    nvfp4_tensor *q = calloc(count ? count : 1, sizeof *q);
+    nvfp4_ckpt_tensor *q = calloc(count ? count : 1, sizeof *q);
     nvfp4_st_writer *w = NULL;
     nvfp4_atomic_file *out = NULL;
     if (!selected || !q) {
@@ -184,7 +198,7 @@ int cmd_quantize(int argc, char **argv)
                     goto done;
                 }
             }
-            if (marker_clash(C, f, t->name)) goto done;
+            if (tool == NVFP4_FORMAT_COMFYUI && marker_clash(C, f, t->name)) goto done;
         }
         selected[i] = (char)sel;
         n_sel += (size_t)sel;
@@ -195,6 +209,9 @@ int cmd_quantize(int argc, char **argv)
         goto done;
     }
     if (cli_open_output(C, outp, &out)) goto done;
+    const char *tool_words = tool == NVFP4_FORMAT_MODELOPT             ? "ModelOpt's"
+                             : tool == NVFP4_FORMAT_COMPRESSED_TENSORS ? "compressed-tensors'"
+                                                                       : "ComfyUI's";
 
     double t0 = cli_now();
     size_t done_n = 0;
@@ -205,17 +222,20 @@ int cmd_quantize(int argc, char **argv)
                      (long long)t->shape[1], ++done_n, n_sel);
         nvfp4_nonfinite nf;
         st = nvfp4_count_nonfinite(&nf, t->data, t->dtype, t->shape[0], t->shape[1]);
-        if (st == NVFP4_OK)
-            st = nvfp4_quantize(&q[i], t->data, t->dtype, t->shape[0], t->shape[1],
+        if (st == NVFP4_OK && tool == NVFP4_FORMAT_COMFYUI)
+            st = nvfp4_quantize(&q[i].t, t->data, t->dtype, t->shape[0], t->shape[1],
                                 have_pts ? &pts : NULL, variant, (int)threads);
+        else if (st == NVFP4_OK)
+            st = nvfp4_quantize_format(&q[i], t->data, t->dtype, t->shape[0], t->shape[1], tool,
+                                       have_pts ? &pts : NULL, (int)threads);
         if (st != NVFP4_OK) {
             char what[600];
             snprintf(what, sizeof what, "quantizing '%s'", t->name);
             cli_lib_error(C, st, what);
             goto done;
         }
-        if (cli_report_quantized(C, t->name, &nf, &q[i], t->shape[0], t->shape[1], !have_pts,
-                                 strict))
+        if (cli_report_quantized(C, t->name, &nf, &q[i].t, t->shape[0], t->shape[1], !have_pts,
+                                 tool_words, strict))
             goto done;
     }
     double t_quant = cli_now() - t0;
@@ -235,7 +255,9 @@ int cmd_quantize(int argc, char **argv)
     }
     for (size_t i = 0; i < count; i++) {
         const nvfp4_st_tensor *t = nvfp4_st_get(f, i);
-        if (selected[i]) {
+        if (selected[i] && tool != NVFP4_FORMAT_COMFYUI) {
+            st = nvfp4_st_add_format(w, t->name, &q[i]);
+        } else if (selected[i]) {
             /* a LAYER.weight becomes a whole ComfyUI layer, marker included
              * (unless the input already has the marker, which is copied) */
             char marker[4096];
@@ -243,12 +265,12 @@ int cmd_quantize(int argc, char **argv)
                 char layer[4096];
                 snprintf(layer, sizeof layer, "%.*s", (int)(strlen(t->name) - strlen(".weight")),
                          t->name);
-                st = nvfp4_st_add_nvfp4_layer(w, layer, &q[i]);
+                st = nvfp4_st_add_nvfp4_layer(w, layer, &q[i].t);
             } else {
-                st = nvfp4_st_add_nvfp4(w, t->name, &q[i]);
+                st = nvfp4_st_add_nvfp4(w, t->name, &q[i].t);
             }
             /* ComfyUI's bytes keep the padded rows; the metadata keeps T's own */
-            if (st == NVFP4_OK && q[i].rows != t->shape[0])
+            if (st == NVFP4_OK && q[i].t.rows != t->shape[0])
                 st = nvfp4_st_writer_set_rows(w, t->name, t->shape[0]);
         } else {
             st = nvfp4_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, t->nbytes);
@@ -268,7 +290,7 @@ done:
     nvfp4_atomic_discard(out);
     nvfp4_st_writer_free(w);
     if (q)
-        for (size_t i = 0; i < count; i++) nvfp4_tensor_free(&q[i]);
+        for (size_t i = 0; i < count; i++) nvfp4_ckpt_tensor_free(&q[i]);
     free(q);
     free(selected);
     nvfp4_st_close(f);

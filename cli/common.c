@@ -313,7 +313,7 @@ int cli_nonfinite_notice(const char *cmd, int strict, const char *fmt, ...)
 
 int cli_report_quantized(const char *C, const char *what, const nvfp4_nonfinite *in,
                          const nvfp4_tensor *q, int64_t rows, int64_t cols, int computed_scale,
-                         int strict)
+                         const char *quantizer, int strict)
 {
     nvfp4_nonfinite out;
     if (nvfp4_tensor_count_nonfinite(&out, q, rows, cols) != NVFP4_OK) return 0;
@@ -324,8 +324,8 @@ int cli_report_quantized(const char *C, const char *what, const nvfp4_nonfinite 
     float pts = q->per_tensor_scale;
     const char *scale_kind = computed_scale ? "computed as amax/2688" : "given";
     if (!bad_out)
-        snprintf(became, sizeof became, "every quantized value is finite (the quantizer clamped "
-                                        "or replaced them, as ComfyUI's does)");
+        snprintf(became, sizeof became, "every quantized value is finite (%s quantizer "
+                                        "clamped or replaced them)", quantizer);
     else if (!isfinite(pts))
         snprintf(became, sizeof became, "its per-tensor scale (%s) is %s, so %s%lld of its %lld "
                                         "x %lld quantized values are NaN or Inf",
@@ -342,9 +342,9 @@ int cli_report_quantized(const char *C, const char *what, const nvfp4_nonfinite 
                                     cli_nonfinite_str(held, sizeof held, in), became);
     if (computed_scale && pts == 0)
         return cli_nonfinite_notice(C, strict, "'%s' is all zeros: its per-tensor scale "
-                                               "amax/2688 is 0 and ComfyUI's arithmetic (0/0) "
+                                               "amax/2688 is 0 and %s arithmetic (0/0) "
                                                "gives every block a NaN scale, so %s",
-                                    shown, became);
+                                    shown, quantizer, became);
     return cli_nonfinite_notice(C, strict, "'%s' is finite, but with the per-tensor scale %.9g %s",
                                 shown, (double)pts, became);
 }
@@ -377,18 +377,31 @@ int cli_report_outputs(const char *C, const uint16_t *out, int64_t m, int64_t n,
 
 /*------------------- shared by matmul, linear and check -------------------*/
 
-/* NAME exists as a float tensor, not an NVFP4 one: 1 with the hint printed. */
-static int not_quantized(const char *C, const nvfp4_st_file *f, const char *name)
+int cli_not_quantized(const char *C, const nvfp4_ckpt *c, const char *path, const char *name)
 {
-    const nvfp4_st_tensor *t = nvfp4_st_find(f, name);
-    if (!t || nvfp4_st_is_nvfp4(f, name) ||
-        (t->dtype != NVFP4_DTYPE_BF16 && t->dtype != NVFP4_DTYPE_F16 && t->dtype != NVFP4_DTYPE_F32))
-        return 0;
-    char shown[256], file[512];
-    return cli_error(C, "%s: '%s' is %s, not NVFP4: quantize it first (nvfp4 quantize %s "
-                        "OUT.safetensors), then use OUT.safetensors",
-                     cli_printable(file, sizeof file, nvfp4_st_path(f)),
-                     cli_printable(shown, sizeof shown, name), nvfp4_dtype_name(t->dtype), file);
+    for (size_t i = 0; i < nvfp4_ckpt_entries(c); i++) {
+        nvfp4_ckpt_entry e;
+        if (nvfp4_ckpt_entry_at(c, i, &e) != NVFP4_OK || strcmp(e.name, name)) continue;
+        if (e.dtype != NVFP4_DTYPE_BF16 && e.dtype != NVFP4_DTYPE_F16 && e.dtype != NVFP4_DTYPE_F32)
+            return 0;
+        char shown[256], file[512];
+        return cli_error(C, "%s: '%s' is %s, not NVFP4: quantize it first (nvfp4 quantize %s "
+                            "OUT.safetensors), then use OUT.safetensors",
+                         cli_printable(file, sizeof file, path), cli_printable(shown, sizeof shown, name),
+                         nvfp4_dtype_name(e.dtype), file);
+    }
+    return 0;
+}
+
+/* cli_not_quantized() for the checkpoint at path (0 when it cannot be opened:
+ * the loader's message stands). */
+static int not_quantized_at(const char *C, const char *path, const char *name)
+{
+    nvfp4_ckpt *c = NULL;
+    if (nvfp4_ckpt_open(&c, path, NVFP4_FORMAT_UNKNOWN) != NVFP4_OK) return 0;
+    int rc = cli_not_quantized(C, c, path, name);
+    nvfp4_ckpt_close(c);
+    return rc;
 }
 
 int cli_load_nvfp4_spec(const char *C, const char *spec, nvfp4_tensor *t)
@@ -397,25 +410,21 @@ int cli_load_nvfp4_spec(const char *C, const char *spec, nvfp4_tensor *t)
     const char *name;
     if (cli_split_spec(spec, path, sizeof path, &name))
         return cli_error(C, "'%s' is not FILE:NAME", spec);
-    nvfp4_st_file *f = NULL;
-    nvfp4_status st = nvfp4_st_open(&f, path);
-    if (st != NVFP4_OK) return cli_lib_error(C, st, "cannot read");
-    int rc = 0;
-    st = nvfp4_st_load_nvfp4(t, f, name);
-    if (st != NVFP4_OK && !not_quantized(C, f, name)) rc = cli_lib_error(C, st, spec);
-    else if (st != NVFP4_OK) rc = 1;
-    nvfp4_st_close(f);
-    return rc;
+    nvfp4_status st = nvfp4_load_tensor(t, path, name); /* any checkpoint format */
+    if (st == NVFP4_OK) return 0;
+    if (not_quantized_at(C, path, name)) return 1;
+    return cli_lib_error(C, st, spec);
 }
 
-int cli_load_layer(const char *C, const nvfp4_st_file *f, const char *layer, nvfp4_layer *l)
+int cli_load_layer(const char *C, const nvfp4_ckpt *c, const char *path, const char *layer,
+                   nvfp4_layer *l)
 {
-    nvfp4_status st = nvfp4_st_load_layer(l, f, layer);
+    nvfp4_status st = nvfp4_ckpt_load_layer(l, c, layer); /* any checkpoint format */
     if (st == NVFP4_OK) return 0;
     char weight[4200];
     snprintf(weight, sizeof weight, "%s.weight", layer);
-    if (not_quantized(C, f, weight)) return 1;
-    return cli_lib_error(C, st, layer); /* the message names the tensor */
+    if (cli_not_quantized(C, c, path, weight)) return 1;
+    return cli_lib_error(C, st, layer); /* the message names the file or tensor */
 }
 
 int cli_load_vector_spec(const char *C, const char *spec, int64_t n, float **out)

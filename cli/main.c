@@ -14,11 +14,12 @@ static const char usage[] =
     "accumulation models (the oracle), a CPU backend and an H200 (sm_90a) backend.\n"
     "\n"
     "commands:\n"
-    "  check       the P0 gate: backend vs oracle on the seed's four linears, JSON report\n"
+    "  check       is the GEMM bit-exact against its hardware's accumulation model? (JSON)\n"
     "  bench       H200 kernel vs cuBLAS BF16 and FP8, side by side (CUDA builds)\n"
     "  quantize    BF16/F16/F32 tensors of a safetensors file -> ComfyUI NVFP4\n"
     "  dequantize  NVFP4 tensors -> BF16 or F32\n"
-    "  inspect     list tensors, dtypes, shapes, NVFP4 layers and simple stats\n"
+    "  inspect     the checkpoint's format and conventions, its tensors and simple stats\n"
+    "  convert     an NVFP4 checkpoint between comfyui, modelopt, compressed-tensors, gguf\n"
     "  matmul      NVFP4 x NVFP4 GEMM under an accumulation model (raw FP32 + BF16 out)\n"
     "  linear      BF16 activations x NVFP4 layer (quantize, then GEMM)\n"
     "  explain     which contract (model, K slices) reproduces another GEMM's outputs\n"
@@ -100,6 +101,7 @@ int main(int argc, char **argv)
         {"check", cmd_check},       {"bench", cmd_bench},         {"quantize", cmd_quantize},
         {"dequantize", cmd_dequantize}, {"inspect", cmd_inspect}, {"matmul", cmd_matmul},
         {"linear", cmd_linear},     {"example", cmd_example},     {"explain", cmd_explain},
+        {"convert", cmd_convert},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);

@@ -546,12 +546,17 @@ NVFP4_API size_t nvfp4_linear_cuda_workspace(int64_t m, int64_t n, int64_t k);
  *  writes the exact 16-bit operands e2m1 * |e4m3| into the GEMM's activation
  *  workspace, which the tensor-core kernel then consumes; the NVFP4
  *  activations go to memory only when x_codes / x_scales ask for them.
+ *  On an sm_120 / sm_121 GPU (model SM120): the same quantizer kernels
+ *  write NVFP4 codes and tiled scales into the workspace, and the GEMM,
+ *  launched as their programmatic dependent, reads them as it reads stored
+ *  activations (docs/SM120.md).
  *  @return NVFP4_OK or an error. */
 NVFP4_API nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args);
 
 /*! nvfp4_linear_cuda_host() :
  *  Convenience for host data, taking the same arguments as
- *  nvfp4_linear_cpu() (x_dtype must be BF16, model NVFP4_MODEL_SM90): copies
+ *  nvfp4_linear_cpu() (x_dtype must be BF16, the model the device's, as
+ *  nvfp4_cuda_model() names it): copies
  *  x, the weight (converted to hi-first + tiled if needed), scales and bias
  *  to the device, runs nvfp4_linear_cuda(), copies raw/out (and, when
  *  args->x_quantized is set, the quantized activations exactly as
@@ -561,13 +566,22 @@ NVFP4_API nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args);
 NVFP4_API nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args);
 
 /*-**************************************************************************
- *  CUDA backend (src/cuda; sm_90a).  Device pointers, caller's stream.
+ *  CUDA backend (src/cuda).  Device pointers, caller's stream.  Two kernel
+ *  families, chosen by the current device: sm_90a (H100, H200; model SM90)
+ *  and sm_120a / sm_121a (RTX Blackwell, GB10; model SM120, docs/SM120.md).
  *  Built only when nvcc is found; otherwise these return NVFP4_ERR_NO_DEVICE.
  ****************************************************************************/
 
-/*! nvfp4_cuda_available() : @return 1 if a CUDA device of compute capability
- *  9.0 is usable by this build, else 0 (never fails). */
+/*! nvfp4_cuda_available() : @return 1 if the current CUDA device is one this
+ *  build has kernels for (compute capability 9.0, or 12.x when built with
+ *  sm_120a / sm_121a), else 0 (never fails). */
 NVFP4_API int nvfp4_cuda_available(void);
+
+/*! nvfp4_cuda_model() :
+ *  The accumulation model the CUDA backend computes on the current device:
+ *  NVFP4_MODEL_SM90 on sm_90, NVFP4_MODEL_SM120 on sm_120 / sm_121.
+ *  @return NVFP4_OK with *out set, or NVFP4_ERR_NO_DEVICE. */
+NVFP4_API nvfp4_status nvfp4_cuda_model(nvfp4_model *out);
 
 /*! nvfp4_cuda_device_name() : writes the device name and "SMxy" into the
  *  buffers (may be NULL).  @return NVFP4_OK or NVFP4_ERR_NO_DEVICE. */
@@ -599,20 +613,25 @@ typedef struct nvfp4_cuda_gemm_args {
 /*! nvfp4_cuda_gemm_workspace() : @return device scratch bytes a GEMM of this
  *  shape needs: the dequantized 16-bit activations and, for M > 64, the
  *  stream-K hand-off (a tile's FP32 accumulators and a counter per CTA).
- *  One GEMM at a time per workspace (stream-ordered reuse is fine). */
+ *  One GEMM at a time per workspace (stream-ordered reuse is fine).  (The
+ *  sm_120 kernel needs none: any workspace, NULL included, is accepted.) */
 NVFP4_API size_t nvfp4_cuda_gemm_workspace(int64_t m, int64_t n, int64_t k);
 
-/*! nvfp4_gemm_cuda() : the H200 kernel.  Same results as nvfp4_gemm_ref()
- *  with NVFP4_MODEL_SM90, bit for bit.  Asynchronous on args->stream.
+/*! nvfp4_gemm_cuda() : the current device's kernel.  Same results as
+ *  nvfp4_gemm_ref() with the model nvfp4_cuda_model() names (SM90 on an
+ *  H100 / H200, SM120 on an sm_120 / sm_121 GPU), bit for bit.
+ *  Asynchronous on args->stream.  On sm_120 / sm_121, K needs only be a
+ *  multiple of 16 and N any size.
  *  @return NVFP4_OK or an error (launch errors are reported). */
 NVFP4_API nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args);
 
 /*! nvfp4_gemm_cuda_host() :
  *  Convenience for host data: copies A, B (converted to hi-first + tiled if
  *  needed), the per-tensor scales and bias to the device, runs
- *  nvfp4_gemm_cuda() (args->model must be NVFP4_MODEL_SM90), copies raw/out
- *  back, frees everything.  One launch; `nvfp4 bench` times the kernels.
- *  Synchronous.  @return NVFP4_OK, NVFP4_ERR_NO_DEVICE, or an error. */
+ *  nvfp4_gemm_cuda() (args->model must be the device's, nvfp4_cuda_model()),
+ *  copies raw/out back, frees everything.  One launch; `nvfp4 bench` times
+ *  the kernels.  Synchronous.
+ *  @return NVFP4_OK, NVFP4_ERR_NO_DEVICE, or an error. */
 NVFP4_API nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args);
 
 /*-**************************************************************************
@@ -716,8 +735,9 @@ NVFP4_API nvfp4_status nvfp4_st_load_nvfp4(nvfp4_tensor *out, const nvfp4_st_fil
  *  ComfyUI's layout does, and ComfyUI checkpoints store those padded rows.
  *  A file can record the rows a tensor had before padding in its metadata,
  *  "nvfp4.rows.NAME": "<rows in decimal>" (ComfyUI ignores the entry; the
- *  tensors' bytes stay ComfyUI's).  nvfp4_st_load_nvfp4() then returns a
- *  tensor of that many rows -- the rule everywhere: the tiled scale layout
+ *  tensors' bytes stay ComfyUI's).  nvfp4_st_load_nvfp4() and the
+ *  checkpoint loaders (nvfp4_ckpt_rows) then return a tensor of that many
+ *  rows -- the rule everywhere: the tiled scale layout
  *  pads, a tensor's rows do not.  Columns stay padded to 16: they are the
  *  GEMM's K, and activations of k columns go with a weight of K ==
  *  roundup(k, 16) (nvfp4_linear_args). */
@@ -779,6 +799,278 @@ NVFP4_API nvfp4_status nvfp4_st_load_layer(nvfp4_layer *out, const nvfp4_st_file
 
 /*! nvfp4_layer_free() : release the weight and bias; l is zeroed.  NULL-safe. */
 NVFP4_API void nvfp4_layer_free(nvfp4_layer *l);
+
+/*-**************************************************************************
+ *  Checkpoint formats (src/io/formats.c, ckpt.c, gguf.c, convert.c;
+ *  src/quant/quantize_tools*.c).  docs/FORMATS.md, "Checkpoint formats".
+ *
+ *  The same NVFP4 numbers are stored four ways: ComfyUI, NVIDIA ModelOpt
+ *  (hf_quant_config.json, what vLLM / SGLang / TensorRT-LLM load as
+ *  modelopt_fp4), compressed-tensors (llm-compressor's nvfp4-pack-quantized)
+ *  and llama.cpp's GGUF type NVFP4 (40).  They differ in nibble order, scale
+ *  layout, scale encoding, the direction of the per-tensor scale and the
+ *  names of the tensors; nvfp4_format_traits() is the one table of those
+ *  conventions that the readers, writers and `nvfp4 inspect` use.
+ *
+ *  Names.  An NVFP4 tensor is named by its weight name W ("L.weight", or a
+ *  bare "x") whatever the format; the format's traits give the names of
+ *  the stored pieces: codes W + codes_suffix, block scales W + scale_suffix,
+ *  the per-tensor scale W + tensor_scale_suffix (GGUF: L + ".scale"), the
+ *  layer's input scale L + input_scale_suffix.
+ ****************************************************************************/
+typedef enum nvfp4_format {
+    NVFP4_FORMAT_UNKNOWN = 0,
+    NVFP4_FORMAT_COMFYUI = 1,            /* comfy_quant layers, comfy-kitchen */
+    NVFP4_FORMAT_MODELOPT = 2,           /* NVIDIA ModelOpt export */
+    NVFP4_FORMAT_COMPRESSED_TENSORS = 3, /* compressed-tensors nvfp4-pack-quantized */
+    NVFP4_FORMAT_GGUF = 4,               /* llama.cpp GGUF, ggml type NVFP4 */
+    NVFP4_FORMAT_COUNT_
+} nvfp4_format;
+
+typedef enum nvfp4_code_packing {
+    NVFP4_PACK_HI_FIRST = 0,    /* byte i: element 2i in the high nibble */
+    NVFP4_PACK_LO_FIRST = 1,    /* byte i: element 2i in the low nibble */
+    NVFP4_PACK_GGML_HALVES = 2  /* per 16 elements, byte j: element j low, j + 8 high */
+} nvfp4_code_packing;
+
+typedef enum nvfp4_scale_store {
+    NVFP4_STORE_TILED = 0,       /* cuBLAS 128x4 tiles, zero-padded (nvfp4_tiled_scale_offset) */
+    NVFP4_STORE_ROW_MAJOR = 1,   /* [rows, ceil(cols/16)] */
+    NVFP4_STORE_GGML_BLOCKS = 2  /* 36-byte blocks of 64 elements: 4 scale bytes, 32 code bytes */
+} nvfp4_scale_store;
+
+typedef enum nvfp4_scale_code {
+    NVFP4_SCALE_E4M3 = 0,  /* float8_e4m3fn: a sign bit; 0x7F and 0xFF are NaN */
+    NVFP4_SCALE_UE4M3 = 1  /* ggml: bit 7 ignored, 0x00 and 0x7F mean 0, 0xFF means 480 */
+} nvfp4_scale_code;
+
+typedef enum nvfp4_scale_direction {
+    NVFP4_SCALE_MULTIPLIES = 0, /* value = e2m1 * scale * s   (weight_scale_2, input_scale) */
+    NVFP4_SCALE_DIVIDES = 1     /* value = e2m1 * scale / g   (weight_global_scale) */
+} nvfp4_scale_direction;
+
+typedef struct nvfp4_format_traits {
+    nvfp4_format format;
+    const char *name;                /* "comfyui", "modelopt", "compressed-tensors", "gguf" */
+    const char *container;           /* "safetensors" or "gguf" */
+    const char *codes_suffix;        /* after W: "" or "_packed" */
+    const char *scale_suffix;        /* after W: "_scale"; NULL (GGUF: inside the blocks) */
+    const char *tensor_scale_suffix; /* after W: "_scale_2", "_global_scale"; GGUF: NULL (L.scale) */
+    const char *input_scale_suffix;  /* after L: ".input_scale", ".input_global_scale" */
+    nvfp4_code_packing packing;
+    nvfp4_scale_store scale_store;
+    nvfp4_scale_code scale_code;
+    nvfp4_scale_direction tensor_scale_direction; /* and the input scale's */
+    int tensor_scale_optional;       /* 1: absent means 1 (GGUF) */
+    int tensor_scale_ndim;           /* the shape its tool writes: 0 ([]) or 1 ([1]) */
+    int64_t col_multiple;            /* columns the format stores a multiple of */
+    const char *zero_nan;            /* what its quantizer does with zero and NaN blocks */
+    const char *padding;             /* what it pads, and with what */
+    const char *rounding;            /* its quantizer's arithmetic */
+} nvfp4_format_traits;
+
+/*! nvfp4_format_traits_of() : @return the conventions of a format (NULL for
+ *  UNKNOWN or out of range). */
+NVFP4_API const nvfp4_format_traits *nvfp4_format_traits_of(nvfp4_format format);
+
+/*! nvfp4_format_from_name() : "comfyui", "modelopt", "compressed-tensors",
+ *  "gguf".  @return NVFP4_OK and *out, or NVFP4_ERR_INVALID_ARGUMENT. */
+NVFP4_API nvfp4_status nvfp4_format_from_name(nvfp4_format *out, const char *name);
+
+/*! An NVFP4 tensor as one format stores it.  t holds the codes and block
+ *  scales byte for byte where nvfp4_tensor can (ComfyUI: hi-first + tiled,
+ *  tile padding included; ModelOpt and compressed-tensors: lo-first +
+ *  row-major; GGUF: the codes repacked lo-first, the UE4M3 scale bytes
+ *  row-major as stored), and t.per_tensor_scale the multiplier the GEMM
+ *  uses (compressed-tensors: FP32(1 / g), rounded).  tensor_scale is the
+ *  per-tensor scale exactly as stored, in the format's direction. */
+typedef struct nvfp4_ckpt_tensor {
+    nvfp4_tensor t;
+    nvfp4_format format;
+    int64_t stored_cols;       /* the columns the file holds (compressed-tensors
+                                  may hold fewer than t.cols, a multiple of 16) */
+    float tensor_scale;        /* as stored (see has_tensor_scale) */
+    int has_tensor_scale;      /* 0: absent (GGUF without L.scale: 1) */
+    int tensor_scale_ndim;     /* 0: shape [], 1: [1] */
+    float input_scale;         /* the layer's input scale as stored, when has_input_scale */
+    int has_input_scale;
+    int input_scale_ndim;
+} nvfp4_ckpt_tensor;
+
+/*! nvfp4_ckpt_tensor_free() : release t's arrays; zeroes the struct.  NULL-safe. */
+NVFP4_API void nvfp4_ckpt_tensor_free(nvfp4_ckpt_tensor *ct);
+
+/*! nvfp4_ckpt_tensor_values() :
+ *  The numbers ct stores, as the library computes with them: *out gets
+ *  hi-first codes, tiled E4M3 scales (GGUF's UE4M3 bytes made E4M3: 0x7F
+ *  becomes 0x00, bit 7 is dropped) and the per-tensor multiplier.
+ *  @return NVFP4_OK, or NVFP4_ERR_UNSUPPORTED for a GGUF scale byte 0xFF
+ *  (480: no E4M3 value). */
+NVFP4_API nvfp4_status nvfp4_ckpt_tensor_values(nvfp4_tensor *out, const nvfp4_ckpt_tensor *ct);
+
+/*! A checkpoint: one safetensors file, a directory (model.safetensors, or
+ *  shards listed by model.safetensors.index.json, with config.json /
+ *  hf_quant_config.json beside them), or a GGUF file.  Files are mapped,
+ *  not read: tensors are read one at a time. */
+typedef struct nvfp4_ckpt nvfp4_ckpt;
+
+/*! nvfp4_ckpt_open() :
+ *  Open and detect the format (assume: NVFP4_FORMAT_UNKNOWN to detect it,
+ *  else that format is taken as given).  Detection: a GGUF file is GGUF;
+ *  tensors named *_packed with *_global_scale are compressed-tensors;
+ *  config.json's quantization_config.quant_method or hf_quant_config.json
+ *  beside the file name the producer; a ComfyUI comfy_quant marker, or a
+ *  scale tensor in the tiled shape that the row-major shape cannot be,
+ *  makes ComfyUI; a W.weight without a marker makes ModelOpt.
+ *  @return NVFP4_OK with *out, or an error (the message names the path). */
+NVFP4_API nvfp4_status nvfp4_ckpt_open(nvfp4_ckpt **out, const char *path, nvfp4_format assume);
+
+/*! nvfp4_ckpt_close() : NULL-safe. */
+NVFP4_API void nvfp4_ckpt_close(nvfp4_ckpt *c);
+
+/*! nvfp4_ckpt_format() / nvfp4_ckpt_evidence() : the format and a one-line
+ *  account of what decided it ("hf_quant_config.json: producer modelopt,
+ *  quant_algo NVFP4", ...). */
+NVFP4_API nvfp4_format nvfp4_ckpt_format(const nvfp4_ckpt *c);
+NVFP4_API const char *nvfp4_ckpt_evidence(const nvfp4_ckpt *c);
+
+/*! nvfp4_ckpt_count() / nvfp4_ckpt_name() : the NVFP4 tensors found, by
+ *  weight name W, in file order (shards in index order). */
+NVFP4_API size_t nvfp4_ckpt_count(const nvfp4_ckpt *c);
+NVFP4_API const char *nvfp4_ckpt_name(const nvfp4_ckpt *c, size_t i);
+
+/*! Every tensor of a checkpoint (NVFP4 pieces and all), in file order. */
+typedef struct nvfp4_ckpt_entry {
+    const char *name;
+    const char *file;     /* the shard's file name (GGUF: the file) */
+    const char *type;     /* "BF16", "U8", ... or a ggml type name ("NVFP4", "Q4_K") */
+    nvfp4_dtype dtype;    /* NVFP4_DTYPE_INVALID for ggml types safetensors lacks */
+    int ndim;
+    int64_t shape[NVFP4_ST_MAX_DIMS]; /* outermost first (GGUF's ne reversed) */
+    const void *data;     /* in the mapping; valid until close */
+    size_t nbytes;
+} nvfp4_ckpt_entry;
+
+/*! nvfp4_ckpt_entries() / nvfp4_ckpt_entry_at() : the tensors; _at fills
+ *  *out for i < entries.  @return NVFP4_OK or NVFP4_ERR_INVALID_ARGUMENT. */
+NVFP4_API size_t nvfp4_ckpt_entries(const nvfp4_ckpt *c);
+NVFP4_API nvfp4_status nvfp4_ckpt_entry_at(const nvfp4_ckpt *c, size_t i, nvfp4_ckpt_entry *out);
+
+/*! nvfp4_ckpt_metadata_count() / nvfp4_ckpt_metadata() : the string
+ *  metadata (safetensors __metadata__ of every shard, GGUF's string
+ *  key-value pairs), in file order. */
+NVFP4_API size_t nvfp4_ckpt_metadata_count(const nvfp4_ckpt *c);
+NVFP4_API void nvfp4_ckpt_metadata(const nvfp4_ckpt *c, size_t i, const char **key, const char **value);
+
+/*! nvfp4_ckpt_dims() : the rows and the stored columns of NVFP4 tensor W,
+ *  from the headers alone (nothing is read).  @return NVFP4_OK or
+ *  NVFP4_ERR_NOT_FOUND. */
+NVFP4_API nvfp4_status nvfp4_ckpt_dims(const nvfp4_ckpt *c, const char *w, int64_t *rows,
+                                       int64_t *cols);
+
+/*! nvfp4_ckpt_rows() : the logical rows of NVFP4 tensor W: those the
+ *  checkpoint's metadata records (NVFP4_ST_ROWS_KEY_PREFIX W, written for
+ *  a tensor whose rows were padded to 16; carried by nvfp4_convert()), else
+ *  the stored rows.  @return NVFP4_OK, NVFP4_ERR_NOT_FOUND, or
+ *  NVFP4_ERR_MALFORMED for a record that padding could not have come from. */
+NVFP4_API nvfp4_status nvfp4_ckpt_rows(const nvfp4_ckpt *c, const char *w, int64_t *rows);
+
+/*! nvfp4_ckpt_read() :
+ *  Read the NVFP4 tensor W exactly as stored (nvfp4_ckpt_tensor), with
+ *  every shape, dtype and size checked.  @return NVFP4_OK,
+ *  NVFP4_ERR_NOT_FOUND (the message names the missing piece) or
+ *  NVFP4_ERR_MALFORMED.  *out is zeroed on error. */
+NVFP4_API nvfp4_status nvfp4_ckpt_read(nvfp4_ckpt_tensor *out, const nvfp4_ckpt *c, const char *w);
+
+/*! nvfp4_ckpt_load_layer() :
+ *  The linear layer L of any format as nvfp4_st_load_layer() returns a
+ *  ComfyUI one: weight L.weight's values hi-first + tiled with its
+ *  per-tensor multiplier and logical rows (nvfp4_ckpt_rows), the input scale as a multiplier (compressed-
+ *  tensors: FP32(1 / input_global_scale)), the bias widened to FP32 and
+ *  zero-padded to N.  Free with nvfp4_layer_free(). */
+NVFP4_API nvfp4_status nvfp4_ckpt_load_layer(nvfp4_layer *out, const nvfp4_ckpt *c, const char *layer);
+
+/*! nvfp4_load_layer() : open path, load layer L, close.  The one loader the
+ *  CLI and the Python package use for every format. */
+NVFP4_API nvfp4_status nvfp4_load_layer(nvfp4_layer *out, const char *path, const char *layer);
+
+/*! nvfp4_load_tensor() : open path, read the NVFP4 tensor W and return its
+ *  values (nvfp4_ckpt_tensor_values) with its logical rows
+ *  (nvfp4_ckpt_rows), close. */
+NVFP4_API nvfp4_status nvfp4_load_tensor(nvfp4_tensor *out, const char *path, const char *w);
+
+/*! nvfp4_detect_format() : open path, report the format and its evidence
+ *  (copied into why, may be NULL), close.  @return NVFP4_OK or an error. */
+NVFP4_API nvfp4_status nvfp4_detect_format(nvfp4_format *out, const char *path, char *why,
+                                           size_t why_len);
+
+/*! Conversion between formats (nvfp4_convert).  Exact, or refused: codes
+ *  and scale bytes are moved, never requantized, and every per-tensor and
+ *  input scale keeps its FP32 bits.  Where the target cannot hold a value
+ *  exactly (a multiplier whose reciprocal is not an FP32 number, for a
+ *  format that divides; a GGUF scale byte 0xFF; E4M3 NaN or negative
+ *  scales for GGUF; columns GGUF's 64-element blocks cannot hold) the
+ *  conversion stops before writing anything and says why, unless
+ *  allow_rescale is set: then the value is rounded (the reciprocal to
+ *  nearest FP32, as compressed-tensors' own ModelOpt converter does; the
+ *  scale byte to the nearest one the target has) and a note says what
+ *  changed.  A rounded per-tensor scale records the source's bits in the
+ *  output's metadata ("nvfp4.source_scale.NAME"), and converting back
+ *  restores them, so round trips are exact. */
+typedef struct nvfp4_convert_options {
+    nvfp4_format to;
+    nvfp4_format from;       /* NVFP4_FORMAT_UNKNOWN: detect */
+    int allow_rescale;
+    /* one line per tensor as it is written ("[3/40] L.weight ..."), and the
+     * notes: what was rounded, padded or dropped.  Both optional. */
+    void (*progress)(void *ctx, const char *line);
+    void (*note)(void *ctx, const char *line);
+    void *ctx;
+} nvfp4_convert_options;
+
+/*! nvfp4_convert() :
+ *  Convert the checkpoint at in to format opt->to at out: a *.gguf path is
+ *  one GGUF file, a *.safetensors path one safetensors file, anything else
+ *  a directory (created; one shard per input shard, with
+ *  model.safetensors.index.json, config.json's quantization_config and,
+ *  for ModelOpt, hf_quant_config.json rewritten for the target; other small
+ *  files copied).  Tensors are streamed one at a time (never the whole
+ *  model in memory); each file is written atomically.  NVFP4 tensors are
+ *  converted, ComfyUI markers added or dropped, every other tensor copied.
+ *  @return NVFP4_OK, NVFP4_ERR_UNSUPPORTED (the first value the target
+ *  cannot hold, and why), or another error. */
+NVFP4_API nvfp4_status nvfp4_convert(const char *in, const char *out,
+                                     const nvfp4_convert_options *opt);
+
+/*! nvfp4_st_add_format() :
+ *  Queue ct in its format's tensors on a safetensors writer (codes, block
+ *  scales, per-tensor scale, the input scale when ct has one; ComfyUI: the
+ *  marker too when W ends in ".weight").  ct's arrays are borrowed until
+ *  the write.  GGUF tensors go through nvfp4_convert().  All or nothing.
+ *  @return NVFP4_OK or an error. */
+NVFP4_API nvfp4_status nvfp4_st_add_format(nvfp4_st_writer *w, const char *weight_name,
+                                           const nvfp4_ckpt_tensor *ct);
+
+/*! nvfp4_quantize_format() / nvfp4_quantize_format_ref() :
+ *  The quantizer of a format's own tool, bit for bit (docs/FORMATS.md):
+ *    MODELOPT            NVFP4QTensor.quantize (nvidia-modelopt 0.47)
+ *    COMPRESSED_TENSORS  llm-compressor's min-max observer + calculate_qparams
+ *                        + NVFP4PackedCompressor (compressed-tensors 0.20, CPU)
+ *    COMFYUI             nvfp4_quantize(), variant EAGER
+ *  x: rows x cols row-major BF16, F16 or F32; the arithmetic follows x's
+ *  dtype as torch does.  tensor_scale: the per-tensor scale as the format
+ *  stores it (weight_scale_2, weight_global_scale), NULL to compute it the
+ *  tool's way.  The result is in the format's layout (ModelOpt pads cols
+ *  to 16; compressed-tensors needs cols % 16 == 0).  GGUF has no quantizer
+ *  here (NVFP4_ERR_UNSUPPORTED).  The _ref form is the plain one the fast,
+ *  threaded one is tested against.  @return NVFP4_OK or an error. */
+NVFP4_API nvfp4_status nvfp4_quantize_format(nvfp4_ckpt_tensor *out, const void *x,
+                                             nvfp4_dtype dtype, int64_t rows, int64_t cols,
+                                             nvfp4_format format, const float *tensor_scale,
+                                             int nthreads);
+NVFP4_API nvfp4_status nvfp4_quantize_format_ref(nvfp4_ckpt_tensor *out, const void *x,
+                                                 nvfp4_dtype dtype, int64_t rows, int64_t cols,
+                                                 nvfp4_format format, const float *tensor_scale);
 
 #ifdef __cplusplus
 }

@@ -152,8 +152,29 @@ def rows_for(m, n, k, rng):
         st = torch.tensor(scale)
         pair("nvfp4.quantize torch", lambda: nvfp4.quantize(xt, per_tensor_scale=st),
              "C nvfp4_quantize (floor)", c_floor_quantize(x, scale))
+        module_rows(x, wf, bias, scale, lin, pair, out)
         ck_rows(n, x, wf, bias, scale, pair, out)
     return out
+
+
+def module_rows(x, wf, bias, scale, floor, pair, out):
+    """nvfp4.torch.NVFP4Linear (the same weight, static scale, float32 bias, one
+    thread) called as a model calls it, under inference mode, against the C
+    linear; and a BF16 nn.Linear of the same shape for scale."""
+    import nvfp4.torch as nt
+    n, k = wf.shape
+    lin = torch.nn.Linear(k, n)
+    with torch.no_grad():
+        lin.weight.copy_(torch.from_numpy(wf.astype(np.float32)))
+        lin.bias.copy_(torch.from_numpy(bias))
+    mod = nt.NVFP4Linear.from_linear(lin, input_scale=scale, threads=1)
+    xt = torch.from_numpy(x.view(np.int16)).view(torch.bfloat16)
+    dense = lin.to(torch.bfloat16)
+    with torch.inference_mode():
+        pair("NVFP4Linear (nvfp4.torch)", lambda: mod(xt), "C nvfp4_linear_cpu (floor)", floor)
+        us, = per_call_us([lambda: dense(xt)])
+    out.append({"shape": out[-1]["shape"], "call": "nn.Linear BF16 (torch's CPU GEMM)", "us": us,
+                "floor": None})
 
 
 def ck_rows(n, x, wf, bias, scale, pair, out):

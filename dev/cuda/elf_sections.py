@@ -10,7 +10,7 @@ has, and a summary line; exit status 1 when any differ.  --all compares
 every section, not only .text (.strtab and the like differ with any
 rename).  Reads the ELF64 headers itself: binutils' objcopy does not
 recognise a cubin and writes nothing, so hashing its output compares
-nothing (the sixteenth session found its own earlier checks so).
+nothing.
 """
 import hashlib
 import struct

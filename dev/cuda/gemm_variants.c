@@ -1,36 +1,29 @@
-/* gemm_variants.c -- one kernel variant of the H200 GEMM on one shape:
- * first every output checked bit for bit against the CPU oracle, then timed.
+/* gemm_variants.c -- one kernel of the sm_90a GEMM on one shape: first
+ * every output checked bit for bit against the CPU oracle, then timed.
  * (llm.c style: a validating main around each kernel version; the versions
- * are the library's variants, forced by index -- `nvfp4 bench --all-tiles`
- * lists them.)  Also the program ncu profiles (one launch after the check).
+ * are the library's kernels, forced by their index in
+ * src/cuda/sm90/kernels.def through the testing library's hooks.)  Also
+ * the program ncu profiles (one launch after the check).
  *
- *   gemm_variants LINEAR M [VARIANT] [ITERS] [K_SLICES] [LOADERS] [STREAM_K]
- *     LINEAR   qkv | attn_out | fc1 | fc2 (the seed's shapes)
- *     VARIANT  index into nvfp4_sm90_variants, -1 = the heuristic (default)
+ *   gemm_variants LINEAR M [KERNEL] [ITERS] [K_SLICES] [LOADERS] [STREAM_K]
+ *     LINEAR   qkv | attn_out | fc1 | fc2 (a Llama-3-8B-sized decoder's)
+ *     KERNEL   index into nvfp4_sm90_kernels, -1 = planned (default);
+ *              `gemm_variants list` prints them
  *     ITERS    timed launches (default 50; 0 = check only), back to back over
  *              copies of the weights that together exceed the L2
  *     LOADERS  TMA-issuing warps of the register kernel (0 = planned)
  *     STREAM_K the wgmma kernel's stream-K: 0 the cost model (default), -1
  *              off, C > 0 forced on C CTAs (as NVFP4_STREAM_K below)
- *   NVFP4_VARIANTS=V,V,... (environment): after it, these variants in the same
+ *   NVFP4_KERNELS=V,V,... (environment): after it, these kernels in the same
  *     process, each checked, then timed; the list twice
- *   NVFP4_STREAM_K=S,S,... (environment): the wgmma kernel's stream-K
- *     (docs/KERNEL.md, design item 11): -1 off, 0 the cost model, C > 0
- *     forced on C CTAs; each checked, then timed; the list twice
+ *   NVFP4_STREAM_K=S,S,... (environment): the wgmma kernel's stream-K: -1
+ *     off, 0 the cost model, C > 0 forced on C CTAs; each checked, then
+ *     timed; the list twice
  *   NVFP4_EPILOGUES=E,E,... (environment): the wgmma kernel's BF16 epilogue
  *     staged (1) or element by element (0); each checked, then timed with
  *     out only (raw not written, as in the bench); the list twice
- *   NVFP4_DEV_MODE=N (environment): the register kernel with parts left out
- *     (REGM_DEV_* bits, src/cuda/sm90_regm.cuh; not in builds with
- *     -DNVFP4_SM90_REG_STATIC, e.g. gemm_variants_regstatic / _all, which
- *     fold it away), and in the dev builds the wgmma kernel (SM90_DEV_* bits,
- *     sm90_internal.cuh); the check is skipped, the timing is what such a
- *     run is for.
  *
- * Build: make gpu-tests (build/gpu/gemm_variants; gemm_variants_dev, whose
- * wgmma kernel reads dev_mode at run time), make -f tests/gpu/gpu.mk
- * dev-fixed (gemm_variants_devN: the wgmma kernel with parts N left out at
- * compile time; run it with NVFP4_DEV_MODE=N). */
+ * Build: make gpu-tests (build/gpu/gemm_variants). */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
@@ -38,7 +31,8 @@
 #include <string.h>
 
 #include "nvfp4.h"
-#include "cuda/sm90_heuristics.cuh"
+#include "cuda/sm90/plan.h"
+#include "nvfp4_testing.h"
 
 #include "dev_check.h"
 #include "dev_rand.h"
@@ -109,7 +103,7 @@ static float time_launches(nvfp4_cuda_gemm_args *g, const nvfp4_cuda_operand *co
 /* One launch; rows 0..rows-1 of the output compared with the CPU oracle,
  * every bit; the first difference printed.  0 when all are equal. */
 static int check_rows(nvfp4_cuda_gemm_args *g, float *got, const float *want, int64_t rows, int64_t n,
-                      const char *name, int64_t m, int variant)
+                      const char *name, int64_t m, int kernel)
 {
     const size_t mn = (size_t)(m * n);
     DEV_CUDA_OK(cudaMemset(g->raw, 0xFF, mn * 4));
@@ -126,9 +120,9 @@ static int check_rows(nvfp4_cuda_gemm_args *g, float *got, const float *want, in
         uint32_t x, y;
         memcpy(&x, &got[first], 4);
         memcpy(&y, &want[first], 4);
-        printf("MISMATCH %s M=%lld variant %d: %lld of %lld outputs; first (row %lld, col %lld) "
+        printf("MISMATCH %s M=%lld kernel %d: %lld of %lld outputs; first (row %lld, col %lld) "
                "gpu 0x%08x cpu 0x%08x\n",
-               name, (long long)m, variant, (long long)bad, (long long)(rows * n), (long long)(first / n),
+               name, (long long)m, kernel, (long long)bad, (long long)(rows * n), (long long)(first / n),
                (long long)(first % n), x, y);
         return 1;
     }
@@ -143,7 +137,7 @@ typedef struct sweep_run {
     int64_t rows, n;
     const char *name;
     int64_t m;
-    int variant;
+    int kernel;
     const nvfp4_cuda_operand *copies;
     int ncopy, iters;
 } sweep_run;
@@ -163,13 +157,13 @@ static int sweep_modes(const sweep_run *r, const char *env, const char *label, v
         for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
             const int mode = atoi(tok);
             set(mode);
-            if (check_rows(r->g, r->got, r->want, r->rows, r->n, r->name, r->m, r->variant) != 0) return 1;
+            if (check_rows(r->g, r->got, r->want, r->rows, r->n, r->name, r->m, r->kernel) != 0) return 1;
             float *const raw = r->g->raw;
             if (out_only) r->g->raw = NULL;
             const float t = time_launches(r->g, r->copies, r->ncopy, r->iters);
             r->g->raw = raw;
-            printf("%s %s M=%lld variant %d mode %d (pass %d): exact, %s%.1f us\n", label, r->name, (long long)r->m,
-                   r->variant, mode, rep + 1, out_only ? "out only " : "", t);
+            printf("%s %s M=%lld kernel %d mode %d (pass %d): exact, %s%.1f us\n", label, r->name, (long long)r->m,
+                   r->kernel, mode, rep + 1, out_only ? "out only " : "", t);
         }
     }
     return 0;
@@ -179,20 +173,25 @@ int main(int argc, char **argv)
 {
     static const struct { const char *name; int64_t n, k; } L[4] = {
         {"qkv", 21504, 5376}, {"attn_out", 5376, 7168}, {"fc1", 28672, 5376}, {"fc2", 5376, 14336}};
+    if (argc == 2 && strcmp(argv[1], "list") == 0) {
+        for (int i = 0; i < nvfp4_sm90_num_kernels; i++) printf("%2d %s\n", i, nvfp4_sm90_kernels[i].name);
+        return 0;
+    }
     if (argc < 3) {
-        fprintf(stderr, "usage: gemm_variants qkv|attn_out|fc1|fc2 M [VARIANT] [ITERS] [K_SLICES] [LOADERS] [STREAM_K]\n");
+        fprintf(stderr, "usage: gemm_variants qkv|attn_out|fc1|fc2 M [KERNEL] [ITERS] [K_SLICES] [LOADERS] [STREAM_K]\n"
+                        "       gemm_variants list\n");
         return 2;
     }
     int li = -1;
     for (int i = 0; i < 4; i++)
         if (strcmp(argv[1], L[i].name) == 0) li = i;
     const int64_t m = atoll(argv[2]);
-    const int variant = argc > 3 ? atoi(argv[3]) : -1, iters = argc > 4 ? atoi(argv[4]) : 50;
+    const int kernel = argc > 3 ? atoi(argv[3]) : -1, iters = argc > 4 ? atoi(argv[4]) : 50;
     const int slices = argc > 5 ? atoi(argv[5]) : 1;
     nvfp4_sm90_force_loaders(argc > 6 ? atoi(argv[6]) : 0);
     const int sk_mode = argc > 7 ? atoi(argv[7]) : 0;
     nvfp4_sm90_force_stream_k(sk_mode);
-    if (li < 0 || m < 1 || variant >= NVFP4_SM90_NUM_VARIANTS) {
+    if (li < 0 || m < 1 || kernel >= nvfp4_sm90_num_kernels) {
         fprintf(stderr, "gemm_variants: bad arguments\n");
         return 2;
     }
@@ -208,10 +207,7 @@ int main(int argc, char **argv)
     DEV_CUDA_OK(cudaMalloc((void **)&g.out, mn * 2));
     DEV_CUDA_OK(cudaMalloc(&g.workspace, wsb));
     g.workspace_bytes = wsb;
-    nvfp4_sm90_force_variant(variant);
-    const char *dm_env = getenv("NVFP4_DEV_MODE");
-    const int dev_mode = dm_env ? atoi(dm_env) : 0;
-    nvfp4_sm90_force_dev_mode(dev_mode);
+    nvfp4_sm90_force_kernel(kernel);
 
     /* check: rows 0..min(M,16)-1 (all of them at small M), every column */
     const int64_t rows = m < 16 ? m : 16;
@@ -223,7 +219,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "nvfp4_gemm_cpu: %s\n", nvfp4_last_error());
         return 1;
     }
-    if (!dev_mode && check_rows(&g, got, want, rows, n, L[li].name, m, variant) != 0) return 1;
+    if (check_rows(&g, got, want, rows, n, L[li].name, m, kernel) != 0) return 1;
     /* time: back-to-back launches between two events, the weights rotated
      * over copies that together exceed the L2 (50 MB on the H200) */
     float med = 0;
@@ -238,55 +234,31 @@ int main(int argc, char **argv)
         med = time_launches(&g, copies, ncopy, iters);
     }
     const double bytes = (double)n * (double)k * 0.5625 + (double)m * (double)k * 0.5625 + (double)mn * 6;
-    printf("%s %s M=%lld variant %d k_slices %d loaders %s dev_mode %d: %lld outputs %s; %.1f us (%.0f%% of a 4.0 TB/s "
+    printf("OK %s M=%lld kernel %d k_slices %d loaders %s: %lld outputs exact; %.1f us (%.0f%% of a 4.0 TB/s "
            "byte floor)\n",
-           dev_mode ? "DEV" : "OK", L[li].name, (long long)m, variant, slices, argc > 6 ? argv[6] : "planned",
-           dev_mode, (long long)(rows * n), dev_mode ? "not checked" : "exact", med,
+           L[li].name, (long long)m, kernel, slices, argc > 6 ? argv[6] : "planned", (long long)(rows * n), med,
            med > 0 ? 100.0 * bytes / 4.0e12 / (med * 1e-6) : 0.0);
-    /* NVFP4_DEV_SWEEP="MODE:LOADERS,...": after the check, time each
-     * configuration of the register kernel in this one process (no data
-     * regenerated): MODE as NVFP4_DEV_MODE, LOADERS as the argument. */
-    const char *sweep = getenv("NVFP4_DEV_SWEEP");
-    if (sweep && iters > 0) {
-        char buf[1024];
-        snprintf(buf, sizeof buf, "%s", sweep);
-        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-            int mode = 0, lw = 0;
-            if (sscanf(tok, "%d:%d", &mode, &lw) < 1) continue;
-            nvfp4_sm90_force_dev_mode(mode);
-            nvfp4_sm90_force_loaders(lw);
-            const float t = time_launches(&g, copies, ncopy, iters);
-            printf("SWEEP %s M=%lld variant %d dev_mode %2d loaders %d: %.1f us\n", L[li].name, (long long)m,
-                   variant, mode, lw, t);
-        }
-        nvfp4_sm90_force_dev_mode(0);
-        nvfp4_sm90_force_loaders(0);
-    }
-    /* NVFP4_VARIANTS="V,V,...": after the first, more variants in this one
+    /* NVFP4_KERNELS="V,V,...": after the first, more kernels in this one
      * process (no data regenerated), each checked bit for bit, then timed;
      * the list runs twice, so each time is read against its own repeat */
-    const char *vlist = getenv("NVFP4_VARIANTS");
+    const char *vlist = getenv("NVFP4_KERNELS");
     if (vlist && iters > 0)
         for (int rep = 0; rep < 2; rep++) {
             char buf[256];
             snprintf(buf, sizeof buf, "%s", vlist);
             for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
                 const int v = atoi(tok);
-                if (v < -1 || v >= NVFP4_SM90_NUM_VARIANTS) continue;
-                nvfp4_sm90_force_variant(v);
+                if (v < -1 || v >= nvfp4_sm90_num_kernels) continue;
+                nvfp4_sm90_force_kernel(v);
                 if (check_rows(&g, got, want, rows, n, L[li].name, m, v) != 0) return 1;
                 const float t = time_launches(&g, copies, ncopy, iters);
-                printf("VARIANT %s M=%lld variant %2d (pass %d): exact, %.1f us (%.0f%% of a 4.0 TB/s byte floor)\n",
+                printf("KERNEL %s M=%lld kernel %2d (pass %d): exact, %.1f us (%.0f%% of a 4.0 TB/s byte floor)\n",
                        L[li].name, (long long)m, v, rep + 1, t, 100.0 * bytes / 4.0e12 / (t * 1e-6));
             }
-            nvfp4_sm90_force_variant(variant);
+            nvfp4_sm90_force_kernel(kernel);
         }
-    /* NVFP4_PRODUCERS="0,1,2,3,5,7": the wgmma kernel's producer modes
-     * (SM90_PROD_* bits; 5 and 7 with early weights); NVFP4_STREAM_K,
-     * NVFP4_EPILOGUES: above */
-    const sweep_run run = {&g, got, want, rows, n, L[li].name, m, variant, copies, ncopy, iters};
-    if (sweep_modes(&run, "NVFP4_PRODUCERS", "PRODUCER", nvfp4_sm90_force_producer, 1, 0) != 0) return 1;
-    nvfp4_sm90_force_producer(-1);
+    /* NVFP4_STREAM_K, NVFP4_EPILOGUES: above */
+    const sweep_run run = {&g, got, want, rows, n, L[li].name, m, kernel, copies, ncopy, iters};
     if (sweep_modes(&run, "NVFP4_STREAM_K", "STREAMK", nvfp4_sm90_force_stream_k, 2, 0) != 0) return 1;
     if (sweep_modes(&run, "NVFP4_EPILOGUES", "EPILOGUE", nvfp4_sm90_force_epilogue, 2, 1) != 0) return 1;
     nvfp4_sm90_force_epilogue(-1);

@@ -7,7 +7,7 @@
  * between two events, the weights rotated over copies that do not fit in
  * L2; the median.  (llm.c style: a validating main around each version; the
  * two versions are the library's, picked by nvfp4_sm90_force_inkernel_a.)
- * What it prints set NVFP4_SM90_INKERNEL_A_MAX_M.
+ * What it prints set NVFP4_SM90_INKERNEL_A_MAX_M (src/cuda/sm90/plan.h).
  *
  *   inkernel_a [LINEAR[:M,...] ...] [--iters N]
  *     LINEAR  qkv | attn_out | fc1 | fc2 (default: all four at M = 1, 2, 4, 8, 16)
@@ -15,9 +15,6 @@
  *   NVFP4_DEV_QUANTIZER=MODE  the two-kernel path's quantizer kernel
  *     (nvfp4_q_force_launch: 0 the threshold-table kernel, 1 the exact one
  *     with a thread a block, 2 the exact one with four lanes a block)
- *   NVFP4_DEV_EARLYW=0  the wgmma GEMM's producer as before its weight
- *     issuers started ahead of the previous grid (nvfp4_sm90_dev_early_weights;
- *     the prequantized GEMM's too)
  *
  * Build: make gpu-tests (build/gpu/inkernel_a). */
 #include <cuda_runtime_api.h>
@@ -27,8 +24,7 @@
 #include <string.h>
 
 #include "nvfp4.h"
-#include "cuda/quantize_internal.h"
-#include "cuda/sm90_heuristics.cuh"
+#include "nvfp4_testing.h"
 
 #include "dev_check.h"
 #include "dev_rand.h"
@@ -206,8 +202,6 @@ int main(int argc, char **argv)
     int iters = 200, rc = 0, any = 0;
     const char *qmode = getenv("NVFP4_DEV_QUANTIZER");
     if (qmode) nvfp4_q_force_launch(atoi(qmode));
-    const char *earlyw = getenv("NVFP4_DEV_EARLYW");
-    if (earlyw) nvfp4_sm90_dev_early_weights(atoi(earlyw));
     static const int64_t default_m[] = {1, 2, 4, 8, 16};
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);

@@ -1,7 +1,7 @@
 /* probe_chain.cu -- does the 64x128 wgmma tile's dequantization overlap its
- * wgmma chain?  (docs/KERNEL.md, twentieth session: the tile's measured
- * time per wgmma is the consumer's instruction stream plus ~67 cycles, as
- * if the two ran one after the other.)  The consumer loop of the library's
+ * wgmma chain?  (The tile's measured time per wgmma was the consumer's
+ * instruction stream plus ~67 cycles, as if the two ran one after the
+ * other.)  The consumer loop of the library's
  * kernel, cut into parts, on data that stays in shared memory, in one
  * warpgroup per CTA and one CTA per SM:
  *
@@ -41,8 +41,8 @@
 #include <string.h>
 
 #include "cuda/ptx.cuh"
-#include "cuda/sm90_internal.cuh"
-#include "cuda/sm90_wgmma.cuh"
+#include "cuda/sm90/common.cuh"
+#include "cuda/sm90/wgmma_ptx.cuh"
 
 #include "dev_check.h"
 #include "dev_tmap.h"

@@ -28,8 +28,8 @@
  *   ring     the bcast ring in clusters of 2 (plain and multicast) under
  *            five variants of its cross-CTA release and waits (bc_release,
  *            bc_wait): which one makes a cluster launch 6-7x slower?
- *            (H200, twenty-second session: the `.release.cluster`
- *            arrivals; relaxed ones cost 13 % over single CTAs)
+ *            (H200: the `.release.cluster` arrivals; relaxed ones
+ *            cost 13 % over single CTAs)
  *
  *   probe_rates [tma|tma-l2|bcast|ring|ops|mma|subnorm|all]
  *   probe_rates subnorm-model [SMS]   host only: the C oracle on the subnorm
@@ -205,9 +205,8 @@ static void probe_tma(int l2)
 #define BC_STAGES 10
 #define BC_ACT_CHUNKS 128  /* distinct chunks: 2 MiB, read again and again (L2-resident) */
 
-/* The ring protocol's variants (`probe_rates ring`): the twenty-first
- * session measured any cluster launch of this ring 6-7x slower than the
- * same ring in single CTAs, multicast or not; the only difference is the
+/* The ring protocol's variants (`probe_rates ring`): any cluster launch
+ * of this ring measured 6-7x slower than the same ring in single CTAs, multicast or not; the only difference is the
  * cross-CTA release.  Each variant changes one thing:
  *   BC_RELEASE   `bcast`'s: every release `mbarrier.arrive.release.cluster`
  *                through `mapa` (its own CTA's too), waits `try_wait.parity`

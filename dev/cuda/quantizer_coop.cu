@@ -1,16 +1,15 @@
-/* quantizer_coop.cu -- the fused linear's three quantizer kernels at the
- * seed's shapes, llm.c style: each first checked byte for byte against the C
- * quantizer (nvfp4_quantize: codes, tiled scales, and the GEMM's FP16
- * operands in its operand order), then timed side by side on the same
- * input -- nvfp4_q_force_launch: 0 the threshold-table kernel, 1 one thread
- * a block, 2 four lanes a block (nvfp4_q_blocks_coop_kernel, sixteenth
- * session; forced only until these timings choose it).
+/* quantizer_coop.cu -- the fused linear's three quantizer kernels at a
+ * Llama-3-8B-sized decoder's shapes, llm.c style: each first checked byte
+ * for byte against the C quantizer (nvfp4_quantize: codes, tiled scales, and
+ * the GEMM's FP16 operands in its operand order), then timed side by side on
+ * the same input -- nvfp4_q_force_launch: 0 the threshold-table kernel, 1
+ * one thread a block, 2 four lanes a block (nvfp4_q_blocks_coop_kernel).
  *
- * Why (docs/STREAMING_A.md, fifteenth session): at M <= 16 the fused
- * linear's GEMM waits for the quantizer grid, whose time is one thread's
- * dependent chain through a block's 16 exact divisions (ncu: 5.1 us at FC2
- * M = 16 against 3.0 us for the GEMM's activation pre-pass); four lanes cut
- * the chain to four elements.
+ * Why: at M <= 16 the fused linear's GEMM waits for the quantizer grid,
+ * whose time is one thread's dependent chain through a block's 16 exact
+ * divisions (ncu: 5.1 us at FC2 M = 16 against 3.0 us for the GEMM's
+ * activation pre-pass); four lanes cut the chain to four elements.  Its
+ * timings set the quantizer's launch rule (src/cuda/sm90/quantize.cu).
  *
  *   quantizer_coop [--iters N]
  *
@@ -23,6 +22,7 @@
 
 #include "nvfp4.h"
 #include "cuda/quantize_internal.h"
+#include "nvfp4_testing.h"
 
 #include "dev_check.h"
 #include "dev_rand.h"

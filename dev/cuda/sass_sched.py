@@ -25,7 +25,7 @@ The loop is sass_loop.py's (the backward branch densest in --mma), or
     the chain to have no more than N groups outstanding); then again with
     each pipe's issue interval (PIPES: the rates measured on the H200).  The
     steady pass is the mean of passes 9 to 16.  --mio adds a third timeline
-    for a hypothesis (docs/KERNEL.md, twentieth session): that a warp's
+    for a hypothesis: that a warp's
     shared-memory instructions issued after an MMA are served only once
     that MMA has started.
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # sweep.sh -- dev/cuda/gemm_variants over a list of cases, one line each
 # (check against the CPU oracle, then back-to-back timing):
-#   sh dev/cuda/sweep.sh BUILD "LINEAR:M:VARIANT:LOADERS ..." [ITERS]
+#   sh dev/cuda/sweep.sh BUILD "LINEAR:M:KERNEL:LOADERS ..." [ITERS]
 B=${1:-build}
 ITERS=${3:-200}
 for c in $2; do

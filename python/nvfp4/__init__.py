@@ -5,6 +5,7 @@
     raw, out = nvfp4.matmul(q, w, model="sm90")  # the H200's tensor-core bits
     layer = nvfp4.load_layer("model.safetensors", "blocks.0.attn.qkv")
     y = nvfp4.linear(x, layer)
+    nvfp4.detect_format("Llama-FP4")            # comfyui, modelopt, compressed-tensors, gguf
 
 NumPy arrays (BF16 as ml_dtypes.bfloat16) and torch tensors (CPU and CUDA)
 are passed to libnvfp4 by pointer (ctypes; see nvfp4/_lib.py for why).
@@ -18,10 +19,17 @@ from ._api import (
     explain,
     library_path,
     linear,
-    load_layer,
     matmul,
     per_tensor_scale,
     quantize,
+)
+from .formats import (
+    StoredTensor,
+    convert,
+    detect_format,
+    load_layer,
+    quantize_format,
+    read_tensor,
 )
 from .errors import (
     CudaError,
@@ -42,6 +50,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Layer", "NVFP4Tensor", "cuda_available", "explain", "library_path", "linear", "load_layer",
     "matmul", "per_tensor_scale", "quantize",
+    "StoredTensor", "convert", "detect_format", "quantize_format", "read_tensor",
     "Error", "CudaError", "FileIOError", "InternalError", "InvalidArgumentError", "MalformedError",
     "NoDeviceError", "NonFiniteWarning", "NotFoundError", "OutOfMemoryError", "UnsupportedError",
 ]

@@ -449,10 +449,7 @@ def _dequantize_torch(t):
     """nvfp4_dequantize's formula in torch ops on the tensor's own device (for
     CUDA tensors; tested against the C function on the CPU): the E2M1 x E4M3
     product is exact in FP32, then one FP32 multiply by the per-tensor scale."""
-    global _E2M1
     torch = A.torch_module()
-    if _E2M1 is None:
-        _E2M1 = np.array([_l().nvfp4_e2m1_to_f32(c) for c in range(16)], dtype=np.float32)
     dev = t.qdata.device
     # the tables go to the device once per shape (an upload from pageable
     # memory waits for the host), then stay cached
@@ -461,17 +458,35 @@ def _dequantize_torch(t):
     if tables is None:
         if len(_DEVICE_TABLES) > 64:
             _DEVICE_TABLES.clear()
-        tables = (torch.from_numpy(_E2M1).to(dev),
+        tables = (torch.from_numpy(e2m1_table()).to(dev),
                   torch.from_numpy(_untile_index(t.rows, t.cols)).to(dev))
         _DEVICE_TABLES[key] = tables
     lut, index = tables
-    q = t.qdata[: t.rows]
-    codes = torch.stack([q >> 4, q & 0xF], dim=-1).reshape(t.rows, t.cols).long()
     scales = t.block_scale.reshape(-1).view(torch.uint8)[index]
-    scales = scales.view(torch.float8_e4m3fn).to(torch.float32)
-    blocks = lut[codes].reshape(t.rows, t.cols // 16, 16) * scales.unsqueeze(-1)
     pts = _device_scalar(t.per_tensor_scale, dev, "per_tensor_scale")
-    return (blocks * pts).reshape(t.rows, t.cols)
+    return dequantize_rows(t.qdata[: t.rows], scales, pts, lut)  # qdata may hold padded rows
+
+
+def e2m1_table():
+    """The 16 E2M1 values by code, float32 (from the library)."""
+    global _E2M1
+    if _E2M1 is None:
+        _E2M1 = np.array([_l().nvfp4_e2m1_to_f32(c) for c in range(16)], dtype=np.float32)
+    return _E2M1
+
+
+def dequantize_rows(codes, scales, pts, lut):
+    """nvfp4_dequantize's formula in torch ops: codes uint8 [rows, cols/2]
+    (hi-first), scales the E4M3 bytes [rows, cols/16] row-major (uint8), pts
+    a one-element float32 tensor, lut e2m1_table() as a tensor, all on one
+    device.  Returns float32 [rows, cols]: FP32(e2m1 * e4m3) (exact), times
+    pts in FP32.  Pure torch ops, so torch.compile traces it."""
+    torch = A.torch_module()
+    rows, half = codes.shape
+    c = torch.stack([codes >> 4, codes & 0xF], dim=-1).reshape(rows, 2 * half).long()
+    s = scales.view(torch.float8_e4m3fn).to(torch.float32)
+    blocks = lut[c].reshape(rows, half // 8, 16) * s.unsqueeze(-1)
+    return (blocks * pts.reshape(())).reshape(rows, 2 * half)
 
 
 # --------------------------------------------------------------------------
@@ -913,7 +928,7 @@ def _gemm_cuda(dev, pa, m, pb, n, k, bias_p, raw, out, slices):
 
 
 # --------------------------------------------------------------------------
-# layers: load_layer, linear
+# layers: Layer, linear (load_layer: formats.py)
 # --------------------------------------------------------------------------
 class Layer:
     """A ComfyUI NVFP4 linear layer.
@@ -1010,94 +1025,6 @@ class Layer:
         return t
 
 
-_ST_NUMPY = {_lib.DTYPE_F32: np.float32, _lib.DTYPE_F16: np.float16}
-
-
-def _st_array(t, what):
-    """A copy of a safetensors float tensor as float32 NumPy (BF16/F16 widened)."""
-    n = t.nbytes
-    raw = np.frombuffer(ctypes.string_at(t.data, n), dtype=np.uint8)
-    if t.dtype == _lib.DTYPE_BF16:
-        return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-    if t.dtype in _ST_NUMPY:
-        return raw.view(_ST_NUMPY[t.dtype]).astype(np.float32)
-    raise ValueError(f"{what} must be F32, F16 or BF16")
-
-
-def load_layer(path, prefix, device=None):
-    """Read one ComfyUI NVFP4 linear layer from a safetensors checkpoint.
-
-    Reads PREFIX.weight (U8 codes), PREFIX.weight_scale (F8_E4M3, tiled),
-    PREFIX.weight_scale_2 (F32), and when present PREFIX.input_scale (F32)
-    and PREFIX.bias, through the library's validating reader (nvfp4_st_open,
-    nvfp4_st_load_nvfp4).
-
-    Args:
-        path: the .safetensors file.
-        prefix: the layer's name ("blocks.0.attn.qkv"); a trailing ".weight"
-            is accepted and dropped.
-        device: None for NumPy arrays, else a torch device ("cpu", "cuda",
-            "cuda:1") to put the tensors on.
-    Returns:
-        Layer.
-    """
-    if not isinstance(prefix, str) or not prefix:
-        raise TypeError("load_layer: prefix must be a non-empty str (the layer name)")
-    if prefix.endswith(".weight"):
-        prefix = prefix[: -len(".weight")]
-    handle = ctypes.c_void_p()
-    check(_l().nvfp4_st_open(ctypes.byref(handle), str(path).encode()), "nvfp4_st_open")
-    try:
-        t = _lib.Tensor()
-        check(_l().nvfp4_st_load_nvfp4(ctypes.byref(t), handle, (prefix + ".weight").encode()),
-              "nvfp4_st_load_nvfp4")
-        owner = _COwner(t)
-        rows, cols = t.rows, t.cols
-        qdata = A.owned_bytes(t.codes, rows * cols // 2, owner).reshape(rows, cols // 2)
-        stored = _l().nvfp4_st_find(handle, (prefix + ".weight").encode()).contents
-        if stored.shape[0] > rows:
-            # the file records the weight's own rows: keep ComfyUI's padding
-            # rows in qdata too, so that the kernels can run it with N padded
-            qdata = np.frombuffer(ctypes.string_at(stored.data, stored.nbytes),
-                                  dtype=np.uint8).reshape(stored.shape[0], cols // 2).copy()
-        nscale = _l().nvfp4_scales_bytes(rows, cols, _lib.SCALES_TILED)
-        scales = A.owned_bytes(t.scales, nscale, owner).reshape(_roundup(rows, 128),
-                                                                _roundup(cols // 16, 4))
-        pts = np.float32(t.per_tensor_scale)
-        input_scale = None
-        found = _l().nvfp4_st_find(handle, (prefix + ".input_scale").encode())
-        if found:
-            st = found.contents
-            if st.dtype != _lib.DTYPE_F32 or st.nbytes != 4:
-                raise ValueError(f"{path}: '{prefix}.input_scale' must be one F32 value")
-            input_scale = float(np.frombuffer(ctypes.string_at(st.data, 4), dtype=np.float32)[0])
-        bias = None
-        found = _l().nvfp4_st_find(handle, (prefix + ".bias").encode())
-        if found:
-            st = found.contents
-            if st.ndim != 1 or st.shape[0] > rows:
-                raise ValueError(f"{path}: '{prefix}.bias' must be 1-D with at most {rows} values")
-            values = _st_array(st, f"{path}: '{prefix}.bias'")
-            bias = np.zeros(rows, dtype=np.float32)  # ComfyUI pads N to 16: zero-extend
-            bias[: values.shape[0]] = values
-    finally:
-        _l().nvfp4_st_close(handle)
-    if device is None:
-        weight = NVFP4Tensor(qdata, scales, pts, rows=rows)
-    else:
-        torch = A.torch_module()
-        if torch is None:
-            import torch  # noqa: F401  (device= asks for torch tensors)
-            torch = A.torch_module()
-        dev = torch.device(device)
-        weight = NVFP4Tensor(torch.from_numpy(qdata).to(dev),
-                             torch.from_numpy(scales).view(torch.float8_e4m3fn).to(dev),
-                             torch.tensor(float(pts), dtype=torch.float32).to(dev), rows=rows)
-        if bias is not None:
-            bias = torch.from_numpy(bias).to(dev)
-    return Layer(weight, input_scale, bias, prefix)
-
-
 def linear(x, layer, input_scale=None, variant="eager", backend="auto", *, model="sm90",
            k_slices=1, bias="layer", threads=0, return_raw=False, strict=False):
     """ComfyUI's NVFP4 linear: quantize x to NVFP4, then the GEMM contract.
@@ -1153,6 +1080,7 @@ def linear(x, layer, input_scale=None, variant="eager", backend="auto", *, model
         x2 = x.reshape(-1, x.shape[-1])
     on_cuda = False
     if kind == "torch":
+        _refuse_autograd(x, bias if A.is_torch(bias) else layer._bias)
         code = A.TORCH_FLOAT_CODES.get(x2.dtype)
         on_cuda = x2.is_cuda
         if code is None or not (on_cuda or x2.is_cpu) or x2.numel() == 0:
@@ -1219,6 +1147,17 @@ def _linear_causes(x, code, m, k, w, scale, bias_h, n):
         label = f"x (the dynamic input scale amax/2688 is {'NaN' if np.isnan(s) else repr(s)})"
     return [(label, nx), ("the weight", _nf.host_tensor(w)),
             ("the bias", _host_bias_counts(bias_h, n))]
+
+
+def _refuse_autograd(x, bias):
+    """linear() has no backward: raise where autograd would record it rather
+    than return an output that silently dropped the graph."""
+    if (x.requires_grad or (A.is_torch(bias) and bias.requires_grad)) and \
+            A.torch_module().is_grad_enabled():
+        what = "x" if x.requires_grad else "the bias"
+        raise RuntimeError(f"linear: {what} requires grad, but nvfp4's linear has no backward "
+                           "(its output would not be connected to the graph); run it under "
+                           "torch.no_grad() or torch.inference_mode(), or detach() the tensor")
 
 
 def _linear_host(x, kind, code, m, k, layer, scale, var, bias_from_layer, bias, model_code,

@@ -41,6 +41,8 @@ MODELS = {"sm90": 0, "exact": 1, "sm120": 2}
 OPERAND_F16, OPERAND_BF16 = 0, 1
 MAX_K_SLICES = 4096
 ST_MAX_DIMS = 8
+FORMATS = {"comfyui": 1, "modelopt": 2, "compressed-tensors": 3, "gguf": 4}
+FORMAT_NAMES = {v: k for k, v in FORMATS.items()}
 
 c_int64_p = ctypes.POINTER(ctypes.c_int64)
 c_float_p = ctypes.POINTER(ctypes.c_float)
@@ -170,6 +172,46 @@ class StTensor(ctypes.Structure):
     ]
 
 
+class Layer(ctypes.Structure):
+    """nvfp4_layer"""
+    _fields_ = [
+        ("weight", Tensor),
+        ("input_scale", ctypes.c_float),
+        ("has_input_scale", ctypes.c_int),
+        ("bias", ctypes.c_void_p),
+    ]
+
+
+class CkptTensor(ctypes.Structure):
+    """nvfp4_ckpt_tensor"""
+    _fields_ = [
+        ("t", Tensor),
+        ("format", ctypes.c_int),
+        ("stored_cols", ctypes.c_int64),
+        ("tensor_scale", ctypes.c_float),
+        ("has_tensor_scale", ctypes.c_int),
+        ("tensor_scale_ndim", ctypes.c_int),
+        ("input_scale", ctypes.c_float),
+        ("has_input_scale", ctypes.c_int),
+        ("input_scale_ndim", ctypes.c_int),
+    ]
+
+
+LINE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
+
+
+class ConvertOptions(ctypes.Structure):
+    """nvfp4_convert_options"""
+    _fields_ = [
+        ("to", ctypes.c_int),
+        ("from", ctypes.c_int),
+        ("allow_rescale", ctypes.c_int),
+        ("progress", LINE_FN),
+        ("note", LINE_FN),
+        ("ctx", ctypes.c_void_p),
+    ]
+
+
 PROGRESS_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_double)
 
 
@@ -212,7 +254,8 @@ STRUCTS = {
     "nvfp4_tensor": Tensor, "nvfp4_gemm_args": GemmArgs, "nvfp4_linear_args": LinearArgs,
     "nvfp4_cuda_quantize_args": CudaQuantizeArgs, "nvfp4_cuda_operand": CudaOperand,
     "nvfp4_cuda_linear_args": CudaLinearArgs, "nvfp4_cuda_gemm_args": CudaGemmArgs,
-    "nvfp4_st_tensor": StTensor, "nvfp4_explain_args": ExplainArgs,
+    "nvfp4_st_tensor": StTensor, "nvfp4_explain_args": ExplainArgs, "nvfp4_layer": Layer,
+    "nvfp4_ckpt_tensor": CkptTensor, "nvfp4_convert_options": ConvertOptions,
     "nvfp4_nonfinite": Nonfinite,
 }
 
@@ -223,10 +266,12 @@ _SIGNATURES = {
     "nvfp4_last_error": (ctypes.c_char_p, []),
     "nvfp4_clear_error": (None, []),
     "nvfp4_default_threads": (ctypes.c_int, []),
+    "nvfp4_dtype_from_name": (ctypes.c_int, [ctypes.c_char_p]),
     "nvfp4_e2m1_to_f32": (ctypes.c_float, [ctypes.c_uint8]),
     "nvfp4_scales_bytes": (ctypes.c_size_t, [ctypes.c_int64, ctypes.c_int64, ctypes.c_int]),
     "nvfp4_tensor_free": (None, [ctypes.POINTER(Tensor)]),
     "nvfp4_scales_untile": (None, [P, P, ctypes.c_int64, ctypes.c_int64]),
+    "nvfp4_scales_tile": (None, [P, P, ctypes.c_int64, ctypes.c_int64]),
     "nvfp4_per_tensor_scale": (_S, [c_float_p, P, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]),
     "nvfp4_quantize": (_S, [ctypes.POINTER(Tensor), P, ctypes.c_int, ctypes.c_int64,
                             ctypes.c_int64, c_float_p, ctypes.c_int, ctypes.c_int]),
@@ -246,6 +291,23 @@ _SIGNATURES = {
     "nvfp4_st_open": (_S, [ctypes.POINTER(P), ctypes.c_char_p]),
     "nvfp4_st_close": (None, [P]),
     "nvfp4_st_find": (ctypes.POINTER(StTensor), [P, ctypes.c_char_p]),
+    "nvfp4_load_layer": (_S, [ctypes.POINTER(Layer), ctypes.c_char_p, ctypes.c_char_p]),
+    "nvfp4_detect_format": (_S, [ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_char_p,
+                                 ctypes.c_size_t]),
+    "nvfp4_ckpt_open": (_S, [ctypes.POINTER(P), ctypes.c_char_p, ctypes.c_int]),
+    "nvfp4_ckpt_close": (None, [P]),
+    "nvfp4_ckpt_format": (ctypes.c_int, [P]),
+    "nvfp4_ckpt_evidence": (ctypes.c_char_p, [P]),
+    "nvfp4_ckpt_count": (ctypes.c_size_t, [P]),
+    "nvfp4_ckpt_name": (ctypes.c_char_p, [P, ctypes.c_size_t]),
+    "nvfp4_ckpt_read": (_S, [ctypes.POINTER(CkptTensor), P, ctypes.c_char_p]),
+    "nvfp4_ckpt_tensor_free": (None, [ctypes.POINTER(CkptTensor)]),
+    "nvfp4_convert": (_S, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ConvertOptions)]),
+    "nvfp4_quantize_format": (_S, [ctypes.POINTER(CkptTensor), P, ctypes.c_int, ctypes.c_int64,
+                                   ctypes.c_int64, ctypes.c_int, c_float_p, ctypes.c_int]),
+    "nvfp4_st_count": (ctypes.c_size_t, [P]),
+    "nvfp4_st_get": (ctypes.POINTER(StTensor), [P, ctypes.c_size_t]),
+    "nvfp4_st_is_nvfp4": (ctypes.c_int, [P, ctypes.c_char_p]),
     "nvfp4_st_load_nvfp4": (_S, [ctypes.POINTER(Tensor), P, ctypes.c_char_p]),
     "nvfp4_explain": (_S, [ctypes.POINTER(ExplainArgs), ctypes.POINTER(ctypes.c_void_p)]),
     "nvfp4_free": (None, [P]),

@@ -77,8 +77,7 @@ def quantized(what, nin, nout, rows, cols, pts, computed):
     nvfp4 command's words (cli_report_quantized)."""
     bad_in, bad_out = total(nin) if nin is not None else 0, total(nout)
     if not bad_out:
-        became = ("every quantized value is finite (the quantizer clamped or replaced them, "
-                  "as ComfyUI's does)")
+        became = "every quantized value is finite (ComfyUI's quantizer clamped or replaced them)"
     elif not np.isfinite(pts):
         kind = "computed as amax/2688" if computed else "given"
         became = (f"its per-tensor scale ({kind}) is {'NaN' if np.isnan(pts) else 'Inf'}, so "

@@ -61,6 +61,12 @@ class FakeCuda(torch.Tensor):
                 raise TypeError(f"FakeCuda: index {i!r} is not a slice or an int")
         return t
 
+    def contiguous(self, memory_format=torch.contiguous_format):
+        """Through aten (torch's own method sets a device guard first too)."""
+        if self.is_contiguous(memory_format=memory_format):
+            return self
+        return torch.ops.aten.clone.default(self, memory_format=memory_format)
+
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     @classmethod
@@ -160,6 +166,20 @@ class Emulation:
     def _poison(struct):
         ctypes.memset(ctypes.addressof(struct), POISON, ctypes.sizeof(struct))
 
+    # the fields nvfp4.torch's cached arguments write on every call (the rest
+    # are written once, when its plan is built)
+    PER_CALL = ("x", "m", "out", "stream", "workspace", "workspace_bytes")
+
+    def _poison_after(self, struct):
+        """Poison what the caller must write again before its next call: all of
+        _api's per-thread struct, or a cached plan's per-call fields."""
+        if ctypes.addressof(struct) == ctypes.addressof(_api._structs.cuda_linear):
+            self._poison(struct)
+            return
+        for name in self.PER_CALL:
+            f = getattr(type(struct), name)
+            ctypes.memset(ctypes.addressof(struct) + f.offset, POISON, f.size)
+
     def _operand(self, op, what):
         assert op.rows > 0 and op.cols > 0 and op.cols % 16 == 0, f"{what}: {op.rows}x{op.cols}"
         self._check_buffer(op.codes, op.rows * op.cols // 2, what + " codes")
@@ -201,7 +221,7 @@ class Emulation:
                                     a.variant, a.bias, a.raw, a.out, _lib.MODELS["sm90"], 1,
                                     None, a.k_slices)
         st = self.lib.nvfp4_linear_cpu(ctypes.byref(host_args))
-        self._poison(a)
+        self._poison_after(a)
         return st
 
     def gemm_cuda(self, address):
@@ -273,6 +293,11 @@ def emulation(monkeypatch):
     monkeypatch.setattr(_api, "_raw_stream_fn", lambda index: s.stream)
     monkeypatch.setattr(_api, "_current_device_fn", lambda: s.device)
     monkeypatch.setattr(_api, "_capturing_fn", lambda: s.capturing)
+    # a build without CUDA answers 0 ("out of range") to the workspace
+    # queries; the emulators need no scratch, only a device buffer to check
+    if s.lib.nvfp4_linear_cuda_workspace(16, 32, 64) == 0:
+        monkeypatch.setattr(_api, "_ws_bytes", lambda cache, fn, m, n, k:
+                            2 * m * ((k + 31) // 32 * 32) + 4 * m * n + 4096)
     fast = dict(_lib._fast)
     fast.update(nvfp4_linear_cuda=s.linear_cuda, nvfp4_gemm_cuda=s.gemm_cuda,
                 nvfp4_quantize_cuda=s.quantize_cuda)

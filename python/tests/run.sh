@@ -1,15 +1,17 @@
 #!/bin/sh
-# The Python package's tests (make test-python): pytest over python/tests (or
-# $NVFP4_PYTHON_TESTS, a directory).  Skipped tests are listed with their
-# reason (no torch, no GPU, no comfy-kitchen).  Ends with the summary line
-# "python: N passed, N failed, N skipped" (.ci/run adds up the first two).
+# The Python package's tests (make test-python, make test-torch): pytest over
+# python/tests (or $NVFP4_PYTHON_TESTS, a directory) with any extra arguments
+# given.  Skipped tests are listed with their reason (no torch, no GPU, no
+# comfy-kitchen).  Ends with the summary line "SUITE: N passed, N failed,
+# N skipped" (SUITE: $NVFP4_SUITE, default python) that .ci/run adds up.
 # Fails when pytest fails, and when no test passed (nothing collected, or
 # everything skipped) or the test run left files in its temporary directory.
+suite=${NVFP4_SUITE:-python}
 dir=${NVFP4_PYTHON_TESTS:-$(dirname "$0")}
 out=$(mktemp)
 tmp=$(mktemp -d)
 trap 'rm -f "$out"; rm -rf "$tmp"' EXIT
-TMPDIR="$tmp" python3 -m pytest -q -p no:cacheprovider -rs --basetemp="$tmp/pytest" "$dir" >"$out" 2>&1
+TMPDIR="$tmp" python3 -m pytest -q -p no:cacheprovider -rs --basetemp="$tmp/pytest" "$dir" "$@" >"$out" 2>&1
 rc=$?
 rm -rf "$tmp/pytest" # pytest's own per-test directories, kept for failures
 cat "$out"
@@ -23,10 +25,11 @@ if [ "$passed" -eq 0 ]; then
     echo "FAIL: no Python test passed in $dir"
     [ "$failed" -eq 0 ] && failed=1
 fi
-left=$(ls -A "$tmp" | grep -v '^pytest$')
+# (torchinductor_USER: torch.compile's own cache, not a file a test left)
+left=$(ls -A "$tmp" | grep -v -e '^pytest$' -e '^torchinductor_')
 if [ -n "$left" ]; then
     echo "FAIL: the tests left files in their temporary directory: $left"
     failed=$((failed + 1))
 fi
-echo "python: $passed passed, $failed failed, $skipped skipped"
+echo "$suite: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

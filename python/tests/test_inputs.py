@@ -67,6 +67,18 @@ def test_cli_quantized_rows_load_as_the_users(tmp_path):
     cli("linear", f"{tmp_path / 'q.st'}:lin", f"{tmp_path / 'x.st'}:x", "-o", tmp_path / "y.st",
         "--backend", "cpu")
     assert_bits_equal(y, st_read(tmp_path / "y.st")["out"], "python == nvfp4 linear")
+    # converted to ModelOpt's layout, the record travels: the same rows and bits
+    nvfp4.convert(tmp_path / "q.st", tmp_path / "m.safetensors", "modelopt")
+    assert nvfp4.detect_format(tmp_path / "m.safetensors") == "modelopt"
+    mo = nvfp4.load_layer(tmp_path / "m.safetensors", "lin")
+    assert mo.weight.shape == (5, 32) and mo.weight.qdata.shape == (16, 16)
+    assert_bits_equal(nvfp4.linear(x, mo, backend="cpu"), y, "ModelOpt conversion == ComfyUI")
+    # ModelOpt's own quantizer stores 5 rows: qdata still holds 16 (the kernels' N)
+    cli("quantize", tmp_path / "w.st", tmp_path / "qm.st", "--variant", "modelopt")
+    own = nvfp4.load_layer(tmp_path / "qm.st", "lin")
+    assert own.weight.shape == (5, 32) and own.weight.qdata.shape == (16, 16)
+    assert not own.weight.qdata[5:].any()
+    assert nvfp4.linear(x, own, backend="cpu").shape == (3, 5)
 
 
 # ---- NaN and Inf ----------------------------------------------------------------

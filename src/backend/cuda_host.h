@@ -37,4 +37,17 @@ static inline nvfp4_status nvfp4_outputs_to_host(float *raw, uint16_t *out, cons
                                          cudaGetErrorString(e));
 }
 
+/* The device's kernels compute `asked` (nvfp4_cuda_model): NVFP4_OK, or
+ * NO_DEVICE / UNSUPPORTED with "what: why". */
+static inline nvfp4_status nvfp4_cuda_host_model(nvfp4_model asked, const char *what)
+{
+    nvfp4_model device_model;
+    if (nvfp4_cuda_model(&device_model) != NVFP4_OK)
+        return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "%s: %s", what, nvfp4_last_error());
+    if (asked != device_model)
+        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED, "%s: this device's kernel computes the %s model (asked: %s)", what,
+                          nvfp4_model_name(device_model), nvfp4_model_name(asked));
+    return NVFP4_OK;
+}
+
 #endif

@@ -12,12 +12,8 @@ nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args)
 {
     if (!args || !args->a || !args->b)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "gemm (cuda): A and B are required");
-    if (args->model != NVFP4_MODEL_SM90)
-        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
-                          "gemm (cuda): the H200 kernel computes the sm90 model only (asked: %s)",
-                          nvfp4_model_name(args->model));
-    if (!nvfp4_cuda_available())
-        return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "gemm (cuda): no usable sm_90 CUDA device");
+    nvfp4_status model_st = nvfp4_cuda_host_model(args->model, "gemm (cuda)");
+    if (model_st != NVFP4_OK) return model_st;
     const nvfp4_tensor *a = NULL, *b = NULL;
     nvfp4_tensor ta = {0}, tb = {0};
     /* the weights' rows padded to 16 as the kernels need N; the outputs of

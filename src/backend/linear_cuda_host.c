@@ -16,15 +16,11 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args)
         return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
                           "linear (cuda): the GPU quantizer reads BF16 activations (got %s)",
                           nvfp4_dtype_name(args->x_dtype));
-    if (args->model != NVFP4_MODEL_SM90)
-        return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
-                          "linear (cuda): the H200 kernel computes the sm90 model only (asked: %s)",
-                          nvfp4_model_name(args->model));
     if (args->m < 1 || args->k < 1)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "linear (cuda): empty activations (%lld x %lld)",
                           (long long)args->m, (long long)args->k);
-    if (!nvfp4_cuda_available())
-        return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "linear (cuda): no usable sm_90 CUDA device");
+    nvfp4_status model_st = nvfp4_cuda_host_model(args->model, "linear (cuda)");
+    if (model_st != NVFP4_OK) return model_st;
     int64_t m = args->m, k = args->k, kp = (k + 15) / 16 * 16, mp = (m + 15) / 16 * 16;
     if (args->weight->cols != kp)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,

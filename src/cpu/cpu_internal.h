@@ -1,5 +1,6 @@
 /* cpu_internal.h -- the packed operands shared by the portable, AVX2 and
- * AVX-512 kernels of the CPU GEMM (src/cpu/gemm_cpu*.c).  Not installed.
+ * AVX-512 kernels of the CPU GEMM (src/cpu/gemm_cpu*.c), sm90 and sm120.
+ * Not installed.
  *
  * Every NVFP4 operand element is a' = (q/2) * S with q = twice the E2M1 value
  * (an integer in [-12, 12]) and S = |e4m3| = is * 2^-9 (is an integer below
@@ -20,6 +21,7 @@
 
 #include "internal.h"
 #include "formats/layout.h"
+#include "oracle/oracle_internal.h"
 
 #define NVFP4_CPU_LANES 16  /* columns per packed column group */
 #define NVFP4_CPU_GROUPS 4  /* column groups per B tile */
@@ -38,6 +40,7 @@ typedef struct nvfp4_cpu_tables {
     _Alignas(16) int8_t lsb[128][16];   /* [scale & 0x7f][code] -> lowest set bit of a' */
     int32_t is[128];                    /* scale & 0x7f -> S * 2^9 (0 for NaN) */
     float scale4[128];                  /* scale & 0x7f -> S / 4 (0 for NaN) */
+    int8_t sm120_exp[128];              /* scale & 0x7f -> nvfp4_sm120_scale_exp() */
 } nvfp4_cpu_tables;
 extern nvfp4_cpu_tables nvfp4_cpu_tab;
 void nvfp4_cpu_tables_init(void);
@@ -64,6 +67,26 @@ static inline size_t nvfp4_cpu_scale_offset(const nvfp4_tensor *t, int64_t r, in
 #define NVFP4_CPU_LIM_LOW (127 + 25)
 #define NVFP4_CPU_LIM_TOP (127 - 2)
 
+/* The sm120 k64 step (docs/CPU_BACKEND.md).  Per step of 4 blocks and per
+ * operand row, over the step's nonzero scales (NaN packed as zero): hi and
+ * lo = the largest and smallest nvfp4_sm120_scale_exp() (TOP_NONE /
+ * LOW_NONE when there is none).  A block term keeps every bit while
+ * E - block_exp <= NVFP4_CPU_SM120_BLOCK_SLACK, c while E - e_c <=
+ * NVFP4_CPU_SM120_C_SLACK.  The guard, per lane, f = c's exponent field:
+ *   f > lo_a + lo_b + 127 + BLOCK_SLACK: c may cut the blocks' low bits;
+ *   (hi_a - lo_a) + (hi_b - lo_b) > BLOCK_SLACK: the largest block may cut
+ *       a small one's;
+ *   f != 0 and f < hi_a + hi_b + 127 - C_SLACK: the blocks may cut c's;
+ * any of them: the lane takes nvfp4_cpu_sm120_slow().  Otherwise the step is
+ * RZ_FP32 of the exact c + sum of s_j (s_j = D_j * S_a S_b / 4, exact in
+ * FP32), and that sum is exact in a double: every term is a multiple of
+ * 2^(E-35) below 2^(E+14) in magnitude. */
+#define NVFP4_CPU_SM120_BLOCK_SLACK (NVFP4_SM120_FRAC_BITS + NVFP4_SM120_MANT_EXP) /* 27 */
+#define NVFP4_CPU_SM120_C_SLACK (NVFP4_SM120_FRAC_BITS - 23)                      /* 12 */
+#define NVFP4_CPU_SM120_LIM_LOW (127 + NVFP4_CPU_SM120_BLOCK_SLACK)
+#define NVFP4_CPU_SM120_LIM_TOP (127 - NVFP4_CPU_SM120_C_SLACK)
+#define NVFP4_CPU_STEP_BLOCKS 4 /* 16-blocks per sm120 k64 step */
+
 /* A (M x K), packed once per call; rows padded to NVFP4_CPU_MR with zeros. */
 typedef struct nvfp4_cpu_apack {
     int64_t rows, rows_padded, k, nblocks;
@@ -74,6 +97,11 @@ typedef struct nvfp4_cpu_apack {
     int32_t *top;    /* [rows_padded][nblocks] */
     int32_t *low;    /* [rows_padded][nblocks] */
     uint8_t *has_nan; /* [rows]: some block scale of the row is NaN */
+    /* sm120 only (NULL otherwise): */
+    int64_t nsteps;   /* k64 steps: ceil(nblocks / 4) */
+    uint8_t *sbyte;   /* [rows_padded][nblocks]: scale & 0x7f, 0 for NaN */
+    int32_t *step_hi; /* [rows_padded][nsteps] */
+    int32_t *step_lo; /* [rows_padded][nsteps] */
 } nvfp4_cpu_apack;
 
 /* NVFP4_CPU_TILE consecutive B rows (output columns), packed per thread.
@@ -86,7 +114,13 @@ typedef struct nvfp4_cpu_apack {
  *   exps   [j][g][kq][l][4]: exponents of b' as codes (EXP_ZERO for 0)
  * and the slow path also reads iscale [col][nblocks].  (B's top/low
  * "none" may also be EXP_ZERO / NVFP4_CPU_LSB_ZERO: any value is safe
- * for a block without nonzero products.) */
+ * for a block without nonzero products.)
+ * The sm120 kernels read codes, corr and scale4, and per (step t, group g,
+ * lane l), [t][g][l]:
+ *   s120_lim_low: lo + NVFP4_CPU_SM120_LIM_LOW
+ *   s120_lim_top: hi + NVFP4_CPU_SM120_LIM_TOP
+ *   s120_spread:  hi - lo
+ * and their slow path sbyte [col][nblocks] (scale & 0x7f, 0 for NaN). */
 typedef struct nvfp4_cpu_btile {
     int64_t k, nblocks;
     int8_t *codes;
@@ -96,6 +130,11 @@ typedef struct nvfp4_cpu_btile {
     int32_t *lim_top;
     int8_t *exps;
     int32_t *iscale;
+    /* sm120 only (NULL otherwise): */
+    uint8_t *sbyte;
+    int32_t *s120_lim_low;
+    int32_t *s120_lim_top;
+    int32_t *s120_spread;
 } nvfp4_cpu_btile;
 
 /* The exact sm90 step for one (row, column, block), for the lanes the guard
@@ -104,36 +143,39 @@ typedef struct nvfp4_cpu_btile {
 float nvfp4_cpu_sm90_slow(float c, const nvfp4_cpu_apack *a, int64_t row,
                           const nvfp4_cpu_btile *b, int col, int64_t block);
 
+/* The exact sm120 step of one (row, column) over blocks block ..
+ * block + 3 (those at or past block_end are the contract's zero padding),
+ * for the lanes the guard sends here: the model's own rule
+ * (nvfp4_sm120_step_bits, src/oracle/sm120_rule.h). */
+float nvfp4_cpu_sm120_slow(float c, const nvfp4_cpu_apack *a, int64_t row,
+                           const nvfp4_cpu_btile *b, int col, int64_t block, int64_t block_end);
+
 /* Pack B rows n0 .. n0 + NVFP4_CPU_TILE - 1 (rows >= b->rows as zeros) into
- * t; has_nan[col]: some block scale of that row is NaN (it is packed as 0). */
+ * t (and t->sbyte, for sm120, when not NULL); has_nan[col]: some block scale
+ * of that row is NaN (it is packed as 0). */
 void nvfp4_cpu_pack_btile_portable(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4_tensor *b,
                                    int64_t n0);
 void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4_tensor *b,
                                int64_t n0);
 
 /* A kernel: for rows [row_begin, row_end) (multiples of NVFP4_CPU_MR) and
- * all NVFP4_CPU_TILE columns of the tile, run the sm90 chain over blocks
+ * all NVFP4_CPU_TILE columns of the tile, run the chain over blocks
  * [block_begin, block_end) (one K slice) from acc = 0;
- * acc[(row - row_begin) * NVFP4_CPU_TILE + col] receives it. */
-typedef void (*nvfp4_cpu_sm90_kernel)(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                      int64_t row_begin, int64_t row_end, int64_t block_begin,
-                                      int64_t block_end, float *acc);
+ * acc[(row - row_begin) * NVFP4_CPU_TILE + col] receives it.  sm120:
+ * block_begin is a multiple of 4 (steps of 4 blocks; the last one short
+ * when block_end is not, padded with zero blocks). */
+typedef void nvfp4_cpu_kernel(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
+                              int64_t row_begin, int64_t row_end, int64_t block_begin,
+                              int64_t block_end, float *acc);
 
-void nvfp4_cpu_sm90_kernel_portable(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                    int64_t row_begin, int64_t row_end, int64_t block_begin,
-                                    int64_t block_end, float *acc);
-void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                int64_t row_begin, int64_t row_end, int64_t block_begin,
-                                    int64_t block_end, float *acc);
-void nvfp4_cpu_sm90_kernel_avx512(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                  int64_t row_begin, int64_t row_end, int64_t block_begin,
-                                    int64_t block_end, float *acc);
-void nvfp4_cpu_sm90_kernel_avx512vnni(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
-                                      int64_t row_begin, int64_t row_end, int64_t block_begin,
-                                    int64_t block_end, float *acc);
+nvfp4_cpu_kernel nvfp4_cpu_sm90_kernel_portable, nvfp4_cpu_sm90_kernel_avx2,
+    nvfp4_cpu_sm90_kernel_avx512, nvfp4_cpu_sm90_kernel_avx512vnni;
+nvfp4_cpu_kernel nvfp4_cpu_sm120_kernel_portable, nvfp4_cpu_sm120_kernel_avx2,
+    nvfp4_cpu_sm120_kernel_avx512, nvfp4_cpu_sm120_kernel_avx512vnni;
 
-/* One K slice [k_begin, k_end) (multiples of 16) of the SM90 or EXACT GEMM,
- * a chain from +0, for every output: raw[m * N + n] (no epilogue).  A NaN
+/* One K slice [k_begin, k_end) (multiples of 16; for SM120 k_begin a
+ * multiple of 64, the last step padded with zero blocks) of the GEMM, a
+ * chain from +0, for every output: raw[m * N + n] (no epilogue).  A NaN
  * block scale anywhere in a row makes the row NaN, as in nvfp4_gemm_cpu.
  * For nvfp4_explain (src/explain), which adds the slices itself. */
 nvfp4_status nvfp4_cpu_gemm_slice(const nvfp4_tensor *a, const nvfp4_tensor *b, nvfp4_model model,

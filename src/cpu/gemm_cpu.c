@@ -1,7 +1,7 @@
 /* gemm_cpu.c -- the multi-threaded CPU NVFP4 GEMM (docs/CPU_BACKEND.md):
  * argument checks, operand packing, the SIMD dispatch, the portable sm90
- * kernel, the exact sm90 step the kernels fall back to, and the EXACT and
- * SM120 models.  Bit-identical to nvfp4_gemm_ref() (tests/unit/test_gemm_cpu.c).
+ * and sm120 kernels, the exact steps the kernels fall back to, and the
+ * EXACT model.  Bit-identical to nvfp4_gemm_ref() (tests/unit/test_gemm_cpu.c).
  *
  * Why a fast path exists (sm90 model).  Within one 16-block every product is
  * p_i = q_a,i q_b,i * S_a S_b / 4 (cpu_internal.h), so the block's products
@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
+#include "oracle/sm120_rule.h"
 
 #define SM90_NAN_BITS 0x7fffffffu  /* what the sm90 step returns for NaN */
 #define EXACT_NAN_BITS 0x7fc00000u /* what the exact dot returns for NaN */
@@ -52,6 +53,7 @@ static void fill_tables(void)
         int field = s >> 3, frac = s & 7;
         t->is[s] = s == 0x7f ? 0 : field ? (8 + frac) << (field - 1) : frac;
         t->scale4[s] = ldexpf((float)t->is[s], -11);
+        t->sm120_exp[s] = (int8_t)nvfp4_sm120_scale_exp((uint8_t)s);
         for (int code = 0; code < 16; code++) {
             uint32_t n = (uint32_t)twice[code & 7] * (uint32_t)t->is[s]; /* a' = n * 2^-10 */
             t->exp[s][code] = n ? (int8_t)(msb32(n) - 10) : NVFP4_CPU_EXP_ZERO;
@@ -128,8 +130,14 @@ static int vnni_usable(void)
 #endif
 }
 
-static nvfp4_cpu_sm90_kernel kernel_for(int s)
+static nvfp4_cpu_kernel *kernel_for(int s, nvfp4_model model)
 {
+    if (model == NVFP4_MODEL_SM120) {
+        if (s == SIMD_AVX512)
+            return vnni_usable() ? nvfp4_cpu_sm120_kernel_avx512vnni : nvfp4_cpu_sm120_kernel_avx512;
+        if (s == SIMD_AVX2) return nvfp4_cpu_sm120_kernel_avx2;
+        return nvfp4_cpu_sm120_kernel_portable;
+    }
     if (s == SIMD_AVX512)
         return vnni_usable() ? nvfp4_cpu_sm90_kernel_avx512vnni : nvfp4_cpu_sm90_kernel_avx512;
     if (s == SIMD_AVX2) return nvfp4_cpu_sm90_kernel_avx2;
@@ -145,7 +153,23 @@ typedef struct block_info {
     int32_t is;  /* S * 2^9, 0 for NaN */
     int32_t top, low;
     int nan;
+    uint8_t s;   /* scale & 0x7f, 0 for NaN */
 } block_info;
+
+/* hi / lo of one sm120 step (cpu_internal.h): the largest and smallest
+ * exponent over the nonzero scales s[0 .. n). */
+static void step_bounds(const uint8_t *s, int64_t n, int32_t *hi, int32_t *lo)
+{
+    int32_t h = NVFP4_CPU_TOP_NONE, l = NVFP4_CPU_LOW_NONE;
+    for (int64_t i = 0; i < n; i++) {
+        if (!s[i]) continue;
+        int32_t e = nvfp4_cpu_tab.sm120_exp[s[i]];
+        if (e > h) h = e;
+        if (e < l) l = e;
+    }
+    *hi = h;
+    *lo = l;
+}
 
 static void decode_block(block_info *bi, const nvfp4_tensor *t, int64_t r, int64_t j)
 {
@@ -153,6 +177,7 @@ static void decode_block(block_info *bi, const nvfp4_tensor *t, int64_t r, int64
     unsigned s = t->scales[nvfp4_cpu_scale_offset(t, r, j)] & 0x7fu; /* UE4M3: sign ignored */
     bi->nan = s == 0x7f;
     if (bi->nan) s = 0; /* computed as zeros; the output is NaN anyway */
+    bi->s = (uint8_t)s;
     bi->is = tab->is[s];
     const uint8_t *bytes = t->codes + (size_t)r * (size_t)(t->cols / 2) + (size_t)j * 8;
     int hi_first = t->nibble_order == NVFP4_HI_FIRST;
@@ -207,8 +232,15 @@ static void pack_a_rows(void *p, int64_t begin, int64_t end)
             ap->scale[o] = ldexpf((float)bi.is, -9); /* exact */
             ap->top[o] = bi.top;
             ap->low[o] = bi.low;
+            if (ap->sbyte) ap->sbyte[o] = bi.s;
         }
         if (r < ap->rows) ap->has_nan[r] = (uint8_t)any_nan;
+        for (int64_t t = 0; ap->sbyte && t < ap->nsteps; t++) {
+            int64_t j0 = t * NVFP4_CPU_STEP_BLOCKS;
+            int64_t n = nb - j0 < NVFP4_CPU_STEP_BLOCKS ? nb - j0 : NVFP4_CPU_STEP_BLOCKS;
+            size_t o = (size_t)(r * ap->nsteps + t);
+            step_bounds(ap->sbyte + (size_t)(r * nb + j0), n, &ap->step_hi[o], &ap->step_lo[o]);
+        }
     }
 }
 
@@ -221,10 +253,15 @@ static void apack_free(nvfp4_cpu_apack *ap)
     free(ap->top);
     free(ap->low);
     free(ap->has_nan);
+    free(ap->sbyte);
+    free(ap->step_hi);
+    free(ap->step_lo);
     memset(ap, 0, sizeof *ap);
 }
 
-static nvfp4_status apack_build(nvfp4_cpu_apack *ap, const nvfp4_tensor *a, int nthreads)
+/* sm120: also the scale bytes and the per-step bounds. */
+static nvfp4_status apack_build(nvfp4_cpu_apack *ap, const nvfp4_tensor *a, int nthreads,
+                                int sm120)
 {
     memset(ap, 0, sizeof *ap);
     ap->rows = a->rows;
@@ -245,8 +282,18 @@ static nvfp4_status apack_build(nvfp4_cpu_apack *ap, const nvfp4_tensor *a, int 
     ap->top = malloc(blocks ? blocks * sizeof(int32_t) : 1);
     ap->low = malloc(blocks ? blocks * sizeof(int32_t) : 1);
     ap->has_nan = calloc((size_t)(ap->rows ? ap->rows : 1), 1);
+    int sm120_ok = 1;
+    if (sm120) {
+        /* nsteps <= nblocks: the sizes were checked above */
+        ap->nsteps = (ap->nblocks + NVFP4_CPU_STEP_BLOCKS - 1) / NVFP4_CPU_STEP_BLOCKS;
+        size_t steps = (size_t)ap->rows_padded * (size_t)ap->nsteps;
+        ap->sbyte = malloc(blocks ? blocks : 1);
+        ap->step_hi = malloc(steps ? steps * sizeof(int32_t) : 1);
+        ap->step_lo = malloc(steps ? steps * sizeof(int32_t) : 1);
+        sm120_ok = ap->sbyte && ap->step_hi && ap->step_lo;
+    }
     if (!ap->codes || !ap->exps || !ap->scale || !ap->iscale || !ap->top || !ap->low ||
-        !ap->has_nan) {
+        !ap->has_nan || !sm120_ok) {
         apack_free(ap);
         return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY,
                           "nvfp4_gemm_cpu: out of memory packing operand A (%zu elements)",
@@ -271,10 +318,15 @@ static void btile_free(btile_store *bs)
     free(bs->t.lim_top);
     free(bs->t.exps);
     free(bs->t.iscale);
+    free(bs->t.sbyte);
+    free(bs->t.s120_lim_low);
+    free(bs->t.s120_lim_top);
+    free(bs->t.s120_spread);
     memset(bs, 0, sizeof *bs);
 }
 
-static int btile_alloc(btile_store *bs, int64_t k)
+/* sm120: also the scale bytes and the per-step guard limits. */
+static int btile_alloc(btile_store *bs, int64_t k, int sm120)
 {
     memset(bs, 0, sizeof *bs);
     int64_t nb = k / NVFP4_BLOCK;
@@ -294,7 +346,40 @@ static int btile_alloc(btile_store *bs, int64_t k)
         btile_free(bs);
         return 0;
     }
+    if (sm120) {
+        int64_t nsteps = (nb + NVFP4_CPU_STEP_BLOCKS - 1) / NVFP4_CPU_STEP_BLOCKS;
+        size_t step_lanes = (size_t)NVFP4_CPU_TILE * (size_t)(nsteps ? nsteps : 1);
+        bs->t.sbyte = malloc(lanes);
+        bs->t.s120_lim_low = aligned_alloc(64, step_lanes * sizeof(int32_t));
+        bs->t.s120_lim_top = aligned_alloc(64, step_lanes * sizeof(int32_t));
+        bs->t.s120_spread = aligned_alloc(64, step_lanes * sizeof(int32_t));
+        if (!bs->t.sbyte || !bs->t.s120_lim_low || !bs->t.s120_lim_top || !bs->t.s120_spread) {
+            btile_free(bs);
+            return 0;
+        }
+    }
     return 1;
+}
+
+/* The sm120 part of a B tile, after the packing (which fills sbyte when
+ * the tile has one): the per-step guard limits. */
+static void pack_btile_sm120(nvfp4_cpu_btile *t)
+{
+    int64_t nb = t->nblocks, nsteps = (nb + NVFP4_CPU_STEP_BLOCKS - 1) / NVFP4_CPU_STEP_BLOCKS;
+    for (int col = 0; col < NVFP4_CPU_TILE; col++) {
+        const uint8_t *sbyte = t->sbyte + (size_t)col * (size_t)nb;
+        for (int64_t st = 0; st < nsteps; st++) {
+            int64_t j0 = st * NVFP4_CPU_STEP_BLOCKS;
+            int32_t hi, lo;
+            step_bounds(sbyte + j0, nb - j0 < NVFP4_CPU_STEP_BLOCKS ? nb - j0 : NVFP4_CPU_STEP_BLOCKS,
+                        &hi, &lo);
+            size_t lane = (size_t)(st * NVFP4_CPU_GROUPS + col / NVFP4_CPU_LANES) * NVFP4_CPU_LANES +
+                          (size_t)(col % NVFP4_CPU_LANES);
+            t->s120_lim_low[lane] = lo + NVFP4_CPU_SM120_LIM_LOW;
+            t->s120_lim_top[lane] = hi + NVFP4_CPU_SM120_LIM_TOP;
+            t->s120_spread[lane] = hi - lo;
+        }
+    }
 }
 
 void nvfp4_cpu_pack_btile_portable(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4_tensor *b,
@@ -331,17 +416,48 @@ void nvfp4_cpu_pack_btile_portable(nvfp4_cpu_btile *t, uint8_t *has_nan, const n
             t->lim_low[lane] = bi.low + NVFP4_CPU_LIM_LOW;
             t->lim_top[lane] = bi.top + NVFP4_CPU_LIM_TOP;
             t->iscale[(size_t)(col * nb + j)] = bi.is;
+            if (t->sbyte) t->sbyte[(size_t)(col * nb + j)] = bi.s;
         }
         has_nan[col] = (uint8_t)any_nan;
     }
 }
 
 /*-------------------------------------------------------------------------
- *  The exact sm90 step (slow path)
+ *  The exact steps (slow paths)
  *-------------------------------------------------------------------------*/
 /* FP32 bit casts: nvfp4_bits_of_f32 / nvfp4_f32_of_bits (core/internal.h) */
 #define f32_bits nvfp4_bits_of_f32
 #define f32_from_bits nvfp4_f32_of_bits
+
+/* D = sum q_a q_b over block j of (row, col): the packed codes read plainly. */
+static int32_t block_dot(const nvfp4_cpu_apack *a, int64_t row, const nvfp4_cpu_btile *b, int col,
+                         int64_t j)
+{
+    const uint8_t *ac = a->codes + (size_t)(row * a->k + j * 16);
+    const int8_t *bc = b->codes + (size_t)(j * NVFP4_CPU_GROUPS + col / NVFP4_CPU_LANES) * 256 +
+                       (size_t)(col % NVFP4_CPU_LANES) * 4; /* element i at (i/4)*64 + i%4 */
+    int32_t d = 0;
+    for (int i = 0; i < 16; i++) d += ((int32_t)ac[i] - NVFP4_CPU_Q_BIAS) * bc[(i / 4) * 64 + i % 4];
+    return d;
+}
+
+float nvfp4_cpu_sm120_slow(float c, const nvfp4_cpu_apack *a, int64_t row,
+                           const nvfp4_cpu_btile *b, int col, int64_t block, int64_t block_end)
+{
+    int32_t sum4[NVFP4_CPU_STEP_BLOCKS];
+    uint32_t sa = 0, sb = 0; /* padding: zero scales, zero codes */
+    for (int q = 0; q < NVFP4_CPU_STEP_BLOCKS; q++) {
+        const int64_t j = block + q;
+        sum4[q] = 0;
+        if (j < block_end) {
+            sa |= (uint32_t)a->sbyte[(size_t)(row * a->nblocks + j)] << (8 * q);
+            sb |= (uint32_t)b->sbyte[(size_t)((int64_t)col * b->nblocks + j)] << (8 * q);
+            sum4[q] = block_dot(a, row, b, col, j);
+        }
+    }
+    /* "every product -0" only matters for c = -0, which a chain from +0 never holds */
+    return nvfp4_f32_from_bits(nvfp4_sm120_step_bits(nvfp4_f32_bits(c), sum4, 0, sa, sb, &nvfp4_sm90_hw_rules));
+}
 
 float nvfp4_cpu_sm90_slow(float c, const nvfp4_cpu_apack *a, int64_t row,
                           const nvfp4_cpu_btile *b, int col, int64_t block)
@@ -401,17 +517,19 @@ float nvfp4_cpu_sm90_slow(float c, const nvfp4_cpu_apack *a, int64_t row,
  *  Portable sm90 kernel
  *-------------------------------------------------------------------------*/
 
-/* RZ_FP32(c + s) for an exact c + s: the double sum is exact, and cutting
- * its significand to 24 bits leaves a float-representable value. */
-static float add_toward_zero(float c, float s)
+/* The FP32 nearest to x toward zero, for an x within FP32's normal range
+ * (or zero): x's significand cut to 24 bits is a float, converted exactly. */
+static float f32_toward_zero(double x)
 {
-    double d = (double)c + (double)s;
     uint64_t u;
-    memcpy(&u, &d, sizeof u);
+    memcpy(&u, &x, sizeof u);
     u &= ~(uint64_t)0x1fffffff;
-    memcpy(&d, &u, sizeof d);
-    return (float)d;
+    memcpy(&x, &u, sizeof x);
+    return (float)x;
 }
+
+/* RZ_FP32(c + s) for an exact c + s: the double sum is exact. */
+static float add_toward_zero(float c, float s) { return f32_toward_zero((double)c + (double)s); }
 
 /* c (exponent field f != 0) with its bits below 2^(max(e_c, pmax) - 25)
  * cleared: the step's truncation of the c term when the largest product
@@ -478,6 +596,50 @@ void nvfp4_cpu_sm90_kernel_portable(const nvfp4_cpu_apack *a, const nvfp4_cpu_bt
 }
 
 /*-------------------------------------------------------------------------
+ *  Portable sm120 kernel
+ *-------------------------------------------------------------------------*/
+
+void nvfp4_cpu_sm120_kernel_portable(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
+                                     int64_t row_begin, int64_t row_end, int64_t block_begin,
+                                     int64_t block_end, float *acc)
+{
+    int64_t nb = a->nblocks;
+    for (int g = 0; g < NVFP4_CPU_GROUPS; g++) {
+        for (int64_t r = row_begin; r < row_end; r++) {
+            float c[NVFP4_CPU_LANES] = {0};
+            for (int64_t j0 = block_begin; j0 < block_end; j0 += NVFP4_CPU_STEP_BLOCKS) {
+                int64_t nq = block_end - j0 < NVFP4_CPU_STEP_BLOCKS ? block_end - j0
+                                                                    : NVFP4_CPU_STEP_BLOCKS;
+                int64_t st = j0 / NVFP4_CPU_STEP_BLOCKS;
+                int32_t ahi = a->step_hi[(size_t)(r * a->nsteps + st)];
+                int32_t alo = a->step_lo[(size_t)(r * a->nsteps + st)];
+                size_t lane0 = (size_t)(st * NVFP4_CPU_GROUPS + g) * NVFP4_CPU_LANES;
+                for (int l = 0; l < NVFP4_CPU_LANES; l++) {
+                    int col = g * NVFP4_CPU_LANES + l;
+                    /* guard (cpu_internal.h): f = c's exponent field */
+                    int32_t f = (int32_t)((f32_bits(c[l]) >> 23) & 0xffu);
+                    if (f > alo + b->s120_lim_low[lane0 + l] ||
+                        (ahi - alo) + b->s120_spread[lane0 + l] > NVFP4_CPU_SM120_BLOCK_SLACK ||
+                        (f != 0 && f < ahi + b->s120_lim_top[lane0 + l])) {
+                        c[l] = nvfp4_cpu_sm120_slow(c[l], a, r, b, col, j0, block_end);
+                        continue;
+                    }
+                    double x = c[l]; /* every partial sum exact */
+                    for (int64_t j = j0; j < j0 + nq; j++) {
+                        size_t blane = (size_t)(j * NVFP4_CPU_GROUPS + g) * NVFP4_CPU_LANES + (size_t)l;
+                        float scale = a->scale[(size_t)(r * nb + j)] * b->scale4[blane]; /* exact */
+                        x += (double)((float)block_dot(a, r, b, col, j) * scale);     /* exact */
+                    }
+                    c[l] = f32_toward_zero(x);
+                }
+            }
+            for (int l = 0; l < NVFP4_CPU_LANES; l++)
+                acc[(r - row_begin) * NVFP4_CPU_TILE + g * NVFP4_CPU_LANES + l] = c[l];
+        }
+    }
+}
+
+/*-------------------------------------------------------------------------
  *  EXACT model: the exact dot is sum_j D_j * is_a * is_b * 2^-20, an
  *  integer count of 2^-20; one RNE conversion gives the result.
  *-------------------------------------------------------------------------*/
@@ -486,20 +648,13 @@ void nvfp4_cpu_sm90_kernel_portable(const nvfp4_cpu_apack *a, const nvfp4_cpu_bt
 static void exact_tile(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b, int64_t row_begin,
                        int64_t row_end, int64_t block_begin, int64_t block_end, float *acc)
 {
-    int64_t K = a->k, nb = a->nblocks;
+    int64_t nb = a->nblocks;
     for (int64_t r = row_begin; r < row_end; r++) {
         for (int col = 0; col < NVFP4_CPU_TILE; col++) {
             int64_t sum = 0;
-            for (int64_t j = block_begin; j < block_end; j++) {
-                const uint8_t *ac = a->codes + (size_t)(r * K + j * 16);
-                const int8_t *bc = b->codes + (size_t)(j * NVFP4_CPU_GROUPS + col / NVFP4_CPU_LANES) * 256 +
-                                   (size_t)(col % NVFP4_CPU_LANES) * 4;
-                int32_t d = 0;
-                for (int i = 0; i < 16; i++)
-                    d += ((int32_t)ac[i] - NVFP4_CPU_Q_BIAS) * bc[(i / 4) * 64 + i % 4];
-                sum += (int64_t)d * a->iscale[(size_t)(r * nb + j)] *
+            for (int64_t j = block_begin; j < block_end; j++)
+                sum += (int64_t)block_dot(a, r, b, col, j) * a->iscale[(size_t)(r * nb + j)] *
                        b->iscale[(size_t)((int64_t)col * nb + j)];
-            }
             /* int64 -> float rounds to nearest even; the scaling is exact */
             acc[(r - row_begin) * NVFP4_CPU_TILE + col] = ldexpf((float)sum, -20);
         }
@@ -507,12 +662,12 @@ static void exact_tile(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b, int64
 }
 
 /*-------------------------------------------------------------------------
- *  Driver (SM90 and EXACT): work items are (B tile, row chunk) pairs
+ *  Driver: work items are (B tile, row chunk) pairs
  *-------------------------------------------------------------------------*/
 typedef struct gemm_ctx {
     const nvfp4_gemm_args *args;
     const nvfp4_cpu_apack *ap;
-    nvfp4_cpu_sm90_kernel kernel;
+    nvfp4_cpu_kernel *kernel;
     void (*pack_b)(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4_tensor *b, int64_t n0);
     int64_t n_cols;
     int64_t row_chunk; /* rows per work item, a multiple of MR */
@@ -542,7 +697,8 @@ static void gemm_items(void *p, int64_t begin, int64_t end)
     btile_store bs;
     size_t acc_bytes = (size_t)ctx->row_chunk * NVFP4_CPU_TILE * sizeof(float);
     float *acc = aligned_alloc(64, acc_bytes), *part = aligned_alloc(64, acc_bytes);
-    if (!acc || !part || !btile_alloc(&bs, ap->k)) {
+    int sm120 = args->model == NVFP4_MODEL_SM120;
+    if (!acc || !part || !btile_alloc(&bs, ap->k, sm120)) {
         free(acc);
         free(part);
         atomic_store(&ctx->failed, 1);
@@ -550,8 +706,8 @@ static void gemm_items(void *p, int64_t begin, int64_t end)
     }
     int64_t lo = ctx->block_lo, hi = ctx->block_hi, len = ctx->slice_blocks;
     int64_t packed_tile = -1;
-    int sm90 = args->model == NVFP4_MODEL_SM90;
-    uint32_t nan_bits = sm90 ? SM90_NAN_BITS : EXACT_NAN_BITS;
+    /* sm120 returns the sm90 step's NaN */
+    uint32_t nan_bits = args->model == NVFP4_MODEL_EXACT ? EXACT_NAN_BITS : SM90_NAN_BITS;
     for (int64_t item = begin; item < end; item++) {
         int64_t tile = item / ctx->row_chunks;
         int64_t r0 = (item % ctx->row_chunks) * ctx->row_chunk;
@@ -559,16 +715,14 @@ static void gemm_items(void *p, int64_t begin, int64_t end)
         int64_t n0 = tile * NVFP4_CPU_TILE;
         if (tile != packed_tile) {
             ctx->pack_b(&bs.t, bs.has_nan, args->b, n0);
+            if (sm120) pack_btile_sm120(&bs.t);
             packed_tile = tile;
         }
         /* K slices: each a chain from +0; partials added in slice order (FP32 RNE) */
         for (int64_t j0 = lo; j0 < hi || j0 == lo; j0 += len) {
             int64_t j1 = j0 + len < hi ? j0 + len : hi;
             float *dst = j0 == lo ? acc : part;
-            if (sm90)
-                ctx->kernel(ap, &bs.t, r0, r1, j0, j1, dst);
-            else
-                exact_tile(ap, &bs.t, r0, r1, j0, j1, dst);
+            ctx->kernel(ap, &bs.t, r0, r1, j0, j1, dst);
             if (j0 > lo)
                 for (size_t i = 0; i < (size_t)(r1 - r0) * NVFP4_CPU_TILE; i++) acc[i] += part[i];
         }
@@ -584,77 +738,6 @@ static void gemm_items(void *p, int64_t begin, int64_t end)
     btile_free(&bs);
     free(acc);
     free(part);
-}
-
-/*-------------------------------------------------------------------------
- *  SM120 model: multi-threaded calls into the model's step function, the
- *  last k64 group padded with zero blocks as the contract says.
- *-------------------------------------------------------------------------*/
-typedef struct sm120_ctx {
-    const nvfp4_gemm_args *args;
-    const uint8_t *a_codes; /* M x K, one code per byte */
-    float alpha;
-    atomic_int failed;
-} sm120_ctx;
-
-static void sm120_cols(void *p, int64_t begin, int64_t end)
-{
-    sm120_ctx *ctx = p;
-    const nvfp4_tensor *a = ctx->args->a, *b = ctx->args->b;
-    int64_t M = a->rows, N = b->rows, K = a->cols, nb = K / NVFP4_BLOCK;
-    uint8_t *b_codes = malloc((size_t)(K ? K : 1));
-    if (!b_codes) {
-        atomic_store(&ctx->failed, 1);
-        return;
-    }
-    /* slices are whole k64 steps (4 blocks); only the last step of K is padded */
-    int64_t len = nvfp4_k_slice_elems(K, ctx->args->k_slices) / NVFP4_BLOCK;
-    for (int64_t n = begin; n < end; n++) {
-        for (int64_t k = 0; k < K; k++) b_codes[k] = nvfp4_tensor_code(b, n, k);
-        for (int64_t m = 0; m < M; m++) {
-            const uint8_t *a_codes = ctx->a_codes + (size_t)(m * K);
-            float acc = 0.0f;
-            for (int64_t s0 = 0; s0 < nb; s0 += len) {
-                int64_t s1 = s0 + len < nb ? s0 + len : nb;
-                float partial = 0.0f;
-                for (int64_t j0 = s0; j0 < s1; j0 += 4) {
-                    uint8_t ac[64] = {0}, bc[64] = {0}, as[4] = {0}, bsc[4] = {0};
-                    for (int q = 0; q < 4 && j0 + q < s1; q++) {
-                        as[q] = nvfp4_tensor_scale(a, m, j0 + q);
-                        bsc[q] = nvfp4_tensor_scale(b, n, j0 + q);
-                        memcpy(ac + 16 * q, a_codes + (j0 + q) * 16, 16);
-                        memcpy(bc + 16 * q, b_codes + (j0 + q) * 16, 16);
-                    }
-                    partial = nvfp4_sm120_step(partial, ac, as, bc, bsc);
-                }
-                acc = s0 == 0 ? partial : acc + partial;
-            }
-            write_outputs(ctx->args, m, n, N, acc, ctx->alpha);
-        }
-    }
-    free(b_codes);
-}
-
-static nvfp4_status gemm_sm120(const nvfp4_gemm_args *args, float alpha, int nthreads)
-{
-    const nvfp4_tensor *a = args->a;
-    size_t elems;
-    if (!nvfp4_mul_size((size_t)a->rows, (size_t)a->cols, &elems))
-        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_gemm_cpu: operand A is too large");
-    uint8_t *codes = malloc(elems ? elems : 1);
-    if (!codes)
-        return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY,
-                          "nvfp4_gemm_cpu: out of memory unpacking operand A (%zu codes)", elems);
-    for (int64_t m = 0; m < a->rows; m++)
-        for (int64_t k = 0; k < a->cols; k++)
-            codes[(size_t)(m * a->cols + k)] = nvfp4_tensor_code(a, m, k);
-    sm120_ctx ctx = {args, codes, alpha, 0};
-    nvfp4_status st = nvfp4_parallel_for(args->b->rows, 1, nthreads, sm120_cols, &ctx);
-    free(codes);
-    if (st != NVFP4_OK) return st;
-    if (atomic_load(&ctx.failed))
-        return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_gemm_cpu: out of memory in a worker");
-    return NVFP4_OK;
 }
 
 /*-------------------------------------------------------------------------
@@ -709,22 +792,22 @@ static void exact_plain_rows(void *p, int64_t begin, int64_t end)
     free(br);
 }
 
-/* The SM90 / EXACT driver over blocks [block_lo, block_hi) in slices of
- * slice_blocks blocks. */
-static nvfp4_status gemm_sm90_exact(const nvfp4_gemm_args *args, float alpha, int nthreads,
-                                    int64_t block_lo, int64_t block_hi, int64_t slice_blocks)
+/* The driver over blocks [block_lo, block_hi) in slices of slice_blocks
+ * blocks (sm120: block_lo and slice_blocks multiples of 4). */
+static nvfp4_status gemm_packed(const nvfp4_gemm_args *args, float alpha, int nthreads,
+                                int64_t block_lo, int64_t block_hi, int64_t slice_blocks)
 {
     const nvfp4_tensor *a = args->a, *b = args->b;
     int64_t N = b->rows;
     nvfp4_cpu_apack ap;
-    nvfp4_status st = apack_build(&ap, a, nthreads);
+    nvfp4_status st = apack_build(&ap, a, nthreads, args->model == NVFP4_MODEL_SM120);
     if (st != NVFP4_OK) return st;
     gemm_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.args = args;
     ctx.ap = &ap;
     int simd = simd_current();
-    ctx.kernel = kernel_for(simd);
+    ctx.kernel = args->model == NVFP4_MODEL_EXACT ? exact_tile : kernel_for(simd, args->model);
     ctx.pack_b = simd == SIMD_PORTABLE ? nvfp4_cpu_pack_btile_portable : nvfp4_cpu_pack_btile_avx2;
     ctx.n_cols = N;
     ctx.block_lo = block_lo;
@@ -764,7 +847,6 @@ nvfp4_status nvfp4_gemm_cpu(const nvfp4_gemm_args *args)
     float alpha = a->per_tensor_scale * b->per_tensor_scale; /* FP32 RNE */
     int nthreads = args->nthreads > 0 ? args->nthreads : nvfp4_default_threads();
 
-    if (args->model == NVFP4_MODEL_SM120) return gemm_sm120(args, alpha, nthreads);
     if (args->model == NVFP4_MODEL_EXACT && a->cols / NVFP4_BLOCK > EXACT_MAX_BLOCKS) {
         exact_plain_ctx ctx = {args, alpha, 0};
         st = nvfp4_parallel_for(M, 1, nthreads, exact_plain_rows, &ctx);
@@ -772,8 +854,8 @@ nvfp4_status nvfp4_gemm_cpu(const nvfp4_gemm_args *args)
             st = nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_gemm_cpu: out of memory in a worker");
         return st;
     }
-    return gemm_sm90_exact(args, alpha, nthreads, 0, a->cols / NVFP4_BLOCK,
-                           nvfp4_k_slice_elems(a->cols, args->k_slices) / NVFP4_BLOCK);
+    return gemm_packed(args, alpha, nthreads, 0, a->cols / NVFP4_BLOCK,
+                       nvfp4_k_slice_elems(a->cols, args->k_slices) / NVFP4_BLOCK);
 }
 
 nvfp4_status nvfp4_cpu_gemm_slice(const nvfp4_tensor *a, const nvfp4_tensor *b, nvfp4_model model,
@@ -782,8 +864,8 @@ nvfp4_status nvfp4_cpu_gemm_slice(const nvfp4_tensor *a, const nvfp4_tensor *b, 
     nvfp4_gemm_args args = {.a = a, .b = b, .raw = raw, .model = model, .nthreads = nthreads};
     nvfp4_status st = nvfp4_check_gemm_args(&args, "nvfp4_cpu_gemm_slice");
     if (st != NVFP4_OK) return st;
-    if (model == NVFP4_MODEL_SM120 || k_begin < 0 || k_end < k_begin || k_end > a->cols ||
-        k_begin % NVFP4_BLOCK || k_end % NVFP4_BLOCK ||
+    if (k_begin < 0 || k_end < k_begin || k_end > a->cols || k_begin % NVFP4_BLOCK ||
+        k_end % NVFP4_BLOCK || (model == NVFP4_MODEL_SM120 && k_begin % 64) ||
         (model == NVFP4_MODEL_EXACT && (k_end - k_begin) / NVFP4_BLOCK > EXACT_MAX_BLOCKS))
         return nvfp4_fail(NVFP4_ERR_UNSUPPORTED,
                           "nvfp4_cpu_gemm_slice: model %s over [%lld, %lld) of K = %lld",
@@ -792,6 +874,6 @@ nvfp4_status nvfp4_cpu_gemm_slice(const nvfp4_tensor *a, const nvfp4_tensor *b, 
     if (a->rows == 0 || b->rows == 0) return NVFP4_OK;
     nvfp4_cpu_tables_init();
     int64_t lo = k_begin / NVFP4_BLOCK, hi = k_end / NVFP4_BLOCK;
-    return gemm_sm90_exact(&args, 1.0f, nthreads > 0 ? nthreads : nvfp4_default_threads(), lo, hi,
-                           hi - lo > 0 ? hi - lo : 1);
+    return gemm_packed(&args, 1.0f, nthreads > 0 ? nthreads : nvfp4_default_threads(), lo, hi,
+                       hi - lo > 0 ? hi - lo : 1);
 }

@@ -1,8 +1,10 @@
-/* gemm_cpu_avx2.c -- the sm90 kernel with AVX2, 8 columns per vector.
- * Compiled with -mavx2 -mbmi2 and only called when the CPU has them
- * (gemm_cpu.c).  Same arithmetic as the AVX-512 kernel; AVX2 has no
- * per-instruction rounding, so RZ(c + s) is the nearest sum corrected by the
- * sign of its exact error (TwoSum). */
+/* gemm_cpu_avx2.c -- the sm90 and sm120 kernels with AVX2, 8 columns per
+ * vector.  Compiled with -mavx2 -mbmi2 and only called when the CPU has them
+ * (gemm_cpu.c).  Same arithmetic as the AVX-512 kernels; AVX2 has no
+ * per-instruction rounding, so for sm90 RZ(c + s) is the nearest sum
+ * corrected by the sign of its exact error (TwoSum), and for sm120 the exact
+ * double sum is cut to 24 significant bits before its (then exact)
+ * conversion to FP32. */
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
@@ -93,6 +95,7 @@ void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4
             __m128i q[4], e[4], lsb[4];
             int32_t is[4];
             float scale4[4];
+            uint8_t sbyte[4];
             for (int c = 0; c < 4; c++) {
                 unsigned s = 0;
                 const uint8_t *src = zero_codes;
@@ -106,6 +109,7 @@ void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4
                 }
                 is[c] = tab->is[s];
                 scale4[c] = tab->scale4[s];
+                sbyte[c] = (uint8_t)s;
                 __m128i x = _mm_loadl_epi64((const __m128i *)src);
                 __m128i hi = _mm_and_si128(_mm_srli_epi16(x, 4), low4), lo = _mm_and_si128(x, low4);
                 __m128i codes = hi_first ? _mm_unpacklo_epi8(hi, lo) : _mm_unpacklo_epi8(lo, hi);
@@ -134,9 +138,47 @@ void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4
             _mm_storeu_si128((__m128i *)(t->lim_low + lane), _mm_add_epi32(low, _mm_set1_epi32(NVFP4_CPU_LIM_LOW)));
             _mm_storeu_ps(t->scale4 + lane, _mm_loadu_ps(scale4));
             for (int c = 0; c < 4; c++) t->iscale[(size_t)((col0 + c) * nb + j)] = is[c];
+            if (t->sbyte)
+                for (int c = 0; c < 4; c++) t->sbyte[(size_t)((col0 + c) * nb + j)] = sbyte[c];
         }
         for (int c = 0; c < 4; c++) has_nan[col0 + c] = (uint8_t)nan[c];
     }
+}
+
+/* What the kernels read of B for one block and 8 lanes (half h of group g):
+ * the codes for k = 4kq .. 4kq + 3 (b[kq]), 12 * sum q_b and S_b / 4. */
+typedef struct bblock {
+    __m256i b[4], corr;
+    __m256 scale4;
+} bblock;
+
+static inline bblock load_bblock(const nvfp4_cpu_btile *t, size_t blk, int h)
+{
+    bblock bb;
+    const int8_t *bc = t->codes + blk * 256 + h * 32;
+    bb.b[0] = _mm256_load_si256((const __m256i *)bc);
+    bb.b[1] = _mm256_load_si256((const __m256i *)(bc + 64));
+    bb.b[2] = _mm256_load_si256((const __m256i *)(bc + 128));
+    bb.b[3] = _mm256_load_si256((const __m256i *)(bc + 192));
+    const size_t lane = blk * NVFP4_CPU_LANES + (size_t)h * 8;
+    bb.corr = _mm256_load_si256((const __m256i *)(t->corr + lane));
+    bb.scale4 = _mm256_load_ps(t->scale4 + lane);
+    return bb;
+}
+
+/* D = sum (q_a + 12) q_b - 12 sum q_b of one block, per lane; ac: the row's
+ * 16 codes. */
+static inline __m256i block_dot(const uint8_t *ac, const bblock *bb)
+{
+    int32_t w[4];
+    memcpy(w, ac, sizeof w);
+    /* pairs of products in 16 bits (|sum| <= 2304), then 32 */
+    __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(w[0]), bb->b[0]),
+                                   _mm256_maddubs_epi16(_mm256_set1_epi32(w[1]), bb->b[1]));
+    __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(w[2]), bb->b[2]),
+                                   _mm256_maddubs_epi16(_mm256_set1_epi32(w[3]), bb->b[3]));
+    return _mm256_sub_epi32(_mm256_madd_epi16(_mm256_add_epi16(p01, p23), _mm256_set1_epi16(1)),
+                            bb->corr);
 }
 
 void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
@@ -144,7 +186,6 @@ void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile 
                                     int64_t block_end, float *acc)
 {
     const int64_t K = a->k, nb = a->nblocks;
-    const __m256i ones = _mm256_set1_epi16(1);
     const __m256i zero = _mm256_setzero_si256();
     const __m256i all_ones = _mm256_set1_epi32(-1);
     const __m256i bias_minus_2 = _mm256_set1_epi32(127 - 2);
@@ -156,30 +197,15 @@ void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile 
                 for (int rr = 0; rr < NVFP4_CPU_MR; rr++) c[rr] = _mm256_setzero_ps();
                 for (int64_t j = block_begin; j < block_end; j++) {
                     size_t blk = (size_t)(j * NVFP4_CPU_GROUPS + g);
-                    const int8_t *bc = b->codes + blk * 256 + h * 32;
-                    const __m256i b0 = _mm256_load_si256((const __m256i *)bc);
-                    const __m256i b1 = _mm256_load_si256((const __m256i *)(bc + 64));
-                    const __m256i b2 = _mm256_load_si256((const __m256i *)(bc + 128));
-                    const __m256i b3 = _mm256_load_si256((const __m256i *)(bc + 192));
+                    const bblock bb = load_bblock(b, blk, h);
                     const size_t lane = blk * NVFP4_CPU_LANES + (size_t)h * 8;
-                    const __m256i corr = _mm256_load_si256((const __m256i *)(b->corr + lane));
-                    const __m256 scale4 = _mm256_load_ps(b->scale4 + lane);
                     const __m256i lim_low = _mm256_load_si256((const __m256i *)(b->lim_low + lane));
                     const __m256i lim_top = _mm256_load_si256((const __m256i *)(b->lim_top + lane));
                     for (int rr = 0; rr < NVFP4_CPU_MR; rr++) {
                         const int64_t row = r + rr;
-                        int32_t w[4];
-                        memcpy(w, a->codes + (size_t)(row * K + j * 16), sizeof w);
-                        __m256i p01 = _mm256_add_epi16(
-                            _mm256_maddubs_epi16(_mm256_set1_epi32(w[0]), b0),
-                            _mm256_maddubs_epi16(_mm256_set1_epi32(w[1]), b1));
-                        __m256i p23 = _mm256_add_epi16(
-                            _mm256_maddubs_epi16(_mm256_set1_epi32(w[2]), b2),
-                            _mm256_maddubs_epi16(_mm256_set1_epi32(w[3]), b3));
-                        __m256i d = _mm256_sub_epi32(
-                            _mm256_madd_epi16(_mm256_add_epi16(p01, p23), ones), corr);
+                        __m256i d = block_dot(a->codes + (size_t)(row * K + j * 16), &bb);
                         const size_t ab = (size_t)(row * nb + j);
-                        __m256 scale = _mm256_mul_ps(_mm256_set1_ps(a->scale[ab]), scale4);
+                        __m256 scale = _mm256_mul_ps(_mm256_set1_ps(a->scale[ab]), bb.scale4);
                         __m256 s = _mm256_mul_ps(_mm256_cvtepi32_ps(d), scale); /* exact */
                         /* guard (cpu_internal.h): f = c's exponent field */
                         __m256i cbits = _mm256_castps_si256(c[rr]);
@@ -226,6 +252,99 @@ void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile 
     }
 }
 
+/* The 8 columns' double halves: [0, 4) and [4, 8). */
+static inline __m256d low_pd(__m256 x) { return _mm256_cvtps_pd(_mm256_castps256_ps128(x)); }
+static inline __m256d high_pd(__m256 x) { return _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)); }
+
+/* The FP32 nearest toward zero of doubles within FP32's normal range (or
+ * zero): significands cut to 24 bits, then converted exactly. */
+static inline __m128 f32_toward_zero(__m256d x)
+{
+    const __m256d keep = _mm256_castsi256_pd(_mm256_set1_epi64x((long long)~(uint64_t)0x1fffffff));
+    return _mm256_cvtpd_ps(_mm256_and_pd(x, keep));
+}
+
+/* One sm120 step (blocks j0 .. j0 + nq - 1) of rows r .. r + MR - 1, the 8
+ * columns of half h of group g: c[] in, the next accumulators out.  Inlined
+ * with nq = 4 (every step but a short last one) and with nq < 4. */
+static inline __attribute__((always_inline)) void sm120_step(const nvfp4_cpu_apack *a,
+                                                             const nvfp4_cpu_btile *b, int g, int h,
+                                                             int64_t r, int64_t j0, int nq,
+                                                             int64_t block_end,
+                                                             __m256 c[NVFP4_CPU_MR])
+{
+    const int64_t K = a->k, nb = a->nblocks;
+    __m256d lo[NVFP4_CPU_MR], hi[NVFP4_CPU_MR]; /* c + s_0 + ..: every partial sum exact */
+    for (int rr = 0; rr < NVFP4_CPU_MR; rr++) {
+        lo[rr] = low_pd(c[rr]);
+        hi[rr] = high_pd(c[rr]);
+    }
+    for (int q = 0; q < nq; q++) {
+        const int64_t j = j0 + q;
+        const bblock bb = load_bblock(b, (size_t)(j * NVFP4_CPU_GROUPS + g), h);
+        for (int rr = 0; rr < NVFP4_CPU_MR; rr++) {
+            const int64_t row = r + rr;
+            __m256i d = block_dot(a->codes + (size_t)(row * K + j * 16), &bb);
+            __m256 scale = _mm256_mul_ps(_mm256_set1_ps(a->scale[row * nb + j]), bb.scale4);
+            __m256 s = _mm256_mul_ps(_mm256_cvtepi32_ps(d), scale); /* exact */
+            lo[rr] = _mm256_add_pd(lo[rr], low_pd(s));
+            hi[rr] = _mm256_add_pd(hi[rr], high_pd(s));
+        }
+    }
+    /* guard (cpu_internal.h), per lane: f = c's exponent field */
+    const int64_t st = j0 / NVFP4_CPU_STEP_BLOCKS;
+    const size_t lane = (size_t)(st * NVFP4_CPU_GROUPS + g) * NVFP4_CPU_LANES + (size_t)h * 8;
+    const __m256i lim_low = _mm256_load_si256((const __m256i *)(b->s120_lim_low + lane));
+    const __m256i lim_top = _mm256_load_si256((const __m256i *)(b->s120_lim_top + lane));
+    const __m256i spread = _mm256_load_si256((const __m256i *)(b->s120_spread + lane));
+    for (int rr = 0; rr < NVFP4_CPU_MR; rr++) {
+        const int64_t row = r + rr;
+        const int32_t ahi = a->step_hi[row * a->nsteps + st], alo = a->step_lo[row * a->nsteps + st];
+        __m256 next = _mm256_set_m128(f32_toward_zero(hi[rr]), f32_toward_zero(lo[rr]));
+        __m256i f = _mm256_srli_epi32(_mm256_slli_epi32(_mm256_castps_si256(c[rr]), 1), 24);
+        __m256i blocks_cut = _mm256_or_si256(
+            _mm256_cmpgt_epi32(f, _mm256_add_epi32(_mm256_set1_epi32(alo), lim_low)),
+            _mm256_cmpgt_epi32(spread, _mm256_set1_epi32(NVFP4_CPU_SM120_BLOCK_SLACK - (ahi - alo))));
+        __m256i c_cut = _mm256_andnot_si256(
+            _mm256_cmpeq_epi32(f, _mm256_setzero_si256()),
+            _mm256_cmpgt_epi32(_mm256_add_epi32(_mm256_set1_epi32(ahi), lim_top), f));
+        int slow = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(blocks_cut, c_cut)));
+        if (slow) {
+            float cv[8], nv[8];
+            _mm256_storeu_ps(cv, c[rr]);
+            _mm256_storeu_ps(nv, next);
+            for (int l = 0; l < 8; l++)
+                if ((slow >> l) & 1)
+                    nv[l] = nvfp4_cpu_sm120_slow(cv[l], a, row, b, g * NVFP4_CPU_LANES + h * 8 + l,
+                                                 j0, block_end);
+            next = _mm256_loadu_ps(nv);
+        }
+        c[rr] = next;
+    }
+}
+
+void nvfp4_cpu_sm120_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
+                                 int64_t row_begin, int64_t row_end, int64_t block_begin,
+                                 int64_t block_end, float *acc)
+{
+    for (int g = 0; g < NVFP4_CPU_GROUPS; g++) {
+        for (int h = 0; h < 2; h++) { /* the two 8-column halves of a group */
+            for (int64_t r = row_begin; r < row_end; r += NVFP4_CPU_MR) {
+                __m256 c[NVFP4_CPU_MR];
+                for (int rr = 0; rr < NVFP4_CPU_MR; rr++) c[rr] = _mm256_setzero_ps();
+                int64_t j0 = block_begin;
+                for (; j0 + NVFP4_CPU_STEP_BLOCKS <= block_end; j0 += NVFP4_CPU_STEP_BLOCKS)
+                    sm120_step(a, b, g, h, r, j0, NVFP4_CPU_STEP_BLOCKS, block_end, c);
+                if (j0 < block_end) sm120_step(a, b, g, h, r, j0, (int)(block_end - j0), block_end, c);
+                for (int rr = 0; rr < NVFP4_CPU_MR; rr++)
+                    _mm256_storeu_ps(acc + (r - row_begin + rr) * NVFP4_CPU_TILE +
+                                         g * NVFP4_CPU_LANES + h * 8,
+                                     c[rr]);
+            }
+        }
+    }
+}
+
 #else
 /* Built without the flags: still chosen on an AVX2 CPU (dispatch asks the CPU); same bits. */
 void nvfp4_cpu_pack_btile_avx2(nvfp4_cpu_btile *t, uint8_t *has_nan, const nvfp4_tensor *b,
@@ -239,5 +358,12 @@ void nvfp4_cpu_sm90_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile 
                                     int64_t block_end, float *acc)
 {
     nvfp4_cpu_sm90_kernel_portable(a, b, row_begin, row_end, block_begin, block_end, acc);
+}
+
+void nvfp4_cpu_sm120_kernel_avx2(const nvfp4_cpu_apack *a, const nvfp4_cpu_btile *b,
+                                 int64_t row_begin, int64_t row_end, int64_t block_begin,
+                                 int64_t block_end, float *acc)
+{
+    nvfp4_cpu_sm120_kernel_portable(a, b, row_begin, row_end, block_begin, block_end, acc);
 }
 #endif

@@ -1,4 +1,5 @@
-/* device.cu -- is there a usable sm_90 device, and what is it called. */
+/* device.cu -- what the current CUDA device is called (which kernels run
+ * on it: dispatch.c). */
 /* The library links with a C compiler (no libstdc++): keep nvcc's launch
  * stubs free of guarded statics and exception tables. */
 #define __NV_LEGACY_LAUNCH 1
@@ -7,20 +8,6 @@
 
 extern "C" {
 #include "internal.h"
-}
-
-extern "C" int nvfp4_cuda_available(void)
-{
-    int n = 0, dev = 0, major = 0, minor = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
-        cudaGetLastError(); /* clear the sticky "no device" error */
-        return 0;
-    }
-    if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
-        return 0;
-    return major == 9 && minor == 0;
 }
 
 extern "C" nvfp4_status nvfp4_cuda_device_name(char *name, size_t name_len, char *cc, size_t cc_len)

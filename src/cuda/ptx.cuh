@@ -130,8 +130,7 @@ NVFP4_DEV void ptx_cluster_sync(void)
  * `rank` (release at cluster scope: this thread's earlier shared reads of
  * the stage are done before that CTA's producer overwrites it).
  * NOTES: a TMA ring freed this way runs ~3x slower than with
- * `.relaxed.cluster` arrivals (probe_rates ring, H200, docs/KERNEL.md
- * twenty-second session); only the multicast option uses it. */
+ * `.relaxed.cluster` arrivals (dev/cuda/probe_rates ring, H200). */
 NVFP4_DEV void ptx_mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
 {
     asm volatile(

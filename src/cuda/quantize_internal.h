@@ -1,5 +1,5 @@
-/* quantize_internal.h -- the device quantizer shared by sm90_quantize.cu
- * (nvfp4_quantize_cuda) and sm90_linear.cu (the fused A producer of
+/* quantize_internal.h -- the device quantizer shared by quantize.cu
+ * (nvfp4_quantize_cuda) and the fused linears (the A producer of
  * nvfp4_linear_cuda).  CUDA C++ only; not part of the C build.
  *
  * Every function here is a transcription of the C quantizer
@@ -24,39 +24,6 @@ extern "C" {
 }
 #else
 #include "internal.h"
-#endif
-
-/*------------------ testing hook (C linkage, C includable) ------------------*/
-#ifdef __cplusplus
-extern "C" {
-#endif
-/* The fused A producer alone: device BF16 x (m x k) -> the GEMM's FP16
- * operands act[r * act_ld + c] (r < m, c < roundup(k,16)), the operand
- * format of the GEMM's workspace: each block's 16 values in the operand
- * order (slot c % 16 holds element nvfp4_sm90_operand_elem(c % 16)).
- * per_tensor_scale: device static scale, or NULL for the dynamic one,
- * computed with the 4-byte device scratch `amax_scratch`; the scale used
- * goes to *pts_out (device, optional).
- * For tests (tests/gpu/test_quantize_cuda.c, test_linear_cuda.c). */
-nvfp4_status nvfp4_sm90_produce_operands(const uint16_t *x, int64_t m, int64_t k,
-                                         const float *per_tensor_scale, void *amax_scratch,
-                                         nvfp4_variant variant, uint16_t *act, int64_t act_ld,
-                                         float *pts_out, void *stream);
-/* Testing hook (dev/cuda/inkernel_a): which kernel nvfp4_q_blocks_launch
- * runs -- -1 its rule (the one-thread exact kernel where one block per
- * thread fits one CTA per SM, else the table kernel), 0 the
- * threshold-table kernel, 1 the one-thread exact kernel, 2 the four-lane
- * exact kernel (not in the rule until timed).  Every mode gives the same
- * bytes.  Not thread-safe. */
-void nvfp4_q_force_launch(int mode);
-/* Testing hook (test_linear_cuda): the quantizer kernels' thread 0 waits
- * this many cycles before it stores the per-tensor scale, and each CTA of
- * the amax pass before it stores its word (0: none), so a kernel that read
- * them before waiting for their grid would read stale ones.  0 on
- * success, -1 if the device symbol could not be set. */
-int nvfp4_q_dev_delay_stores(long long cycles);
-#ifdef __cplusplus
-}
 #endif
 
 #ifdef __CUDACC__
@@ -454,7 +421,7 @@ NVFP4_Q_DEV uint2 q_block_codes(const uint32_t w[8], const uint4 *tab, float pts
     return make_uint2(thr_codes8(w, nt), thr_codes8(w + 4, nt));
 }
 
-/*------------- the register GEMM's in-kernel A producer (sm90_gemm.cu) -------------*/
+/*------------- the register GEMM's in-kernel A producer (sm90/regm.cu) -------------*/
 
 /* BF16 activations x [rows][cols] that the GEMM quantizes itself (the
  * REGM_BF16 kernels, M <= 8): per-tensor scale *static_pts, or else
@@ -472,11 +439,7 @@ typedef struct nvfp4_sm90_bf16_act {
     int cuda_variant;
 } nvfp4_sm90_bf16_act;
 
-/* The GEMM from src (args->a: rows and cols only); the shape must be one
- * nvfp4_sm90_gemm_quantizes_bf16() (sm90_heuristics.cuh) takes. */
-extern "C" nvfp4_status nvfp4_sm90_gemm_quantizing(const nvfp4_cuda_gemm_args *args, const nvfp4_sm90_bf16_act *src);
-
-/*----------------------- host side (sm90_quantize.cu) -----------------------*/
+/*------------------------- host side (quantize.cu) -------------------------*/
 
 /* One launch of the block quantizer.  Rows r < roundup(m,16) and block
  * columns cb < roundup(k,16)/16 are quantized (elements outside m x k read

@@ -3,6 +3,12 @@
 
 int nvfp4_cuda_available(void) { return 0; }
 
+nvfp4_status nvfp4_cuda_model(nvfp4_model *out)
+{
+    (void)out;
+    return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "this nvfp4 was built without CUDA (nvcc not found)");
+}
+
 nvfp4_status nvfp4_cuda_device_name(char *name, size_t name_len, char *cc, size_t cc_len)
 {
     if (name && name_len) name[0] = '\0';

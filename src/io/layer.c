@@ -4,28 +4,15 @@
  *                 (U8 accepted too: some exporters store the raw bytes)
  *   NAME_scale_2  F32     [] (or [1])                             per-tensor scale
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
-#include "io_internal.h"
+#include "fmt_internal.h"
 
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
-/* NAME + suffix, malloc'ed. */
-static char *suffixed(const char *name, const char *suffix)
-{
-    size_t a = strlen(name), b = strlen(suffix);
-    char *s = malloc(a + b + 1);
-    if (s) {
-        memcpy(s, name, a);
-        memcpy(s + a, suffix, b + 1);
-    }
-    return s;
-}
 
 /* The logical rows recorded for NAME (metadata NVFP4_ST_ROWS_KEY_PREFIX NAME):
  * 1 and *rows set, 0 when none is recorded, -1 when the record is not a row
@@ -37,14 +24,7 @@ static int recorded_rows(const nvfp4_st_file *f, const char *name, int64_t store
         const char *k, *v;
         nvfp4_st_metadata(f, i, &k, &v);
         if (strncmp(k, NVFP4_ST_ROWS_KEY_PREFIX, plen) || strcmp(k + plen, name)) continue;
-        char *end;
-        errno = 0;
-        long long r = strtoll(v, &end, 10); /* decimal digits only, as the writer writes them */
-        if (v[0] < '0' || v[0] > '9' || errno || *end || r < 1 || r > stored ||
-            stored > round_up(r, 16))
-            return -1;
-        *rows = r;
-        return 1;
+        return nvfp4_fmt_rows_record(v, stored, rows) ? 1 : -1;
     }
     return 0;
 }
@@ -67,8 +47,8 @@ nvfp4_status nvfp4_st_load_nvfp4(nvfp4_tensor *out, const nvfp4_st_file *f, cons
     nvfp4_io_printable(file, sizeof file, nvfp4_st_path(f));
     nvfp4_io_printable(shown, sizeof shown, name);
 
-    char *scale_name = suffixed(name, "_scale");
-    char *scale2_name = suffixed(name, "_scale_2");
+    char *scale_name = nvfp4_fmt_cat(name, "_scale");
+    char *scale2_name = nvfp4_fmt_cat(name, "_scale_2");
     nvfp4_status s = NVFP4_OK;
     if (!scale_name || !scale2_name) {
         s = nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_st_load_nvfp4: no memory");
@@ -141,9 +121,8 @@ nvfp4_status nvfp4_st_writer_set_rows(nvfp4_st_writer *w, const char *name, int6
     if (!w || !name || rows < 1)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
                           "nvfp4_st_writer_set_rows: NULL argument or rows < 1");
-    char *key = malloc(sizeof NVFP4_ST_ROWS_KEY_PREFIX + strlen(name));
+    char *key = nvfp4_fmt_cat(NVFP4_ST_ROWS_KEY_PREFIX, name);
     if (!key) return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_st_writer_set_rows: no memory");
-    sprintf(key, "%s%s", NVFP4_ST_ROWS_KEY_PREFIX, name);
     char value[24];
     snprintf(value, sizeof value, "%lld", (long long)rows);
     nvfp4_status s = nvfp4_st_writer_set_metadata(w, key, value);
@@ -174,8 +153,8 @@ nvfp4_status nvfp4_st_add_nvfp4(nvfp4_st_writer *w, const char *name, const nvfp
                           shown);
     int64_t code_shape[2] = {t->rows, t->cols / 2};
     int64_t scale_shape[2] = {round_up(t->rows, 128), round_up(t->cols / NVFP4_BLOCK, 4)};
-    char *scale_name = suffixed(name, "_scale");
-    char *scale2_name = suffixed(name, "_scale_2");
+    char *scale_name = nvfp4_fmt_cat(name, "_scale");
+    char *scale2_name = nvfp4_fmt_cat(name, "_scale_2");
     if (!scale_name || !scale2_name) {
         free(scale_name);
         free(scale2_name);
@@ -210,7 +189,7 @@ int nvfp4_st_is_nvfp4(const nvfp4_st_file *f, const char *name)
     if (!f || !name) return 0;
     const nvfp4_st_tensor *t = nvfp4_st_find(f, name);
     if (!t || t->dtype != NVFP4_DTYPE_U8) return 0;
-    char *s2 = suffixed(name, "_scale_2");
+    char *s2 = nvfp4_fmt_cat(name, "_scale_2");
     int found = s2 && nvfp4_st_find(f, s2) != NULL;
     free(s2);
     return found;
@@ -239,7 +218,7 @@ nvfp4_status nvfp4_st_add_nvfp4_layer(nvfp4_st_writer *w, const char *layer, con
 {
     if (!w || !layer || !t)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_st_add_nvfp4_layer: NULL argument");
-    char *weight = suffixed(layer, weight_suffix), *marker = suffixed(layer, ".comfy_quant");
+    char *weight = nvfp4_fmt_cat(layer, weight_suffix), *marker = nvfp4_fmt_cat(layer, ".comfy_quant");
     nvfp4_status s = NVFP4_OK;
     if (!weight || !marker) s = nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_st_add_nvfp4_layer: no memory");
     size_t before = nvfp4_st_writer_size(w);

@@ -446,44 +446,18 @@ nvfp4_status nvfp4_st_open(nvfp4_st_file **out, const char *path)
     if (!out) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_st_open: out is NULL");
     *out = NULL;
     if (!path) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_st_open: path is NULL");
-    char shown[256];
-    nvfp4_io_printable(shown, sizeof shown, path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block us */
-    if (fd < 0) return nvfp4_fail(NVFP4_ERR_IO, "%s: cannot open: %s", shown, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return nvfp4_fail(NVFP4_ERR_IO, "%s: cannot stat: %s", shown, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return nvfp4_fail(NVFP4_ERR_IO, "%s: not a regular file", shown);
-    }
-    if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
-        close(fd);
-        return nvfp4_fail(NVFP4_ERR_IO, "%s: too large to map", shown);
-    }
+    void *map;
+    size_t size;
+    nvfp4_status s = nvfp4_io_map(path, 8, &map, &size);
+    if (s != NVFP4_OK) return s;
     nvfp4_st_file *f;
-    nvfp4_status s = new_file(&f, path);
+    s = new_file(&f, path);
     if (s != NVFP4_OK) {
-        close(fd);
+        if (map) munmap(map, size);
         return s;
     }
-    size_t size = (size_t)st.st_size;
-    if (size >= 8) { /* mmap of 0 bytes fails; short files are reported by the parser */
-        void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            free_file(f);
-            return nvfp4_fail(NVFP4_ERR_IO, "%s: cannot map %zu bytes: %s", shown, size,
-                              strerror(e));
-        }
-        f->map = map;
-        f->map_len = size;
-    }
-    close(fd);
+    f->map = map;
+    f->map_len = map ? size : 0;
     s = parse_header(f, f->map, size);
     if (s != NVFP4_OK) {
         free_file(f);
@@ -523,3 +497,9 @@ void nvfp4_st_metadata(const nvfp4_st_file *f, size_t i, const char **key, const
 }
 
 const char *nvfp4_st_path(const nvfp4_st_file *f) { return f ? f->path : NULL; }
+
+void nvfp4_st_map_range(const nvfp4_st_file *f, const uint8_t **base, size_t *len)
+{
+    *base = f ? f->map : NULL;
+    *len = f && f->map ? f->map_len : 0;
+}

@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "io_internal.h"
+#include "fmt_internal.h"
 
 /* Data is written, and progress reported, in pieces of at most this size. */
 #define ST_WRITE_CHUNK ((size_t)64 << 20)
@@ -30,6 +30,8 @@ typedef struct st_item {
     const void *data;
     size_t nbytes;
     void *owned; /* the copy made by add_copy, else NULL */
+    fmt_fill_fn fill; /* add_fill: makes the bytes when they are written */
+    void *fill_ctx;
 } st_item;
 
 struct nvfp4_st_writer {
@@ -227,6 +229,21 @@ nvfp4_status nvfp4_st_writer_add_copy(nvfp4_st_writer *w, const char *name, nvfp
     return NVFP4_OK;
 }
 
+nvfp4_status nvfp4_st_writer_add_fill(nvfp4_st_writer *w, const char *name, nvfp4_dtype dtype,
+                                      int ndim, const int64_t *shape, size_t nbytes,
+                                      fmt_fill_fn fill, void *ctx)
+{
+    /* checked as if the bytes were there: any non-NULL pointer stands in */
+    nvfp4_status s = check_tensor(w, name, dtype, ndim, shape, (const void *)&fill, nbytes);
+    if (s != NVFP4_OK) return s;
+    if (!fill) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_st_writer_add_fill: no fill");
+    if (push_item(w, name, dtype, ndim, shape, NULL, nbytes, NULL) != NVFP4_OK)
+        return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_st_writer_add_fill: no memory");
+    w->items[w->count - 1].fill = fill;
+    w->items[w->count - 1].fill_ctx = ctx;
+    return NVFP4_OK;
+}
+
 nvfp4_status nvfp4_st_writer_set_metadata(nvfp4_st_writer *w, const char *key, const char *value)
 {
     if (!w || !key || !value)
@@ -309,6 +326,7 @@ typedef struct st_progress {
     void (*fn)(void *ctx, uint64_t done, uint64_t total);
     void *ctx;
     uint64_t done, reported, total;
+    nvfp4_status fill_status; /* a fill callback's failure */
 } st_progress;
 
 static void advance(st_progress *p, size_t n)
@@ -335,14 +353,28 @@ static int write_contents(int fd, const nvfp4_st_writer *w, const char *json, st
     if (e) return e;
     advance(pr, 8 + hlen);
     for (size_t i = 0; i < w->count; i++) {
-        const uint8_t *p = w->items[i].data;
-        for (size_t left = w->items[i].nbytes; left > 0;) {
+        const st_item *it = &w->items[i];
+        const uint8_t *p = it->data;
+        uint8_t *made = NULL;
+        if (it->fill) { /* one tensor's bytes in memory at a time */
+            made = malloc(it->nbytes ? it->nbytes : 1);
+            if (!made) return ENOMEM;
+            pr->fill_status = it->fill(it->fill_ctx, made, it->nbytes);
+            if (pr->fill_status != NVFP4_OK) {
+                free(made);
+                return ECANCELED;
+            }
+            p = made;
+        }
+        for (size_t left = it->nbytes; left > 0 && !e;) {
             size_t n = left < ST_WRITE_CHUNK ? left : ST_WRITE_CHUNK;
-            if ((e = nvfp4_write_all(fd, p, n)) != 0) return e;
+            e = nvfp4_write_all(fd, p, n);
             p += n;
             left -= n;
             advance(pr, n);
         }
+        free(made);
+        if (e) return e;
     }
     return 0;
 }
@@ -374,9 +406,13 @@ nvfp4_status nvfp4_st_writer_commit(nvfp4_st_writer *w, nvfp4_atomic_file *f,
         return st;
     }
     size_t hlen = (strlen(json) + 7) & ~(size_t)7;
-    st_progress pr = {progress, progress_ctx, 0, 0, 8 + hlen + data_bytes};
+    st_progress pr = {progress, progress_ctx, 0, 0, 8 + hlen + data_bytes, NVFP4_OK};
     int e = write_contents(nvfp4_atomic_fd(f), w, json, &pr);
     free(json);
+    if (pr.fill_status != NVFP4_OK) { /* the callback's message stands */
+        nvfp4_atomic_discard(f);
+        return pr.fill_status;
+    }
     return nvfp4_atomic_commit_after(f, e);
 }
 

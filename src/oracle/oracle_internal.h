@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "formats/layout.h"
 #include "nvfp4.h"
 
 #ifdef __cplusplus
@@ -16,8 +17,9 @@ extern "C" {
 #endif
 
 /* Index of the highest set bit of x (x > 0), counted plainly: the models
- * favour the obvious over the fast. */
-static inline int nvfp4_msb64(uint64_t x)
+ * favour the obvious over the fast.  (Host and device: the sm120 rule,
+ * sm120_rule.h, runs in the sm120 kernel's emulated tensor core too.) */
+NVFP4_HOST_DEVICE int nvfp4_msb64(uint64_t x)
 {
     int p = -1;
     while (x) {
@@ -52,12 +54,32 @@ typedef struct nvfp4_sm90_rules {
     uint32_t nan_bits;           /* the FP32 NaN the step returns */
 } nvfp4_sm90_rules;
 
-/* The rules nvfp4_sm90_step() uses (measured, docs/ORACLE.md). */
+/* The rules nvfp4_sm90_step() uses (measured, docs/ORACLE.md), as an
+ * initializer (in field order) that device code can use too. */
+#define NVFP4_SM90_HW_RULES                                                         \
+    {NVFP4_ZERO_EXCLUDED, /* zero_product */                                        \
+     NVFP4_ZERO_EXCLUDED, /* zero_c */                                              \
+     1,                   /* overflow_to_inf */                                     \
+     0,                   /* flush_result */                                        \
+     0,                   /* flush_c */                                             \
+     0,                   /* flush_operands */                                      \
+     0,                   /* zero_sign_ieee */                                      \
+     1,                   /* underflow_positive */                                  \
+     0,                   /* subnormal_rounding */                                  \
+     -158,                /* min_unit_exp */                                        \
+     0x7fffffffu}         /* nan_bits */
 extern const nvfp4_sm90_rules nvfp4_sm90_hw_rules;
 
 /* The sm90 step under explicit rules. */
 float nvfp4_sm90_step_rules(float c, const uint16_t a[16], const uint16_t b[16],
                             nvfp4_operand type, const nvfp4_sm90_rules *rules);
+
+/* The sm120 step's fixed point (src/oracle/sm120_rule.h): block j's term is
+ * (sum of the 16 products of twice the E2M1 values) * sig_a * sig_b *
+ * 2^(exp_a + exp_b + NVFP4_SM120_MANT_EXP), every term truncated toward zero
+ * to a multiple of 2^(E - NVFP4_SM120_FRAC_BITS). */
+#define NVFP4_SM120_FRAC_BITS 35
+#define NVFP4_SM120_MANT_EXP (-8) /* (2a)(2b) is 4ab; sig/8 twice */
 
 /* FP16 bit pattern of e2m1(code) * |e4m3(scale)| (exact; NaN scale -> FP16 NaN
  * 0x7e00 with the code's sign; a zero keeps the code's sign). */

@@ -16,19 +16,7 @@
 
 #include "oracle/oracle_internal.h"
 
-const nvfp4_sm90_rules nvfp4_sm90_hw_rules = {
-    .zero_product = NVFP4_ZERO_EXCLUDED,
-    .zero_c = NVFP4_ZERO_EXCLUDED,
-    .overflow_to_inf = 1,
-    .flush_result = 0,
-    .flush_c = 0,
-    .flush_operands = 0,
-    .zero_sign_ieee = 0,
-    .underflow_positive = 1,
-    .subnormal_rounding = 0,
-    .min_unit_exp = -158,
-    .nan_bits = 0x7fffffffu,
-};
+const nvfp4_sm90_rules nvfp4_sm90_hw_rules = NVFP4_SM90_HW_RULES;
 
 /* One finite term: value = mant * 2^lsb_exp, exponent `exp` for the choice of
  * E.  Zeros keep their sign and an exponent (used only if the rules say so). */

@@ -8,6 +8,7 @@ for malformed files, and the `check` report's JSON keys.
 Prints one closing line (clitest.summary)."""
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -174,7 +175,7 @@ def cases(tmp):
     rc, _, err = run("quantize", p("ex.st"), p("q2.st"), "--only", "nope")
     check(rc == 1 and "nope" in err, "--only names a missing tensor")
 
-    # check: a tiny run on the CPU; the JSON carries the seed's keys
+    # check: a tiny run on the CPU; the JSON has the keys GB10 check reports use
     rc, out, err = run("check", "--backend", "cpu", "--rows", "2", "--oracle-rows", "1",
                        "--json", p("report.json"))
     check(rc == 0, "check --rows 2: rc=%d %s" % (rc, err))
@@ -187,18 +188,19 @@ def cases(tmp):
         check(key in rep, f"report has {key}")
     res = rep.get("results", [])
     check([r.get("linear") for r in res] == ["attn_qkv_proj", "attn_out_proj", "mlp_fc1", "mlp_fc2"],
-          "report lists the seed's four linears")
+          "report lists the 4 built-in layers")
     for r in res:
         for key in ("mnk", "raw_blockscaled_equal", "raw_max_abs", "fused_alpha_equal", "fused_alpha_max_abs"):
             check(key in r, f"{r.get('linear')} has {key}")
         check(r.get("raw_blockscaled_equal") is True and r.get("fused_alpha_equal") is True,
               f"{r.get('linear')} bit-exact")
+    check_data_cases(out, rep)
 
     # --streaming-a: BF16 activations through the backend's linear, compared with
     # quantize-then-GEMM and the C quantizer's bytes
     rc, out, err = run("check", "--backend", "cpu", "--rows", "2", "--oracle-rows", "1", "--streaming-a",
                        "--json", p("stream.json"))
-    check(rc == 0 and "streaming A" in out, "check --streaming-a: rc=%d %s" % (rc, err))
+    check(rc == 0 and "linear path" in out, "check --streaming-a: rc=%d %s" % (rc, err))
     try:
         rep = json.load(open(p("stream.json")))
     except Exception as e:  # noqa: BLE001
@@ -207,8 +209,10 @@ def cases(tmp):
     check(rep.get("streaming_a") is True, "report says streaming_a")
     for r in rep.get("results", []):
         check(r.get("streaming_quantized_equal") is True and r.get("raw_blockscaled_equal") is True
-              and r.get("fused_alpha_equal") is True and r.get("rows_compared_with_cpu_oracle") == 2,
-              f"{r.get('linear')} streaming bit-exact, every row compared")
+              and r.get("fused_alpha_equal") is True and r.get("streaming_outputs_equal") is True
+              and r.get("streaming_rows_compared_with_quantize_then_gemm") == 2,
+              f"{r.get('linear')} streaming bit-exact, every row compared with quantize-then-GEMM")
+    streaming_words_cases(out, rep)
 
     # --k-slices: the sliced contract in the backend and the oracles
     rc, out, err = run("check", "--backend", "cpu", "--rows", "2", "--oracle-rows", "1", "--k-slices", "3",
@@ -223,9 +227,131 @@ def cases(tmp):
           "check --k-slices 3: rc=%d %s" % (rc, err))
     for bad in ("0", "4097", "x"):
         rc, out, err = run("check", "--backend", "cpu", "--rows", "2", "--k-slices", bad, "--json", "-")
-        check(rc == 1 and "--k-slices" in err, f"check --k-slices {bad} refused")
+        check(rc == 2 and "--k-slices" in err, f"check --k-slices {bad} refused")
 
+    check_gate_cases(tmp, p)
     robustness_cases(tmp, p)
+
+
+# Words a report must not use: an outsider cannot know what they refer to.
+PRIVATE_WORDS = ("P0", "the seed", "seed's", "seed team", "stock check", "alpha", "Alpha")
+TESTING_CLI = os.environ.get("NVFP4_TESTING_CLI") or os.path.join(os.path.dirname(NVFP4), "tests", "nvfp4-testing")
+LAYER_ROW = re.compile(r"^(\S+)\s+\d+x\d+x\d+\s+(EXACT|DIFF)\s+(EXACT|DIFF)\s+\S+\s+\S+\s+([\d.]+)%\s+([\d.]+)%",
+                       re.M)
+
+
+def private_words(text):
+    return [w for w in PRIVATE_WORDS if w in text]
+
+
+def check_data_cases(out, rep):
+    """The built-in data makes the model, the exact sum and an FMA loop disagree, and the report says so."""
+    for r in rep.get("results", []):
+        fma, ex = r.get("fp32_fma_loop_mismatch_fraction", 0), r.get("exact_sum_mismatch_fraction", 0)
+        check(fma >= 0.01 and ex >= 0.01 and r.get("outputs_compared_with_exact_sum_and_fma_loop") == 1024,
+              f"{r.get('linear')}: the FMA loop ({fma}) and the exact sum ({ex}) differ from sm90 on >= 1%")
+    rows = {m.group(1): (float(m.group(4)), float(m.group(5))) for m in LAYER_ROW.finditer(out)}
+    check(len(rows) == 4 and all(ex >= 1 and fma >= 1 for ex, fma in rows.values())
+          and "Over all layers: the exact sum differs on" in out, "the table shows the shares: " + out)
+    # words an outsider understands, in the table, the findings and the status
+    texts = [out, rep.get("status", "")] + list(rep.get("findings", []))
+    check(not any(private_words(t) for t in texts), f"check's report in plain words: {[private_words(t) for t in texts]}")
+    check("FP32 accumulators" in out and "BF16 outputs after the per-tensor" in out
+          and "transformer decoder block" in out, "check names what it compared: " + out)
+    rc, hout, _ = run("check", "--help")
+    check(rc == 0 and not private_words(hout) and "Exit status" in hout and "--model" in hout
+          and "5376" in hout, "check --help in plain words: " + hout)
+    rc, hout, _ = run("--help")
+    line = [ln for ln in hout.splitlines() if ln.strip().startswith("check ")]
+    check(rc == 0 and len(line) == 1 and not private_words(line[0]), f"nvfp4 --help's check line: {line}")
+
+
+def streaming_words_cases(out, rep):
+    """--streaming-a on the CPU: only the reference model is independent, and the report says so."""
+    check(rep.get("every_output_compared") is False and "every output compared" not in out,
+          "CPU streaming: not every output was compared with an independent oracle")
+    for r in rep.get("results", []):
+        check(r.get("streaming_comparison_independent") is False and r.get("rows_compared_with_cpu_oracle") == 0
+              and r.get("outputs_compared") == r.get("outputs_compared_with_reference_model") == 1024,
+              f"{r.get('linear')}: CPU streaming counts only the reference model's 1 x 1024 outputs: {r}")
+    check("Linear path on the CPU" in out and "not that the" in out
+          and any("Linear path on the CPU" in f for f in rep.get("findings", [])),
+          "CPU streaming says the all-rows comparison is the same code: " + out)
+
+
+def check_gate_cases(tmp, p):
+    """check fails a wrong backend, takes the model, and tells errors from differences."""
+    # a substitute backend (test build only) computing the wrong sum must fail
+    have = os.access(TESTING_CLI, os.X_OK)
+    check(have, f"{TESTING_CLI} built (make test-cli builds it)")
+    small = ["check", "--backend", "cpu", "--layers", "attn_out_proj", "--rows", "1", "--oracle-cols", "256"]
+    tiny = ["check", "--backend", "cpu", "--checkpoint", p("q.st"), "--layers", "blocks.0.mlp.fc2,blocks.0.attn.qkv",
+            "--rows", "4", "--oracle-rows", "all"]
+
+    def run_sub(sub, *args):
+        e = dict(os.environ, NVFP4_NO_PROGRESS="1", NVFP4_CHECK_SUBSTITUTE=sub)
+        proc = subprocess.run([TESTING_CLI, *args], capture_output=True, text=True, env=e)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    if have:
+        rc, out, err = run_sub("fma-loop", "check", "--backend", "cpu", "--layers", "attn_out_proj,mlp_fc2",
+                               "--rows", "1", "--json", p("fma.json"))
+        rep = json.load(open(p("fma.json"))) if os.path.exists(p("fma.json")) else {}
+        res = rep.get("results", [])
+        check(rc == 1 and "FAILED: 2 of 2 layers are not bit-exact against the sm90 model" in out
+              and "FP32 accumulators vs the model:" in out and "the first at (row 0, col " in out
+              and rep.get("exit_status") == 1 and rep.get("status", "").startswith("FAILED")
+              and "test substitute: fma-loop" in rep.get("kernel", ""),
+              f"check fails a plain FP32 FMA loop backend: rc={rc} {out} {err}")
+        check(len(res) == 2 and all(r.get("raw_blockscaled_equal") is False and
+                                    set(r.get("raw_first_difference", {})) == {"row", "col", "got", "want"}
+                                    for r in res), f"the FMA loop's mismatch report: {res}")
+        rc, out, err = run_sub("exact", *small, "--json", "-")
+        check(rc == 1 and "FAILED" in out, f"check fails a backend computing the exact sum: rc={rc} {out} {err}")
+        # every model against every other backend (small layers, every output compared)
+        for model in ("sm90", "exact", "sm120"):
+            for sub in ("fma-loop", "sm90", "exact", "sm120"):
+                rc, out, err = run_sub(sub, *tiny, "--model", model, "--json", "-")
+                want = 0 if sub == model else 1
+                check(rc == want and ("PASSED" if want == 0 else "FAILED") in out,
+                      f"check --model {model} with a {sub} backend: rc {rc}, want {want}: {out} {err}")
+    # the shipped command has no such hook
+    rc, out, err = run(*small, "--model", "exact", "--json", p("exact.json"),
+                       env={"NVFP4_CHECK_SUBSTITUTE": "fma-loop"})
+    rep = json.load(open(p("exact.json"))) if rc == 0 else {}
+    check(rc == 0 and rep.get("oracle_model") == "exact" and "model:  exact" in out and "substitute" not in out,
+          "check --model exact on the shipped command, which ignores the test hook: " + out + err)
+    for binary in (NVFP4, os.path.join(os.path.dirname(NVFP4), "libnvfp4.so")):
+        if os.path.exists(binary):
+            check(b"NVFP4_CHECK_SUBSTITUTE" not in open(binary, "rb").read(), f"no test hook in {binary}")
+    rc, out, err = run("check", "--backend", "cuda", "--model", "sm120", "--json", "-")
+    check(rc == 2 and "sm90 model only" in err and err.count("\n") == 1, "check --backend cuda --model sm120: " + err)
+
+    # a layer that does not load is an error (exit 2), not a difference
+    rc, out, err = run("check", "--backend", "cpu", "--checkpoint", p("q.st"), "--layers", "nope", "--json", "-")
+    check(rc == 2 and "no NVFP4 layer 'nope'" in err and "not bit-exact" not in out + err and "FAILED" not in out,
+          f"check --layers nope: rc {rc}: {out} {err}")
+    # an NVFP4 layer whose block scales have the wrong shape
+    write_st(p("bad.st"), [("bad.weight", "U8", [16, 8], bytes(128)),
+                           ("bad.weight_scale", "F8_E4M3", [16, 3], bytes(48)),
+                           ("bad.weight_scale_2", "F32", [], struct.pack("<f", 1.0))])
+    rc, out, err = run("check", "--backend", "cpu", "--checkpoint", p("bad.st"), "--layers", "bad", "--rows", "1",
+                       "--json", p("bad.json"))
+    rep = json.load(open(p("bad.json"))) if os.path.exists(p("bad.json")) else {}
+    check(rc == 2 and "cannot load the layer" in err and "ERROR: 1 of 1 layer could not be checked" in out
+          and "not bit-exact" not in out + err and rep.get("exit_status") == 2
+          and "error" in rep.get("results", [{}])[0] and rep.get("every_output_compared") is False,
+          f"a layer that fails to load: rc {rc}: {out} {err}")
+    rc, out, err = run("check", "--backend", "cpu", "--layers", "attn_out_proj,nope", "--json", "-")
+    check(rc == 2 and "no built-in layer 'nope'" in err, "check --layers with an unknown built-in name: " + err)
+
+    # progress: a line per stage on stderr, also when it is not a terminal
+    e = {k: v for k, v in os.environ.items() if k != "NVFP4_NO_PROGRESS"}
+    proc = subprocess.run([NVFP4, *small, "--json", "-"], capture_output=True, text=True, env=e)
+    lines = proc.stderr.splitlines()
+    check(proc.returncode == 0 and len(lines) >= 3 and all(ln.startswith("nvfp4 check: [1/1] attn_out_proj: ") for ln in lines)
+          and any("synthesizing" in ln for ln in lines) and any("reference model" in ln for ln in lines)
+          and "\r" not in proc.stderr and "\x1b" not in proc.stderr, "piped check prints a line per stage: " + proc.stderr)
 
 
 def robustness_cases(tmp, p):
@@ -233,7 +359,7 @@ def robustness_cases(tmp, p):
     # --oracle-rows: no int truncation to 0, no silent default, 'all' compares every output
     for bad in ("4294967296", "4294967295", "0", "-1", "17"):
         rc, out, err = run("check", "--backend", "cpu", "--rows", "16", "--oracle-rows", bad, "--json", "-")
-        check(rc == 1 and "--oracle-rows" in err and "P0 passed" not in out, f"check --oracle-rows {bad} refused")
+        check(rc == 2 and "--oracle-rows" in err and "PASSED" not in out, f"check --oracle-rows {bad} refused")
     ck = ["check", "--backend", "cpu", "--checkpoint", p("q.st"), "--layers", "blocks.0.attn.qkv", "--rows", "3"]
     rc, out, err = run(*ck, "--oracle-rows", "all", "--json", p("all.json"))
     rep = json.load(open(p("all.json"))) if rc == 0 else {}
@@ -243,9 +369,9 @@ def robustness_cases(tmp, p):
           and "every output compared" in out, "check --oracle-rows all compares every output: " + err)
     rc, out, err = run(*ck, "--json", p("sampled.json"))
     rep = json.load(open(p("sampled.json"))) if rc == 0 else {}
-    check(rc == 0 and rep.get("every_output_compared") is False and "P0 passed on sampled outputs" in out
-          and "sampled 2x768 ref" in out, "a sampled check says so: " + out)
-    check("(none)" not in out and " time " in out and "0 rows all cols" not in out, "check table wording")
+    check(rc == 0 and rep.get("every_output_compared") is False and "PASSED on sampled outputs" in out
+          and "2x768 of 3x768 (reference model)" in out, "a sampled check says so: " + out)
+    check("(none)" not in out and " backend " in out and "0 rows all cols" not in out, "check table wording")
     # --layers: a 65th name is checked, not dropped
     rc, out, err = run("check", "--backend", "cpu", "--checkpoint", p("q.st"), "--rows", "1",
                        "--layers", ",".join(["blocks.0.mlp.fc2"] * 65), "--json", p("l65.json"))
@@ -253,10 +379,10 @@ def robustness_cases(tmp, p):
     check(rc == 0 and len(rep.get("results", [])) == 65, "check --layers with 65 names checks 65: " + err)
     # --rows beyond the machine's memory: refused at once with the estimate
     rc, out, err = run("check", "--backend", "cpu", "--rows", "1048576", "--json", "-", timeout=30)
-    check(rc == 1 and "GiB" in err and "linear " not in out, "check --rows 1048576 refused: " + err)
+    check(rc == 2 and "GiB" in err and "EXACT" not in out, "check --rows 1048576 refused: " + err)
     # --json to an unwritable place: fails first, with the reason
     rc, out, err = run("check", "--backend", "cpu", "--rows", "1", "--json", p("nodir/r.json"), timeout=60)
-    check(rc == 1 and "No such file or directory" in err and "EXACT" not in out, "check --json checked first: " + err)
+    check(rc == 2 and "No such file or directory" in err and "EXACT" not in out, "check --json checked first: " + err)
 
     # non-finite per-tensor scales
     for bad in ("inf", "-inf", "nan", "1e39"):
@@ -321,13 +447,15 @@ def robustness_cases(tmp, p):
     # the shared options: one parser, one message each
     for cmd in ("check", "quantize", "dequantize", "linear", "matmul"):
         rc, _, err = run(cmd, "--threads", "-1")
-        check(rc == 1 and err == f"nvfp4 {cmd}: --threads needs a count (0 = all cores)\n", f"{cmd} --threads -1: {err}")
+        check(rc == (2 if cmd == "check" else 1) and err == f"nvfp4 {cmd}: --threads needs a count (0 = all cores)\n",
+              f"{cmd} --threads -1: {err}")
     for cmd in ("check", "linear", "matmul"):
         rc, _, err = run(cmd, "--backend", "gpu")
-        check(rc == 1 and "--backend needs cpu, cuda or auto" in err, f"{cmd} --backend gpu: {err}")
-    for cmd in ("linear", "matmul"):
+        check(rc == (2 if cmd == "check" else 1) and "--backend needs cpu, cuda or auto" in err, f"{cmd} --backend gpu: {err}")
+    for cmd in ("check", "linear", "matmul"):
         rc, _, err = run(cmd, "--model", "sm80")
-        check(rc == 1 and "--model needs sm90, exact or sm120" in err, f"{cmd} --model sm80: {err}")
+        check(rc == (2 if cmd == "check" else 1) and "--model needs sm90, exact or sm120" in err,
+              f"{cmd} --model sm80: {err}")
     rc, _, err = run("quantize", "--model", "sm90")
     check(rc == 1 and "unknown option '--model'" in err, "quantize has no --model")
 

@@ -65,7 +65,7 @@ def outputs_never_replace_inputs(p):
           "explain --json onto an input with --force writes it: " + err)
     rc, _, err = run("check", "--backend", "cpu", "--rows", "1", "--checkpoint", p("q.st"),
                      "--layers", "blocks.0.attn.qkv", "--json", p("q.st"))
-    check(rc == 1 and "is the input" in err and unchanged(p("q.st"), q),
+    check(rc == 2 and "is the input" in err and unchanged(p("q.st"), q),
           "check --json onto its --checkpoint is refused: " + err)
     # two outputs, one file: by the same name, by another spelling, by a link
     os.makedirs(p("sub"), exist_ok=True)
@@ -296,10 +296,11 @@ def words(p):
     check(rc == 1 and "quantize it first" in err, "an unquantized matmul operand: " + err)
     rc, _, err = run("check", "--backend", "cpu", "--checkpoint", p("ex.st"), "--layers", "blocks.0.attn.qkv",
                      "--rows", "1", "--json", "-")
-    check("quantize it first" in err, "check --checkpoint of an unquantized file: " + err)
+    check(rc == 2 and "quantize it first" in err, "check --checkpoint of an unquantized file: " + err)
     rc, out, _ = run("check", "--backend", "cpu", "--rows", "1", "--oracle-rows", "1", "--json", "-",
                      "--checkpoint", p("q.st"), "--layers", "blocks.0.mlp.fc2")
-    check("M = 1 row\n" in out and "M = 1 rows" not in out, "one row is a row:\n" + out[:300])
+    check("1 layer of " in out and "1 synthetic activation row\n" in out
+          and "activation rows" not in out, "one row is a row, one layer a layer:\n" + out[:400])
     rc, _, err = run("bench")
     check(rc == 1 and "no CUDA device" in err and "insufficient" not in err, "bench without a GPU: " + err)
     # inspect of an all-NaN layer, explain of a NaN candidate: no inf..0, -nan or 0

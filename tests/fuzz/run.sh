@@ -1,16 +1,17 @@
 #!/bin/sh
-# Run a libFuzzer binary for SECONDS over a scratch copy of tests/fuzz/corpus
-# (the committed seeds are never modified), then print the number of
-# executions and whether a crash was found.  Exit status: 0 if none.
-#   sh tests/fuzz/run.sh BINARY [SECONDS]
-bin=${1:?usage: run.sh BINARY [SECONDS]}
+# Run a libFuzzer binary for SECONDS over a scratch copy of tests/fuzz/CORPUS
+# (default corpus; the committed seeds are never modified), then print the
+# number of executions and whether a crash was found.  Exit status: 0 if none.
+#   sh tests/fuzz/run.sh BINARY [SECONDS] [CORPUS]
+bin=${1:?usage: run.sh BINARY [SECONDS] [CORPUS]}
 secs=${2:-60}
+corpus=${3:-corpus}
 here=$(dirname "$0")
 work=$(mktemp -d "${TMPDIR:-/tmp}/nvfp4-fuzz.XXXXXX") || exit 1
 mkdir -p "$work/corpus" "$work/artifacts"
-cp "$here"/corpus/* "$work/corpus/" 2>/dev/null
+cp "$here/$corpus"/* "$work/corpus/" 2>/dev/null
 dict=""
-[ -f "$here/safetensors.dict" ] && dict="-dict=$here/safetensors.dict"
+[ "$corpus" = corpus ] && [ -f "$here/safetensors.dict" ] && dict="-dict=$here/safetensors.dict"
 # undefined behaviour counts as a crash, not just a message
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
 "$bin" -max_total_time="$secs" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \

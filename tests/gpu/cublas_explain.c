@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "explain_common.h"
 #include "nvfp4.h"
 
 #define CUDA_OK(call)                                                                  \
@@ -147,39 +148,6 @@ static void deq_rows(void *p, int64_t begin, int64_t end)
 
 /* ---- one case ---------------------------------------------------------------- */
 
-typedef struct result {
-    char model[16], rule[16], combine[16];
-    int k_slices, unique, ambiguous;
-    long long matched, evaluated;
-} result;
-
-static int parse(const char *json, result *r)
-{
-    json_error_t err;
-    json_t *root = json_loads(json, 0, &err);
-    if (!root) return 0;
-    json_t *b = json_object_get(root, "best");
-    snprintf(r->model, sizeof r->model, "%s", json_string_value(json_object_get(b, "model")));
-    snprintf(r->rule, sizeof r->rule, "%s", json_string_value(json_object_get(b, "slice_rule")));
-    snprintf(r->combine, sizeof r->combine, "%s", json_string_value(json_object_get(b, "combine")));
-    r->k_slices = (int)json_integer_value(json_object_get(b, "k_slices"));
-    r->matched = json_integer_value(json_object_get(b, "matched_count"));
-    r->evaluated = json_integer_value(json_object_get(b, "evaluated"));
-    r->unique = json_is_true(json_object_get(root, "unique"));
-    r->ambiguous = json_is_true(json_object_get(root, "ambiguous"));
-    json_decref(root);
-    return 1;
-}
-
-static int in_list(const char *list, const char *item)
-{
-    if (!list) return 1;
-    size_t n = strlen(item);
-    for (const char *p = list; (p = strstr(p, item)) != NULL; p += n)
-        if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
-    return 0;
-}
-
 /* Held-out picks: (linear, M, data) with F16 operands. */
 static int heldout_pick(int li, int64_t m, int data)
 {
@@ -253,16 +221,16 @@ int main(int argc, char **argv)
     double t_start = now_s();
 
     for (int li = 0; li < 4; li++) {
-        if (!in_list(lin_list, linears[li].name)) continue;
+        if (!explain_in_list(lin_list, linears[li].name)) continue;
         int64_t N = linears[li].n / (selftest ? 16 : 1), K = linears[li].k, Mmax = 0;
         for (int mi = 0; mi < 4; mi++) {
             char buf[24];
             snprintf(buf, sizeof buf, "%lld", (long long)m_values[mi]);
-            if (in_list(m_list, buf) && m_values[mi] > Mmax) Mmax = m_values[mi];
+            if (explain_in_list(m_list, buf) && m_values[mi] > Mmax) Mmax = m_values[mi];
         }
         if (Mmax == 0) continue;
         for (int data = 0; data < 2; data++) {
-            if (!in_list(data_list, data_names[data])) continue;
+            if (!explain_in_list(data_list, data_names[data])) continue;
             nvfp4_tensor A, B;
             uint64_t seed = 1000 + (uint64_t)li * 10 + (uint64_t)data;
             if (!make_nvfp4(&A, Mmax, K, seed, 1.0, data, 1) ||
@@ -291,7 +259,7 @@ int main(int argc, char **argv)
                     int64_t M = m_values[mi];
                     char mbuf[24];
                     snprintf(mbuf, sizeof mbuf, "%lld", (long long)M);
-                    if (!in_list(m_list, mbuf)) continue;
+                    if (!explain_in_list(m_list, mbuf)) continue;
                     /* row-major C (M x N) = A (M x K) B^T: column-major C^T = B^T' A' */
                     const float one = 1.0f, zero = 0.0f;
                     if (selftest) {
@@ -318,9 +286,9 @@ int main(int argc, char **argv)
                     double t0 = now_s();
                     nvfp4_status st = nvfp4_explain(&ea, &json);
                     double t_explain = now_s() - t0;
-                    result res;
+                    explain_found res;
                     memset(&res, 0, sizeof res);
-                    if (st != NVFP4_OK || !parse(json, &res)) {
+                    if (st != NVFP4_OK || !explain_parse(json, &res)) {
                         fprintf(stderr, "explain: %s\n", nvfp4_last_error());
                         failures++;
                         nvfp4_free(json);

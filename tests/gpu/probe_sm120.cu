@@ -19,12 +19,19 @@
  *   B 64 x 8 (.col): 2 x .b32: reg 0: k = 8t .. 8t+7, reg 1: k = 32 + 8t ..,
  *     column group;
  *   C, D 16 x 8 f32: d0, d1: row group, cols 2t, 2t+1; d2, d3: row group + 8;
- *   scale A (16 x 4 ue4m3, byte j = k-block j): with thread-id-a = 0 the lanes
- *     t = 0 hold row group, t = 1 row group + 8 (byte-id-a = 0);
- *   scale B (4 x 8): with thread-id-b = 0 the lanes t = 0 hold column group.
+ *   scale A (16 x 4 ue4m3, byte j = k-block j): with thread-id-a = s the lanes
+ *     t = 2s hold row group, t = 2s + 1 row group + 8 (byte-id-a = 0);
+ *   scale B (4 x 8): with thread-id-b = s the lanes t = s hold column group.
  * Before the arithmetic is judged, a layout pass puts single products at
  * every (row, col, k) position and checks that each lands where these
- * layouts say; if not, the probe says so and stops (exit 3).
+ * layouts say, with thread selectors 0 (the kernel's); if not, the probe
+ * says so and stops (exit 3).  The other selectors are checked the same way
+ * and reported (their mismatches count against the exit status).
+ *
+ * The instruction is src/cuda/sm120/mma.cuh's wrapper, the one the kernel
+ * uses.  Built with NVFP4_SM120_EMULATE for sm_90a (tests/gpu/gpu.mk,
+ * probe_sm120_emu) the same probe runs the emulated tensor core on an
+ * H100 / H200 instead: its layout and its step against nvfp4_sm120_step.
  *
  * Build: sh tests/gpu/probe_sm120.sh --build-only  (sm_120a and sm_121a)
  * Run:   sh tests/gpu/probe_sm120.sh                (prints mismatch counts)
@@ -39,6 +46,15 @@
 extern "C" {
 #include "nvfp4.h"
 }
+#include "cuda/sm120/mma.cuh"
+
+#ifdef NVFP4_SM120_EMULATE
+#define PROBE_NAME "probe_sm120_emu"
+#define PROBE_WHAT "the emulated MMA (src/cuda/sm120/mma.cuh)"
+#else
+#define PROBE_NAME "probe_sm120"
+#define PROBE_WHAT "this GPU"
+#endif
 
 #define CUDA_CHECK(call)                                                                    \
     do {                                                                                    \
@@ -58,13 +74,15 @@ struct mma_case {
     float c[16][8];
 };
 
-/* Device form: packed registers per lane, built on the host from the layout above. */
+/* Device form: packed registers per lane, built on the host from the layout
+ * above, and the thread selectors the case uses. */
 struct mma_regs {
     uint32_t a[32][4], b[32][2], sfa[32], sfb[32];
     float c[32][4];
+    uint16_t sel_a, sel_b;
 };
 
-static void pack_case(mma_regs *r, const mma_case *m)
+static void pack_case(mma_regs *r, const mma_case *m, int sel_a, int sel_b)
 {
     for (int lane = 0; lane < 32; lane++) {
         int g = lane >> 2, t = lane & 3;
@@ -80,19 +98,27 @@ static void pack_case(mma_regs *r, const mma_case *m)
             for (int i = 0; i < 8; i++) v |= (uint32_t)(m->b[g][k0 + i] & 15) << (4 * i);
             r->b[lane][reg] = v;
         }
-        /* thread-id-a = 0: t = 0 -> row g, t = 1 -> row g + 8; other lanes unused */
-        int arow = t == 1 ? g + 8 : g;
-        r->sfa[lane] = 0;
-        r->sfb[lane] = 0;
-        if (t <= 1)
+        /* thread-id-a = s: t = 2s -> row g, t = 2s + 1 -> row g + 8;
+         * thread-id-b = s: t = s -> column g; the other lanes hold a decoy
+         * (a wrong lane shows as a wrong scale) */
+        int arow = t == 2 * sel_a + 1 ? g + 8 : g;
+        r->sfa[lane] = 0x3e3e3e3eu;
+        r->sfb[lane] = 0x3e3e3e3eu;
+        if (t / 2 == sel_a) {
+            r->sfa[lane] = 0;
             for (int j = 0; j < 4; j++) r->sfa[lane] |= (uint32_t)m->sa[arow][j] << (8 * j);
-        if (t == 0)
+        }
+        if (t == sel_b) {
+            r->sfb[lane] = 0;
             for (int j = 0; j < 4; j++) r->sfb[lane] |= (uint32_t)m->sb[g][j] << (8 * j);
+        }
         r->c[lane][0] = m->c[g][2 * t];
         r->c[lane][1] = m->c[g][2 * t + 1];
         r->c[lane][2] = m->c[g + 8][2 * t];
         r->c[lane][3] = m->c[g + 8][2 * t + 1];
     }
+    r->sel_a = (uint16_t)sel_a;
+    r->sel_b = (uint16_t)sel_b;
 }
 
 static void unpack_d(float d[16][8], const float dl[32][4])
@@ -112,21 +138,12 @@ __global__ void mma_kernel(const mma_regs *in, float (*out)[32][4], int ncases)
     int w = (int)(blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32), lane = (int)(threadIdx.x & 31);
     if (w >= ncases) return;
     const mma_regs *r = &in[w];
-    float d0, d1, d2, d3;
-    const uint16_t bid = 0, tid = 0;
-    asm volatile(
-        "mma.sync.aligned.kind::mxf4nvf4.block_scale.scale_vec::4X.m16n8k64.row.col.f32.e2m1."
-        "e2m1.f32.ue4m3 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13}, {%14}, "
-        "{%15,%16}, {%17}, {%18,%19};\n"
-        : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
-        : "r"(r->a[lane][0]), "r"(r->a[lane][1]), "r"(r->a[lane][2]), "r"(r->a[lane][3]),
-          "r"(r->b[lane][0]), "r"(r->b[lane][1]), "f"(r->c[lane][0]), "f"(r->c[lane][1]),
-          "f"(r->c[lane][2]), "f"(r->c[lane][3]), "r"(r->sfa[lane]), "h"(bid), "h"(tid),
-          "r"(r->sfb[lane]), "h"(bid), "h"(tid));
-    out[w][lane][0] = d0;
-    out[w][lane][1] = d1;
-    out[w][lane][2] = d2;
-    out[w][lane][3] = d3;
+    float d[4] = {r->c[lane][0], r->c[lane][1], r->c[lane][2], r->c[lane][3]};
+    nvfp4_sm120_mma(d, r->a[lane], r->b[lane][0], r->b[lane][1], r->sfa[lane], r->sfb[lane], r->sel_a, r->sel_b);
+    out[w][lane][0] = d[0];
+    out[w][lane][1] = d[1];
+    out[w][lane][2] = d[2];
+    out[w][lane][3] = d[3];
 }
 
 /* ---- host ---------------------------------------------------------------- */
@@ -141,11 +158,11 @@ static uint64_t rnd(void)
 }
 
 enum { CAT_PLAIN, CAT_ZERO_SCALE, CAT_SUBNORMAL, CAT_MAX, CAT_NAN, CAT_BIG_C, CAT_TINY_C,
-       CAT_CANCEL, NCAT };
+       CAT_CANCEL, CAT_SELECTORS, NCAT };
 static const char *cat_names[NCAT] = {
     "random (normal scales)", "a zero block scale",     "subnormal block scales",
     "largest scales (448)",   "a NaN block scale",      "large c (products truncated)",
-    "tiny c (c truncated)",   "cancelling blocks"};
+    "tiny c (c truncated)",   "cancelling blocks",      "thread selectors 1..3"};
 
 static uint8_t scale_for(int cat)
 {
@@ -198,11 +215,23 @@ static float model(const mma_case *m, int r, int n)
     return nvfp4_sm120_step(m->c[r][n], m->a[r], m->sa[r], m->b[n], m->sb[n]);
 }
 
-static void run_cases(const mma_case *cases, int ncases, float (*d)[16][8])
+/* The selectors of case i: (0, 0) but in the selector category, where
+ * they cycle through every other pair. */
+static void selectors_of(int cat, long i, int *sel_a, int *sel_b)
+{
+    *sel_a = 0, *sel_b = 0;
+    if (cat == CAT_SELECTORS) {
+        int pair = 1 + (int)(i % 7); /* 1..7 of the 8 pairs (sel_a, sel_b) */
+        *sel_a = pair / 4;
+        *sel_b = pair % 4;
+    }
+}
+
+static void run_cases(const mma_case *cases, const int (*sel)[2], int ncases, float (*d)[16][8])
 {
     mma_regs *regs = (mma_regs *)malloc(sizeof(mma_regs) * (size_t)ncases);
     float(*dl)[32][4] = (float(*)[32][4])malloc(sizeof(float) * 128 * (size_t)ncases);
-    for (int i = 0; i < ncases; i++) pack_case(&regs[i], &cases[i]);
+    for (int i = 0; i < ncases; i++) pack_case(&regs[i], &cases[i], sel[i][0], sel[i][1]);
     mma_regs *d_in;
     float(*d_out)[32][4];
     CUDA_CHECK(cudaMalloc(&d_in, sizeof(mma_regs) * (size_t)ncases));
@@ -222,12 +251,14 @@ static void run_cases(const mma_case *cases, int ncases, float (*d)[16][8])
     free(dl);
 }
 
-/* Layout pass: for each (k, row, col) one product 1 x 1 at (row, k) x (k, col),
- * all scales 1, c = 0: D must be 1 at (row, col) and 0 elsewhere. */
-static int layout_ok(void)
+/* Layout pass with thread selectors (sel_a, sel_b): for each (k, row, col)
+ * one product 1 x 1 at (row, k) x (k, col), A's block scales 2^j, c = 0: D
+ * must be 2^(k/16) at (row, col) and 0 elsewhere. */
+static int layout_ok(int sel_a, int sel_b)
 {
     const int ncases = 64 * 2; /* k = 0..63, twice: (row, col) = (k % 16, k % 8) and shifted */
     mma_case *cases = (mma_case *)calloc((size_t)ncases, sizeof(mma_case));
+    int(*sel)[2] = (int(*)[2])malloc(sizeof(int) * 2 * (size_t)ncases);
     float(*d)[16][8] = (float(*)[16][8])malloc(sizeof(float) * 128 * (size_t)ncases);
     for (int i = 0; i < ncases; i++) {
         int k = i % 64, row = (k + 5 * (i / 64)) % 16, col = (k + 3 * (i / 64)) % 8;
@@ -238,8 +269,9 @@ static int layout_ok(void)
             for (int j = 0; j < 4; j++) cases[i].sa[r][j] = (uint8_t)(0x38 + 8 * j);
         cases[i].a[row][k] = 2; /* 1.0 */
         cases[i].b[col][k] = 2;
+        sel[i][0] = sel_a, sel[i][1] = sel_b;
     }
-    run_cases(cases, ncases, d);
+    run_cases(cases, sel, ncases, d);
     int bad = 0;
     for (int i = 0; i < ncases; i++) {
         int k = i % 64, row = (k + 5 * (i / 64)) % 16, col = (k + 3 * (i / 64)) % 8;
@@ -248,12 +280,15 @@ static int layout_ok(void)
                 float want = (r == row && n == col) ? (float)(1 << (k / 16)) : 0.0f;
                 if (d[i][r][n] != want) {
                     if (bad++ < 5)
-                        fprintf(stderr, "layout: product at A(%d, k=%d) x B(k=%d, %d): D(%d, %d) = %g, want %g\n",
-                                row, k, k, col, r, n, (double)d[i][r][n], (double)want);
+                        fprintf(stderr,
+                                "layout (selectors %d, %d): product at A(%d, k=%d) x B(k=%d, %d): D(%d, %d) = %g, "
+                                "want %g\n",
+                                sel_a, sel_b, row, k, k, col, r, n, (double)d[i][r][n], (double)want);
                 }
             }
     }
     free(cases);
+    free(sel);
     free(d);
     return bad == 0;
 }
@@ -273,27 +308,45 @@ int main(int argc, char **argv)
     int dev = 0;
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
-    printf("device: %s, compute capability %d.%d\n", prop.name, prop.major, prop.minor);
-    if (prop.major != 12) {
-        fprintf(stderr, "probe_sm120: needs an sm_120 / sm_121 GPU (RTX 50x0, RTX PRO Blackwell, GB10)\n");
+    printf("device: %s, compute capability %d.%d; judged: %s\n", prop.name, prop.major, prop.minor, PROBE_WHAT);
+#ifdef NVFP4_SM120_EMULATE
+    if (prop.major != 9 || prop.minor != 0) {
+        fprintf(stderr, PROBE_NAME ": this build emulates the MMA on an sm_90 GPU (H100, H200)\n");
         return 2;
     }
-    if (!layout_ok()) {
+#else
+    if (prop.major != 12) {
+        fprintf(stderr, PROBE_NAME ": needs an sm_120 / sm_121 GPU (RTX 50x0, RTX PRO Blackwell, GB10)\n");
+        return 2;
+    }
+#endif
+    if (!layout_ok(0, 0)) {
         printf("LAYOUT MISMATCH: the operand or scale layout assumed by this probe is wrong; the "
                "arithmetic was not judged (exit 3)\n");
         return 3;
     }
-    printf("layout: every single product landed where the PTX layouts say\n");
+    printf("layout: every single product landed where the PTX layouts say (thread selectors 0)\n");
+    long selector_bad = 0;
+    for (int pair = 1; pair < 8; pair++)
+        if (!layout_ok(pair / 4, pair % 4)) selector_bad++;
+    printf("layout with thread selectors (1..3): %s\n",
+           selector_bad ? "MISMATCH (the selector lanes assumed here are wrong; the kernel uses 0)"
+                        : "every product where the PTX layouts say");
 
     const int batch = 4096; /* MMAs per launch; each gives 128 steps */
     long cases_total = (steps + 127) / 128;
     mma_case *cases = (mma_case *)malloc(sizeof(mma_case) * batch);
+    int(*sel)[2] = (int(*)[2])malloc(sizeof(int) * 2 * batch);
     float(*d)[16][8] = (float(*)[16][8])malloc(sizeof(float) * 128 * batch);
     long count[NCAT] = {0}, bad[NCAT] = {0};
     for (long done = 0; done < cases_total; done += batch) {
         int n = (int)(cases_total - done < batch ? cases_total - done : batch);
-        for (int i = 0; i < n; i++) make_case(&cases[i], (int)((done + i) % NCAT));
-        run_cases(cases, n, d);
+        for (int i = 0; i < n; i++) {
+            const int cat = (int)((done + i) % NCAT);
+            make_case(&cases[i], cat);
+            selectors_of(cat, (done + i) / NCAT, &sel[i][0], &sel[i][1]);
+        }
+        run_cases(cases, sel, n, d);
         for (int i = 0; i < n; i++) {
             int cat = (int)((done + i) % NCAT);
             for (int r = 0; r < 16; r++)
@@ -321,8 +374,9 @@ int main(int argc, char **argv)
         total_bad += bad[c];
     }
     printf("total: %ld steps, %ld mismatches: %s\n", total, total_bad,
-           total_bad ? "the sm120 model differs from this GPU" : "nvfp4_sm120_step matches this GPU");
+           total_bad ? "the sm120 model differs from " PROBE_WHAT : "nvfp4_sm120_step matches " PROBE_WHAT);
     free(cases);
+    free(sel);
     free(d);
-    return total_bad ? 1 : 0;
+    return total_bad || selector_bad ? 1 : 0;
 }

@@ -1,4 +1,4 @@
-/* test_gemm_cuda.c -- the H200 GEMM against the CPU oracle, every bit.
+/* test_gemm_cuda.c -- the H100/H200 GEMM against the CPU oracle, every bit.
  *
  *   test_gemm_cuda [--quick]
  *
@@ -17,7 +17,8 @@
 
 #include "nvfp4.h"
 #include "testlib.h"
-#include "cuda/sm90_heuristics.cuh"
+#include "cuda/sm90/plan.h"
+#include "nvfp4_testing.h"
 
 #define CUDA_OK(call)                                                                  \
     do {                                                                               \
@@ -341,24 +342,39 @@ typedef struct linear {
 static const linear LINEARS[4] = {
     {"qkv", 21504, 5376}, {"attn_out", 5376, 7168}, {"fc1", 28672, 5376}, {"fc2", 5376, 14336}};
 
-/* Every variant, forced, on small shapes with K tails, against the full CPU
+/* The kernels a GEMM of NVFP4 activations can be forced onto (the
+ * in-kernel A producer's twins run in test_linear_cuda). */
+static int gemm_kernel(int v) { return !nvfp4_sm90_kernels[v].bf16; }
+
+/* Whether kernel v takes K slices: the register kernels but REGR, the wgmma
+ * tiles with bn = 64. */
+static int takes_slices(const nvfp4_sm90_kernel *x)
+{
+    return x->family == NVFP4_SM90_WGMMA ? x->mt <= 64 : x->family != NVFP4_SM90_REGR;
+}
+
+static int kernel_index(const char *name)
+{
+    for (int v = 0; v < nvfp4_sm90_num_kernels; v++)
+        if (!strcmp(nvfp4_sm90_kernels[v].name, name)) return v;
+    fprintf(stderr, "no kernel %s\n", name);
+    exit(2);
+}
+
+/* Every kernel, forced, on small shapes with K tails, against the full CPU
  * reference (and the plain oracle nvfp4_gemm_ref on a corner). */
-static void test_variants_small(int quick)
+static void test_kernels_small(int quick)
 {
     /* K tails (K % 64 == 32, K = 32), partial last stages, small M (every
-     * small-M variant; N not a multiple of a warp's rows; the split kernel
-     * with several tiles per CTA and two CTAs per SM), and (the last
+     * register kernel; N not a multiple of a warp's rows), and (the last
      * shape) many tiles per CTA so the stage ring wraps across tiles. */
     static const int64_t shapes[][3] = {
         {5, 464, 448}, {16, 208, 480}, {9, 48, 32},  {8, 2064, 992}, {300, 464, 448},
         {37, 128, 480}, {1, 16, 32},  {129, 208, 96},
-        /* split kernel: several tiles per CTA, K % 128 = 32, M = 17..32, more tiles than 132 x 16 */
+        /* several chains per CTA, K % 128 = 32, M = 17..32, more chains than 132 x 16 */
         {3, 8192, 224}, {32, 4224, 160}, {17, 112, 288}, {2, 65536, 96}, {4, 12800, 96},
         {32, 12800, 96},
-        /* N % 128 == 0 with three 16-row chains a CTA (REGR; built with
-         * -DNVFP4_SM90_REGR_IL, the interleaved rows: three CTAs a 128-row
-         * group, the last with two chains), K tails of 14 and 2 blocks, one
-         * chunk */
+        /* three 16-row chains a CTA (REGR), K tails of 14 and 2 blocks, one chunk */
         {1, 4352, 480}, {13, 5376, 800}, {2, 4352, 32},
         {1000, 2048, 480}};
     size_t nshapes = sizeof shapes / sizeof shapes[0] - (quick ? 1 : 0);
@@ -388,54 +404,43 @@ static void test_variants_small(int quick)
         }
         dev_tensor da = upload(&a), db = upload(&b);
         float *dbias = upload_floats(bias, n);
-        /* every variant; the wgmma variants under each producer mode (one
-         * issuer, one per request kind, the 3-D activation box, both; and
-         * the last two with the weight issuers ahead of the pre-pass:
-         * SM90_PROD_* bits 1, 2, 4) */
-        static const int producer_modes[] = {0, 1, 2, 3, 5, 7};
-        for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
-            const int wgmma = nvfp4_sm90_variants[v].kind == NVFP4_SM90_WGMMA;
-            for (int mi = wgmma ? 0 : -1; mi < (wgmma ? 6 : 0); mi++) {
-                const int mode = mi < 0 ? -1 : producer_modes[mi];
-                static char name[112];
-                snprintf(name, sizeof name,
-                         "variant bn=%d nc=%d r=%d (nc 0: mma.sync) producer %d, M=%lld N=%lld K=%lld",
-                         nvfp4_sm90_variants[v].bn, nvfp4_sm90_variants[v].nc, nvfp4_sm90_variants[v].r, mode,
-                         (long long)m, (long long)n, (long long)k);
-                TEST(name) {
-                    nvfp4_sm90_force_variant(v);
-                    nvfp4_sm90_force_producer(mode);
-                    nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
-                    if (NVFP4_SM90_IS_SMALL(&nvfp4_sm90_variants[v]) && m > nvfp4_sm90_variants[v].bn) {
-                        CHECKF(st == NVFP4_ERR_UNSUPPORTED, "small-M kernel at M=%lld: got %d", (long long)m, st);
-                        continue;
-                    }
-                    expect_exact(st, graw, gout, rraw, rout, m, n);
+        /* every kernel */
+        for (int v = 0; v < nvfp4_sm90_num_kernels; v++) {
+            if (!gemm_kernel(v)) continue;
+            const nvfp4_sm90_kernel *x = &nvfp4_sm90_kernels[v];
+            static char name[112];
+            snprintf(name, sizeof name, "%s, M=%lld N=%lld K=%lld", x->name, (long long)m, (long long)n, (long long)k);
+            TEST(name) {
+                nvfp4_sm90_force_kernel(v);
+                nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
+                if (NVFP4_SM90_IS_REG(x) && m > x->mt) {
+                    CHECKF(st == NVFP4_ERR_UNSUPPORTED, "register kernel at M=%lld: got %d", (long long)m, st);
+                    continue;
                 }
+                expect_exact(st, graw, gout, rraw, rout, m, n);
             }
         }
-        nvfp4_sm90_force_producer(-1);
         /* stream-K forced on small grids: split tiles (pieces starting and
-         * ending on any chunk, K tails in the tail piece) on every variant
+         * ending on any chunk, K tails in the tail piece) on every kernel
          * that can run it; the others, and M <= 64, refuse */
-        for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
-            const nvfp4_sm90_variant *x = &nvfp4_sm90_variants[v];
-            if (x->kind != NVFP4_SM90_WGMMA) continue;
-            const int capable = NVFP4_SM90_SK_TILE(x->bn, x->nc) && m > NVFP4_SM90_SK_MIN_M;
-            const int64_t tiles = ((n + 64 * x->nc - 1) / (64 * x->nc)) * ((m + x->bn - 1) / x->bn);
+        for (int v = 0; v < nvfp4_sm90_num_kernels; v++) {
+            const nvfp4_sm90_kernel *x = &nvfp4_sm90_kernels[v];
+            if (x->family != NVFP4_SM90_WGMMA) continue;
+            const int capable = NVFP4_SM90_SK_TILE(x->mt, x->nc) && m > NVFP4_SM90_SK_MIN_M && !x->sliced;
+            const int64_t tiles = ((n + 64 * x->nc - 1) / (64 * x->nc)) * ((m + x->mt - 1) / x->mt);
             static const int grids[] = {2, 3, 5, 7};
             for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++) {
                 if (capable && tiles < grids[gi]) continue;
                 static char name[112];
-                snprintf(name, sizeof name, "stream-K on %d CTAs, bn=%d nc=%d, M=%lld N=%lld K=%lld", grids[gi],
-                         x->bn, x->nc, (long long)m, (long long)n, (long long)k);
+                snprintf(name, sizeof name, "stream-K on %d CTAs, %s, M=%lld N=%lld K=%lld", grids[gi], x->name,
+                         (long long)m, (long long)n, (long long)k);
                 TEST(name) {
-                    nvfp4_sm90_force_variant(v);
+                    nvfp4_sm90_force_kernel(v);
                     nvfp4_sm90_force_stream_k(grids[gi]);
                     nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
                     if (!capable) {
-                        CHECKF(st == NVFP4_ERR_UNSUPPORTED, "stream-K forced on bn=%d nc=%d M=%lld: got %d", x->bn,
-                               x->nc, (long long)m, st);
+                        CHECKF(st == NVFP4_ERR_UNSUPPORTED, "stream-K forced on %s M=%lld: got %d", x->name,
+                               (long long)m, st);
                         continue;
                     }
                     expect_exact(st, graw, gout, rraw, rout, m, n);
@@ -443,22 +448,26 @@ static void test_variants_small(int quick)
             }
         }
         nvfp4_sm90_force_stream_k(0);
-        /* the wgmma variants with out not 16-byte aligned: stored element
-         * by element (the staged epilogue needs 16-byte rows) */
-        g_out_offset = 1;
-        for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) {
-            if (nvfp4_sm90_variants[v].kind != NVFP4_SM90_WGMMA) continue;
-            static char name[112];
-            snprintf(name, sizeof name, "unaligned out, bn=%d nc=%d, M=%lld N=%lld K=%lld", nvfp4_sm90_variants[v].bn,
-                     nvfp4_sm90_variants[v].nc, (long long)m, (long long)n, (long long)k);
-            TEST(name) {
-                nvfp4_sm90_force_variant(v);
-                nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
-                expect_exact(st, graw, gout, rraw, rout, m, n);
+        /* the wgmma kernels with out not 16-byte aligned, and with the
+         * element-by-element epilogue forced: the staged one needs 16-byte rows */
+        for (int pass = 0; pass < 2; pass++) {
+            g_out_offset = pass == 0;
+            nvfp4_sm90_force_epilogue(pass == 0);
+            for (int v = 0; v < nvfp4_sm90_num_wgmma; v++) {
+                static char name[112];
+                snprintf(name, sizeof name, "%s epilogue, %s, M=%lld N=%lld K=%lld",
+                         pass == 0 ? "unaligned out" : "element-by-element", nvfp4_sm90_kernels[v].name, (long long)m,
+                         (long long)n, (long long)k);
+                TEST(name) {
+                    nvfp4_sm90_force_kernel(v);
+                    nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
+                    expect_exact(st, graw, gout, rraw, rout, m, n);
+                }
             }
         }
         g_out_offset = 0;
-        nvfp4_sm90_force_variant(-1);
+        nvfp4_sm90_force_epilogue(1);
+        nvfp4_sm90_force_kernel(-1);
         dev_free(&da);
         dev_free(&db);
         cudaFree(dbias);
@@ -512,8 +521,9 @@ static void slice_reference(const nvfp4_tensor *a, const nvfp4_tensor *b, const 
     free(part);
 }
 
-/* K slices on every variant that takes them (small-M kernels, wgmma bn <=
- * 64) and through the planner, against slice_reference. */
+/* K slices on every kernel that takes them (the register kernels but REGR,
+ * the wgmma tiles with bn = 64) and through the planner, against
+ * slice_reference. */
 static void test_k_slices(void)
 {
     static const int64_t shapes[][3] = {{5, 48, 448}, {13, 64, 480}, {1, 32, 992}, {100, 80, 480}, {200, 48, 1024}};
@@ -529,20 +539,19 @@ static void test_k_slices(void)
         for (size_t j = 0; j < sizeof slices / sizeof slices[0]; j++) {
             slice_reference(&a, &b, bias, slices[j], rraw, rout);
             g_k_slices = slices[j];
-            for (int v = -1; v < NVFP4_SM90_NUM_VARIANTS; v++) {
-                const nvfp4_sm90_variant *x = v >= 0 ? &nvfp4_sm90_variants[v] : NULL;
-                if (x && ((NVFP4_SM90_IS_SMALL(x) && m > x->bn) || !NVFP4_SM90_TAKES_SLICES(x))) continue;
+            for (int v = -1; v < nvfp4_sm90_num_kernels; v++) {
+                const nvfp4_sm90_kernel *x = v >= 0 ? &nvfp4_sm90_kernels[v] : NULL;
+                if (x && (!gemm_kernel(v) || (NVFP4_SM90_IS_REG(x) && m > x->mt) || !takes_slices(x))) continue;
                 static char name[128];
-                snprintf(name, sizeof name, "k_slices=%d variant %d (bn=%d nc=%d r=%d), M=%lld N=%lld K=%lld",
-                         slices[j], v, x ? x->bn : 0, x ? x->nc : 0, x ? x->r : 0, (long long)m,
-                         (long long)n, (long long)k);
+                snprintf(name, sizeof name, "k_slices=%d %s, M=%lld N=%lld K=%lld", slices[j],
+                         x ? x->name : "(planned)", (long long)m, (long long)n, (long long)k);
                 TEST(name) {
-                    nvfp4_sm90_force_variant(v);
+                    nvfp4_sm90_force_kernel(v);
                     nvfp4_status st = gpu_gemm(&da, &db, dbias, graw, gout);
                     expect_exact(st, graw, gout, rraw, rout, m, n);
                 }
             }
-            nvfp4_sm90_force_variant(-1);
+            nvfp4_sm90_force_kernel(-1);
         }
         TEST("k_slices = 1 is the one-chain contract") {
             g_k_slices = 1;
@@ -551,16 +560,11 @@ static void test_k_slices(void)
             cpu_gemm(&a, &b, bias, rraw, rout);
             if (st == NVFP4_OK) test_equal_bits("raw", graw, rraw, 4, m, n);
         }
-        TEST("a wgmma tile without the second accumulator set refuses k_slices > 1") {
+        TEST("a wgmma tile without the K-slice code refuses k_slices > 1") {
             g_k_slices = 2;
-            nvfp4_sm90_force_variant(7); /* 128 x 256 */
+            nvfp4_sm90_force_kernel(kernel_index("nvfp4_sm90_gemm_bn256_nc2"));
             CHECK(gpu_gemm(&da, &db, dbias, graw, gout) == NVFP4_ERR_UNSUPPORTED);
-            for (int v = 0; v < NVFP4_SM90_NUM_VARIANTS; v++) /* ... and no SS tile takes them */
-                if (nvfp4_sm90_variants[v].kind == NVFP4_SM90_SS) {
-                    nvfp4_sm90_force_variant(v);
-                    CHECKF(gpu_gemm(&da, &db, dbias, graw, gout) == NVFP4_ERR_UNSUPPORTED, "SS variant %d", v);
-                }
-            nvfp4_sm90_force_variant(-1);
+            nvfp4_sm90_force_kernel(-1);
         }
         g_k_slices = 0;
         dev_free(&da);
@@ -712,25 +716,26 @@ static void test_invariance(const linear *L, const dev_tensor *dw, const float *
         CHECK(gpu_gemm(&d128, dw, dbias, raw128, out128) == NVFP4_OK);
         test_equal_bits("M=128 rows vs the same rows in M=2048 (raw)", raw128, raw, 4, 128, L->n);
         test_equal_bits("M=128 rows vs the same rows in M=2048 (out)", out128, out, 2, 128, L->n);
-        /* single rows at several positions, and every variant forced on one */
+        /* single rows at several positions, and every kernel forced on one */
         static const int64_t pos[] = {0, 77, 127, 128, 1000, 2047};
         float *raw1 = malloc((size_t)L->n * 4);
         uint16_t *out1 = malloc((size_t)L->n * 2);
         for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++) {
             nvfp4_tensor a1 = take_rows(&a, &pos[i], 1);
             dev_tensor d1 = upload(&a1);
-            int nv = i == 0 ? NVFP4_SM90_NUM_VARIANTS : 1;
+            int nv = i == 0 ? nvfp4_sm90_num_kernels : 1;
             for (int v = 0; v < nv; v++) {
-                nvfp4_sm90_force_variant(i == 0 ? v : -1);
+                if (i == 0 && !gemm_kernel(v)) continue;
+                nvfp4_sm90_force_kernel(i == 0 ? v : -1);
                 CHECK(gpu_gemm(&d1, dw, dbias, raw1, out1) == NVFP4_OK);
-                char what[96];
-                snprintf(what, sizeof what, "row %lld alone (variant %d) vs in M=2048 (raw)",
-                         (long long)pos[i], i == 0 ? v : -1);
+                char what[112];
+                snprintf(what, sizeof what, "row %lld alone (%s) vs in M=2048 (raw)", (long long)pos[i],
+                         i == 0 ? nvfp4_sm90_kernels[v].name : "planned");
                 test_equal_bits(what, raw1, raw + pos[i] * L->n, 4, 1, L->n);
                 snprintf(what, sizeof what, "row %lld alone vs in M=2048 (out)", (long long)pos[i]);
                 test_equal_bits(what, out1, out + pos[i] * L->n, 2, 1, L->n);
             }
-            nvfp4_sm90_force_variant(-1);
+            nvfp4_sm90_force_kernel(-1);
             dev_free(&d1);
             nvfp4_tensor_free(&a1);
         }
@@ -760,7 +765,7 @@ int main(int argc, char **argv)
     }
     printf("device: %s (%s), cpu reference: %s\n", dev, cc, nvfp4_cpu_simd_name());
     test_errors();
-    test_variants_small(quick);
+    test_kernels_small(quick);
     test_k_slices();
     if (!quick) {
         static const int64_t ms[] = {1, 7, 16, 100, 129, 512, 2048};

@@ -35,8 +35,8 @@
 
 #include "nvfp4.h"
 #include "testlib.h"
-#include "cuda/quantize_internal.h"
-#include "cuda/sm90_heuristics.cuh"
+#include "formats/layout.h"
+#include "nvfp4_testing.h"
 
 #define CUDA_OK(call)                                                                  \
     do {                                                                               \
@@ -264,7 +264,7 @@ static void check_inkernel_vs_kernels(const char *label, const uint16_t *x, int6
     snprintf(what, sizeof what, "%s M=%lld N=%lld K=%lld %s %s", label, (long long)m, (long long)n,
              (long long)kp, v == NVFP4_VARIANT_CUDA ? "cuda" : "eager", input_scale ? "static" : "dynamic");
     nvfp4_sm90_force_inkernel_a(1);
-    CHECKF(nvfp4_sm90_gemm_quantizes_bf16(m, n, kp, 0), "%s: the in-kernel producer is not planned", what);
+    CHECKF(nvfp4_sm90_linear_inkernel(m, n, kp, 0), "%s: the in-kernel producer is not planned", what);
     nvfp4_sm90_force_inkernel_a(-1);
     const size_t ws = nvfp4_linear_cuda_workspace(m, n, k), nr = (size_t)(m * n);
     const size_t cb = (size_t)(prows * kp / 2), sb = nvfp4_scales_bytes(prows, kp, NVFP4_SCALES_TILED);
@@ -766,8 +766,8 @@ int main(int argc, char **argv)
         /* The quantizer's thread 0 stores the per-tensor scale, and each
          * amax-pass CTA its word, ~100 us late (the hook), into a poisoned
          * workspace: a kernel that read them before its griddepcontrol.wait
-         * gets the poison (REGR's MMA warps read the scale so until the
-         * twenty-sixth session).  Every kernel kind the planner takes after
+         * gets the poison (a race that once made REGR read the previous
+         * call's scale).  Every kernel kind the planner takes after
          * the quantizer: REGR (N = 5376, M = 1 and 16), REGM (QKV, M = 1),
          * REGW (FC1, M = 16), the wgmma tiles (M = 32, 128); and at M = 1
          * the in-kernel A producer after the amax pass. */
@@ -775,7 +775,7 @@ int main(int argc, char **argv)
             {"n5376 k448", 5376, 448, 440, 1}, {"n5376 k448", 5376, 448, 440, 16}, {"qkv", 21504, 5376, 5376, 1},
             {"fc1", 28672, 5376, 5376, 16},    {"attn_out", 5376, 7168, 7168, 32}, {"attn_out", 5376, 7168, 7168, 128},
         };
-        CHECKF(nvfp4_q_dev_delay_stores(200000) == 0, "nvfp4_q_dev_delay_stores failed");
+        CHECKF(nvfp4_q_delay_stores(200000) == 0, "nvfp4_q_delay_stores failed");
         for (size_t i = 0; i < sizeof D / sizeof D[0]; i++) {
             if (quick && i % 2) continue;
             nvfp4_tensor w;
@@ -785,7 +785,7 @@ int main(int argc, char **argv)
             uint16_t *x = random_bf16(D[i].m, D[i].k, 910 + (uint64_t)i);
             for (int ik = 0; ik < 2; ik++) {
                 nvfp4_sm90_force_inkernel_a(ik); /* 1: where the plan has a twin (the M = 1 entries) */
-                if (ik && !nvfp4_sm90_gemm_quantizes_bf16(D[i].m, D[i].n, D[i].kp, 0)) continue;
+                if (ik && !nvfp4_sm90_linear_inkernel(D[i].m, D[i].n, D[i].kp, 0)) continue;
                 char label[64];
                 snprintf(label, sizeof label, "late stores%s %s", ik ? " in-kernel" : "", D[i].name);
                 for (int sc = 0; sc < 2; sc++)
@@ -797,7 +797,7 @@ int main(int argc, char **argv)
             free_weight(&dw);
             nvfp4_tensor_free(&w);
         }
-        CHECKF(nvfp4_q_dev_delay_stores(0) == 0, "nvfp4_q_dev_delay_stores(0) failed");
+        CHECKF(nvfp4_q_delay_stores(0) == 0, "nvfp4_q_delay_stores(0) failed");
     }
 
     if (!quick) TEST("timing (device time per call, 20 calls after 3 warm-ups)")

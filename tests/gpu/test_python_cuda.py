@@ -669,8 +669,13 @@ def test_ck_linear_speedup():
 
 
 # ---------------------------------------------------------------------------
-def main():
-    tests = [(k, v) for k, v in globals().items() if k.startswith("test_") and callable(v)]
+def main(namespace=None, label="python_cuda", results=None):
+    """Run the test_* functions of `namespace` (default: this file's), one line
+    each, then "LABEL: N passed, N failed, N skipped"; results (RESULTS by
+    default) go to $OUT/LABEL.json when OUT is set."""
+    namespace = globals() if namespace is None else namespace
+    results = RESULTS if results is None else results
+    tests = [(k, v) for k, v in namespace.items() if k.startswith("test_") and callable(v)]
     only = [t for t in os.environ.get("NVFP4_TESTS", "").split(",") if t]
     if only:
         unknown = set(only) - {k for k, _ in tests}
@@ -691,17 +696,17 @@ def main():
             traceback.print_exc()
         counts[status] += 1
         dt = time.time() - t0
-        RESULTS["tests"][name] = {"status": status, "note": note, "seconds": round(dt, 2)}
+        results["tests"][name] = {"status": status, "note": note, "seconds": round(dt, 2)}
         print(f"{status.upper():7s} {name} ({dt:.1f}s) {note}", flush=True)
-    summary = (f"python_cuda: {counts['passed']} passed, {counts['failed']} failed, "
+    summary = (f"{label}: {counts['passed']} passed, {counts['failed']} failed, "
                f"{counts['skipped']} skipped")
-    RESULTS["summary"] = summary
+    results["summary"] = summary
     print(summary)
     out = os.environ.get("OUT")
     if out:
         os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "python_cuda.json"), "w") as f:
-            json.dump(RESULTS, f, indent=1)
+        with open(os.path.join(out, f"{label}.json"), "w") as f:
+            json.dump(results, f, indent=1)
     return 1 if counts["failed"] else 0
 
 

@@ -23,7 +23,8 @@
 
 #include "nvfp4.h"
 #include "testlib.h"
-#include "cuda/quantize_internal.h"
+#include "formats/layout.h"
+#include "nvfp4_testing.h"
 
 #define CUDA_OK(call)                                                                  \
     do {                                                                               \

@@ -1,13 +1,16 @@
 /* time_gemm_cpu.c -- wall time of nvfp4_gemm_cpu() on a real layer shape.
  * Built by `make perf` (CI builds it and runs it once on a small shape):
  *   build/perf/time_gemm_cpu [M N K [threads [model [reps [check_rows [path]]]]]]
- * Defaults: FC1 (M=128, N=28672, K=5376), 2 threads, sm90, 3 reps.  The
- * operands are nvfp4_quantize() of normal data (activations N(0,1), weights
- * N(0,0.02)), so the fast path sees what it sees in practice.  Prints the
- * best and median time for every SIMD path the CPU has, checks that all paths
- * agree bit for bit, and (check_rows > 0) compares that many rows against
- * nvfp4_gemm_ref().  path (portable, avx2, avx512, avx512-novnni) times that
- * path only (avx512-novnni: the AVX-512 kernel without VNNI). */
+ * Defaults: FC1 (M=128, N=28672, K=5376), 2 threads, sm90, 3 reps; model is
+ * sm90, sm120 or exact.  The operands are nvfp4_quantize() of normal data
+ * (activations N(0,1), weights N(0,0.02)), so the fast path sees what it
+ * sees in practice.  Prints the best and median wall time for every SIMD path
+ * the CPU has, and the best wall and best CPU time (all threads together) as
+ * nanoseconds per output step (M * N * ceil(K/64) k64 steps, whatever the
+ * model's own step); on a shared machine the CPU time is the steadier
+ * measure of the work.  Checks that all paths agree bit for bit, and
+ * (check_rows > 0) compares that many rows against nvfp4_gemm_ref().  path (portable, avx2, avx512, avx512-novnni)
+ * times that path only (avx512-novnni: the AVX-512 kernel without VNNI). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,12 +59,14 @@ static int make_operand(nvfp4_tensor *t, int64_t rows, int64_t cols, double sigm
     return 1;
 }
 
-static double now(void)
+static double clock_s(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -100,20 +105,24 @@ int main(int argc, char **argv)
         if (nvfp4_cpu_force_simd(p == 1 ? "avx512" : paths[p]) != NVFP4_OK) continue;
         nvfp4_cpu_allow_vnni(p != 1);
         int preps = p == 3 ? 1 : reps;
-        double times[50];
+        double times[50], cpu_best = 0;
         for (int i = 0; i < preps; i++) {
             nvfp4_gemm_args args = {&a, &b, NULL, raw, out, model, threads, 1};
-            double t0 = now();
+            double t0 = now(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
             nvfp4_status st = nvfp4_gemm_cpu(&args);
             times[i] = now() - t0;
+            double cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+            if (i == 0 || cpu < cpu_best) cpu_best = cpu;
             if (st != NVFP4_OK) {
                 fprintf(stderr, "nvfp4_gemm_cpu: %s\n", nvfp4_last_error());
                 return 1;
             }
         }
         qsort(times, (size_t)preps, sizeof(double), cmp_double);
-        printf("  %-13s best %.3f s  median %.3f s  (%d runs)\n", paths[p], times[0],
-               times[preps / 2], preps);
+        double ns = 1e9 / ((double)M * (double)N * (double)((K + 63) / 64));
+        printf("  %-13s best %.3f s  median %.3f s  (%d runs)  ns per output k64 step: "
+               "%.2f wall, %.2f cpu\n",
+               paths[p], times[0], times[preps / 2], preps, ns * times[0], ns * cpu_best);
         if (!have_first) {
             memcpy(first, raw, (size_t)(M * N) * sizeof(float));
             have_first = 1;

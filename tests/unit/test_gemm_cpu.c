@@ -1,11 +1,14 @@
 /* test_gemm_cpu.c -- nvfp4_gemm_cpu() against the oracle nvfp4_gemm_ref(),
  * bit for bit (raw accumulators and BF16 outputs), for every SIMD path this
- * CPU has (AVX-512 with and without VNNI), 0 (all cores) / 1 / 2 / 3 threads,
- * the three models, random shapes and adversarial data: scales over the
- * whole E4M3 range (subnormal, zero, NaN, sign bit set), zero blocks, a huge
- * block followed by tiny ones (products truncated: the kernels' slow path),
- * tiny accumulators hit by huge blocks (c truncated), exact cancellation to
- * zero. */
+ * CPU has (AVX-512 with and without VNNI) and the portable one, 0 (all
+ * cores) / 1 / 2 / 3 threads, the three models, random shapes and
+ * adversarial data: scales over the whole E4M3 range (subnormal, zero, NaN,
+ * sign bit set), zero blocks, a huge block followed by tiny ones (products
+ * truncated: the kernels' slow path), tiny accumulators hit by huge blocks
+ * (c truncated), exact cancellation to zero, and for sm120 k64 steps whose
+ * four blocks span every scale class (zero-sum blocks with huge scales
+ * included), plus hand-derived steps for each of the sm120 guard's three
+ * conditions. */
 #include "nvfp4.h"
 #include "testlib.h"
 #include "cpu/cpu_internal.h" /* nvfp4_cpu_allow_vnni(): both AVX-512 kernels */
@@ -17,9 +20,12 @@ enum data_kind {
     DATA_ZEROS,     /* many zero codes, zero scales, zero blocks */
     DATA_HUGE_TINY, /* huge first blocks, tiny later ones, and the reverse */
     DATA_CANCEL,    /* B's blocks cancel in pairs: exact zeros */
+    DATA_STEP_MIX,  /* every block a random scale class: zero, subnormal, tiny, mid, huge;
+                       some blocks all-zero codes (their scales still count) */
     DATA_KINDS
 };
-static const char *const kind_names[] = {"typical", "wide", "nan", "zeros", "huge-tiny", "cancel"};
+static const char *const kind_names[] = {"typical", "wide", "nan",   "zeros",
+                                         "huge-tiny", "cancel", "step-mix"};
 
 static void set_code(nvfp4_tensor *t, int64_t r, int64_t c, uint8_t code)
 {
@@ -54,6 +60,13 @@ static uint8_t random_scale(enum data_kind kind, int64_t cb, uint64_t *rng)
         /* Alternate huge and tiny stretches of blocks. */
         if ((cb / 3) % 2 == 0) return (uint8_t)(0x70 + (x >> 8) % 15);
         return (uint8_t)(0x01 + (x >> 8) % 12);
+    case DATA_STEP_MIX: {
+        static const uint8_t lo[6] = {0x00, 0x01, 0x08, 0x30, 0x68, 0x38};
+        static const uint8_t span[6] = {1, 7, 24, 24, 23, 8};
+        int cls = (int)(x % 6);
+        uint8_t s = (uint8_t)(lo[cls] + (x >> 8) % span[cls]);
+        return (x >> 20) & 1 ? (uint8_t)(s | 0x80) : s;
+    }
     default:
         return (uint8_t)(0x30 + (x >> 8) % 24);
     }
@@ -85,7 +98,8 @@ static void make_tensor(nvfp4_tensor *t, int64_t rows, int64_t cols, enum data_k
     for (int64_t r = 0; r < rows; r++) {
         for (int64_t cb = 0; cb < nb; cb++) {
             set_scale(t, r, cb, random_scale(kind, cb, &rng));
-            int zero_block = kind == DATA_ZEROS && test_rand(&rng) % 7 == 0;
+            uint64_t z = test_rand(&rng);
+            int zero_block = (kind == DATA_ZEROS && z % 7 == 0) || (kind == DATA_STEP_MIX && z % 4 == 0);
             for (int64_t i = 0; i < 16; i++)
                 set_code(t, r, cb * 16 + i, zero_block ? 0 : random_code(kind, &rng));
         }
@@ -138,9 +152,8 @@ static void compare_all(const char *label, const nvfp4_tensor *a, const nvfp4_te
     CHECKF(st == NVFP4_OK, "%s: gemm_ref: %s", label, nvfp4_last_error());
     int simd_runs = 0;
     for (int p = 0; p < 4; p++) {
-        /* SM120 runs the model's step whatever the path; EXACT differs only
-         * by the B packing (portable or SIMD): fewer runs keep ASan fast. */
-        if (model == NVFP4_MODEL_SM120 && p > 0) break;
+        /* EXACT differs only by the B packing (portable or SIMD): fewer runs
+         * keep ASan fast. */
         if (model == NVFP4_MODEL_EXACT && simd_runs > 1) break;
         if (nvfp4_cpu_force_simd(paths[p]) != NVFP4_OK) continue; /* CPU lacks it */
         simd_runs++;
@@ -188,6 +201,60 @@ static void run_case(enum data_kind kind, int64_t M, int64_t N, int64_t K, uint6
              (long long)M, (long long)N, (long long)K, bias != NULL);
     for (int i = 0; i < nmodels; i++) compare_all(label, &a, &b, which[i], bias);
     free(bias);
+    nvfp4_tensor_free(&a);
+    nvfp4_tensor_free(&b);
+}
+
+/* Columns [k0, k1) of src as a tensor of their own (same order, layout and
+ * per-tensor scale). */
+static void copy_cols(nvfp4_tensor *dst, const nvfp4_tensor *src, int64_t k0, int64_t k1)
+{
+    nvfp4_status st = nvfp4_tensor_alloc(dst, src->rows, k1 - k0, src->nibble_order,
+                                         src->scale_layout);
+    CHECKF(st == NVFP4_OK, "tensor_alloc: %s", nvfp4_last_error());
+    if (st != NVFP4_OK) return;
+    for (int64_t r = 0; r < src->rows; r++) {
+        for (int64_t k = k0; k < k1; k++) set_code(dst, r, k - k0, nvfp4_tensor_code(src, r, k));
+        for (int64_t cb = k0 / 16; cb < k1 / 16; cb++)
+            set_scale(dst, r, cb - k0 / 16, nvfp4_tensor_scale(src, r, cb));
+    }
+    dst->per_tensor_scale = src->per_tensor_scale;
+}
+
+/* One output, sm120, from hand-set 1 x K operands: element k[i] gets codes
+ * ac[i] / bc[i] (every other code 0), block j scales as[j] / bs[j].  The
+ * oracle and every path must give `want` (hand-derived, see the callers);
+ * `naive` is RZ of the untruncated sum, which a wrong guard would give. */
+static void sm120_hand_case(const char *what, int64_t K, int n, const int *k, const uint8_t *ac,
+                            const uint8_t *bc, const uint8_t *as, const uint8_t *bs, float want,
+                            float naive)
+{
+    nvfp4_tensor a, b;
+    CHECK(nvfp4_tensor_alloc(&a, 1, K, NVFP4_HI_FIRST, NVFP4_SCALES_TILED) == NVFP4_OK);
+    CHECK(nvfp4_tensor_alloc(&b, 1, K, NVFP4_LO_FIRST, NVFP4_SCALES_ROW_MAJOR) == NVFP4_OK);
+    for (int i = 0; i < n; i++) {
+        set_code(&a, 0, k[i], ac[i]);
+        set_code(&b, 0, k[i], bc[i]);
+    }
+    for (int64_t j = 0; j < K / 16; j++) {
+        set_scale(&a, 0, j, as[j]);
+        set_scale(&b, 0, j, bs[j]);
+    }
+    CHECKF(want != naive, "%s: the case does not tell the guard's answer apart", what);
+    float got = -1.0f;
+    nvfp4_gemm_args g = {&a, &b, NULL, &got, NULL, NVFP4_MODEL_SM120, 1, 1};
+    CHECK(nvfp4_gemm_ref(&g) == NVFP4_OK);
+    CHECKF(got == want, "%s: oracle %.9g, want %.9g", what, got, want);
+    for (int p = 0; p < 4; p++) {
+        if (nvfp4_cpu_force_simd(paths[p]) != NVFP4_OK) continue;
+        nvfp4_cpu_allow_vnni(p != 3);
+        got = -1.0f;
+        CHECK(nvfp4_gemm_cpu(&g) == NVFP4_OK);
+        CHECKF(got == want, "%s %s: got %.9g, want %.9g (untruncated: %.9g)", what,
+               path_labels[p], got, want, naive);
+    }
+    nvfp4_cpu_force_simd(NULL);
+    nvfp4_cpu_allow_vnni(1);
     nvfp4_tensor_free(&a);
     nvfp4_tensor_free(&b);
 }
@@ -270,6 +337,112 @@ int main(void)
                          models, 1);
             }
         }
+    }
+
+    TEST("adversarial data, sm120")
+    {
+        uint64_t rng = 91;
+        for (int kind = 0; kind < DATA_KINDS; kind++) {
+            for (int rep = 0; rep < 3; rep++) {
+                int64_t M = 1 + (int64_t)(test_rand(&rng) % 24);
+                int64_t N = 1 + (int64_t)(test_rand(&rng) % 140);
+                int64_t K = 16 * (1 + (int64_t)(test_rand(&rng) % 64));
+                run_case((enum data_kind)kind, M, N, K, 700 + (uint64_t)(kind * 10 + rep),
+                         models + 2, 1);
+            }
+        }
+    }
+
+    TEST("sm120 guard: each condition at its edge, hand-derived")
+    {
+        /* Codes: 1 = 0.5, 2 = 1, 7 = 6, 9 = -0.5.  Scales: 0x01 = 2^-9
+         * (subnormal, exponent -6), 0x38 = 1, 0x50 = 8, 0x78 = 256,
+         * 0x7e = 448 (exponent 8).  A block pair's exponent is the sum of
+         * its scales' exponents; the unit is 2^(E-35). */
+        {
+            /* c cuts a block: step 0 gives c = 256 * 256 = 2^16; step 1
+             * adds -0.5 * 2^-9 * 0.5 * 2^-9 = -2^-20 (pair exponent -12).
+             * E = 16 and the unit 2^-19 drop it (E - (-12) = 28, one past
+             * what a block keeps): 65536.  Untruncated: 65536 - 2^-20, cut
+             * to FP32 toward zero: 65536 - 2^-8. */
+            int k[2] = {0, 64};
+            uint8_t ac[2] = {2, 1}, bc[2] = {2, 9};
+            uint8_t as[8] = {0x78, 0, 0, 0, 0x01}, bs[8] = {0x78, 0, 0, 0, 0x01};
+            sm120_hand_case("c cuts a block", 128, 2, k, ac, bc, as, bs, 65536.0f,
+                            65536.0f - ldexpf(1, -8));
+        }
+        {
+            /* Blocks cut c: step 0 gives c = 8 + 2^-20 (8 * 1, and
+             * 2^-20 from two subnormal scales; E = 3, exact).  Step 1: a
+             * block of zero codes with scales 448 and 448 (exponent 16):
+             * E - e_c = 13, one past what c keeps, so the unit 2^-19 drops
+             * c's last bit: 8.  Untruncated: 8 + 2^-20. */
+            int k[2] = {0, 16};
+            uint8_t ac[2] = {2, 1}, bc[2] = {2, 1};
+            uint8_t as[8] = {0x50, 0x01, 0, 0, 0x7e}, bs[8] = {0x38, 0x01, 0, 0, 0x7e};
+            sm120_hand_case("blocks cut c", 128, 2, k, ac, bc, as, bs, 8.0f,
+                            8.0f + ldexpf(1, -20));
+        }
+        {
+            /* A block cuts another in the same step: 2688 * 2688 = 7225344
+             * (pair exponent 16) and -2^-20 (pair exponent -12): 28 apart,
+             * the unit 2^-19 drops the small one: 7225344.  Untruncated:
+             * 7225344 - 2^-20, toward zero 7225343.5. */
+            int k[2] = {0, 16};
+            uint8_t ac[2] = {7, 9}, bc[2] = {7, 1};
+            uint8_t as[4] = {0x7e, 0x01, 0, 0}, bs[4] = {0x7e, 0x01, 0, 0};
+            sm120_hand_case("a block cuts a block", 64, 2, k, ac, bc, as, bs, 7225344.0f,
+                            7225343.5f);
+        }
+    }
+
+    TEST("sm120: one K slice through nvfp4_cpu_gemm_slice")
+    {
+        /* slices start on a k64 step; the last one may end anywhere (padded) */
+        nvfp4_tensor a, b;
+        int64_t M = 9, N = 70, K = 16 * 29;
+        make_tensor(&a, M, K, DATA_STEP_MIX, 61, 0);
+        make_tensor(&b, N, K, DATA_STEP_MIX, 62, 1);
+        static const int64_t cuts[][2] = {{0, 16 * 29}, {128, 16 * 29}, {64, 16 * 13}, {192, 192}};
+        float raw[9 * 70], want[9 * 70];
+        for (int c = 0; c < 4; c++) {
+            int64_t k0 = cuts[c][0], k1 = cuts[c][1];
+            nvfp4_tensor as = {0}, bs = {0};
+            if (k1 == k0) { /* no columns: every accumulator is +0 */
+                memset(want, 0, sizeof want);
+            } else {
+                copy_cols(&as, &a, k0, k1);
+                copy_cols(&bs, &b, k0, k1);
+                nvfp4_gemm_args g = {&as, &bs, NULL, want, NULL, NVFP4_MODEL_SM120, 1, 1};
+                CHECK(nvfp4_gemm_ref(&g) == NVFP4_OK);
+            }
+            for (int p = 0; p < 4; p++) {
+                if (nvfp4_cpu_force_simd(paths[p]) != NVFP4_OK) continue;
+                nvfp4_cpu_allow_vnni(p != 3);
+                memset(raw, 0xA5, sizeof raw);
+                CHECK(nvfp4_cpu_gemm_slice(&a, &b, NVFP4_MODEL_SM120, k0, k1, raw, 2) == NVFP4_OK);
+                char what[120];
+                snprintf(what, sizeof what, "slice [%lld, %lld) %s", (long long)k0, (long long)k1,
+                         path_labels[p]);
+                test_equal_bits(what, raw, want, 4, M, N);
+            }
+            nvfp4_cpu_force_simd(NULL);
+            nvfp4_cpu_allow_vnni(1);
+            nvfp4_tensor_free(&as);
+            nvfp4_tensor_free(&bs);
+        }
+        /* a slice that starts inside a k64 step is refused */
+        CHECK(nvfp4_cpu_gemm_slice(&a, &b, NVFP4_MODEL_SM120, 16, 128, raw, 1) ==
+              NVFP4_ERR_UNSUPPORTED);
+        nvfp4_tensor_free(&a);
+        nvfp4_tensor_free(&b);
+    }
+
+    TEST("long K, sm120")
+    {
+        run_case(DATA_TYPICAL, 9, 37, 2048 + 16, 911, models + 2, 1);
+        run_case(DATA_STEP_MIX, 5, 83, 2048 + 48, 912, models + 2, 1);
+        run_case(DATA_HUGE_TINY, 6, 19, 1536, 913, models + 2, 1);
     }
 
     TEST("long K, sm90 and exact")
