@@ -237,8 +237,6 @@ fuzz:
 gpu-tests:
 	@$(MAKE) --no-print-directory -f tests/gpu/gpu.mk BUILD=$(BUILD)
 
-# the wgmma kernel's measured-before-default options (tests/gpu/gpu.mk alts)
-# compile warning-free: CI builds their objects
 probe-sm120:
 	@if [ -n "$(NVCC)" ] && "$(NVCC)" --list-gpu-arch 2>/dev/null | grep -q compute_121; then \
 	  $(MAKE) --no-print-directory -f tests/gpu/gpu.mk BUILD=$(BUILD) probe-sm120; \

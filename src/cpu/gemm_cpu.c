@@ -69,7 +69,9 @@ void nvfp4_cpu_tables_init(void) { pthread_once(&tables_once, fill_tables); }
  *-------------------------------------------------------------------------*/
 enum simd { SIMD_PORTABLE = 0, SIMD_AVX2 = 1, SIMD_AVX512 = 2 };
 static const char *const simd_names[] = {"portable", "avx2", "avx512"};
-static atomic_int forced_simd = -1;
+#ifdef NVFP4_TESTING
+static atomic_int forced_simd = -1; /* nvfp4_cpu_force_simd */
+#endif
 
 static int simd_supported(int s)
 {
@@ -87,8 +89,10 @@ static int simd_supported(int s)
 
 static int simd_current(void)
 {
+#ifdef NVFP4_TESTING
     int f = atomic_load(&forced_simd);
     if (f >= 0) return f;
+#endif
     if (simd_supported(SIMD_AVX512)) return SIMD_AVX512;
     if (simd_supported(SIMD_AVX2)) return SIMD_AVX2;
     return SIMD_PORTABLE;
@@ -96,6 +100,7 @@ static int simd_current(void)
 
 const char *nvfp4_cpu_simd_name(void) { return simd_names[simd_current()]; }
 
+#ifdef NVFP4_TESTING
 nvfp4_status nvfp4_cpu_force_simd(const char *name)
 {
     if (!name) {
@@ -119,12 +124,16 @@ nvfp4_status nvfp4_cpu_force_simd(const char *name)
 static atomic_int vnni_allowed = 1;
 
 void nvfp4_cpu_allow_vnni(int allow) { atomic_store(&vnni_allowed, allow != 0); }
+#endif
 
 static int vnni_usable(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    return atomic_load(&vnni_allowed) && __builtin_cpu_supports("avx512vnni");
+#ifdef NVFP4_TESTING
+    if (!atomic_load(&vnni_allowed)) return 0;
+#endif
+    return __builtin_cpu_supports("avx512vnni");
 #else
     return 0;
 #endif

@@ -709,14 +709,17 @@ int main(int argc, char **argv)
 
     TEST("in-kernel A producer (M <= 8): the CPU linear, and the quantizer kernel + GEMM")
     {
-        /* (N, K of the weight, k of x): the planned kernels' twins -- REGR
-         * with R = 4 (n256, n272), 3 (attn-out, n5376) and 2 (n8192), REGM
-         * with two chains per MMA warp (QKV), REGW (FC1); K tails of 2 and 12
-         * blocks; x's k not a multiple of 16 (TMA's zeros pad the last block) */
-        static const struct { const char *name; int64_t n, kp, k; } S[] = {
-            {"n256 k504", 256, 512, 504},  {"n272 k800", 272, 800, 800},   {"attn_out", 5376, 7168, 7168},
-            {"qkv", 21504, 5376, 5376},    {"fc1", 28672, 5376, 5376},     {"n5376 k448", 5376, 448, 440},
-            {"n8192 k1056", 8192, 1056, 1048},
+        /* (N, K of the weight, k of x, whether the planned kernel has an
+         * in-kernel twin): REGR with R = 4 (n256, n272), 3 (attn-out, n5376)
+         * and 2 (n8192) and REGW (FC1) have one; REGM (QKV, two chains per
+         * MMA warp) has none (kernels.def), so QKV checks the planned path
+         * only.  K tails of 2 and 12 blocks; x's k not a multiple of 16
+         * (TMA's zeros pad the last block). */
+        static const struct { const char *name; int64_t n, kp, k; int twin; } S[] = {
+            {"n256 k504", 256, 512, 504, 1},  {"n272 k800", 272, 800, 800, 1},
+            {"attn_out", 5376, 7168, 7168, 1}, {"qkv", 21504, 5376, 5376, 0},
+            {"fc1", 28672, 5376, 5376, 1},    {"n5376 k448", 5376, 448, 440, 1},
+            {"n8192 k1056", 8192, 1056, 1048, 1},
         };
         static const int64_t ms[] = {1, 2, 5, 8};
         for (size_t si_ = 0; si_ < sizeof S / sizeof S[0]; si_++) {
@@ -749,6 +752,14 @@ int main(int argc, char **argv)
                                      wb ? d_bias : NULL, 8, 1);
                         check_linear(S[si_].name, xa, m, k, &w, &dw, in, v, wb ? NULL : bias,
                                      wb ? NULL : d_bias, 8, 1);
+                        if (!S[si_].twin) {
+                            nvfp4_sm90_force_inkernel_a(1);
+                            CHECKF(!nvfp4_sm90_linear_inkernel(m, S[si_].n, S[si_].kp, 0),
+                                   "%s M=%lld: an in-kernel twin is planned where none is built",
+                                   S[si_].name, (long long)m);
+                            nvfp4_sm90_force_inkernel_a(-1);
+                            continue;
+                        }
                         check_inkernel_vs_kernels(S[si_].name, xa, m, k, &dw, in, v, wb ? d_bias : NULL);
                         check_inkernel_vs_kernels(S[si_].name, xn, m, k, &dw, in, v, wb ? NULL : d_bias);
                     }
