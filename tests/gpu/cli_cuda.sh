@@ -6,7 +6,8 @@
 # `--backend cpu`, both quantizer variants, the quantized activations it dumps
 # included; `nvfp4 matmul --backend cuda` == `--backend cpu`; a layer of
 # N = 5, K = 17 (quantize pads both, records the 5 rows; the GPU runs N padded
-# to 16) with activations of K = 17, on both backends.  Exit 0 only if all hold.
+# to 16) with activations of K = 17, on both backends, and that layer converted
+# to ModelOpt's layout on the GPU.  Exit 0 only if all hold.
 cd "$(dirname "$0")/../.."
 B=${1:-build}
 N=$B/nvfp4
@@ -79,6 +80,12 @@ done
 same "linear N=5 K=17 cuda == cpu" "$T/l17.cpu" "$T/l17.cuda"
 same "linear N=5 K=17 quantized activations" "$T/x17.cpu" "$T/x17.cuda"
 same "matmul N=5 cuda == cpu" "$T/m17.cpu" "$T/m17.cuda"
+# the same layer converted to ModelOpt's layout: its rows record travels
+"$N" convert "$T/w17q.st" "$T/w17m.safetensors" --to modelopt -q >"$T/log" 2>&1 ||
+    bad "convert 5 x 17 to modelopt: $(cat "$T/log")"
+"$N" linear "$T/w17m.safetensors:lin" "$T/w17.st:x" -o "$T/l17m.cuda" --backend cuda >"$T/log" 2>&1 ||
+    bad "linear N=5 K=17 from ModelOpt, cuda: $(cat "$T/log")"
+same "linear N=5 K=17: ModelOpt's layout on cuda == ComfyUI's on cpu" "$T/l17.cpu" "$T/l17m.cuda"
 
 echo "cli_cuda: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
