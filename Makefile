@@ -11,6 +11,7 @@
 #   src/cuda/stub_nocuda.c replaces them (and src/cuda/*/*.c) in builds without CUDA
 #   cli/*.c                the nvfp4 command (bench/*.c joins it in CUDA builds)
 #   tests/unit/test_*.c    one test program each
+#   tests/perf/*.c         one timing program each (make perf)
 #   $(BUILD)/gen/*.c       generated at build time (the H200's reciprocal table,
 #                          from src/quant/rcp_sm90_table.bin.xz; needs xz)
 #
@@ -97,9 +98,11 @@ LIB_O    := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_C)) $(patsubst %.cu,$(BUILD)/o
 CLI_O    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_C))
 TEST_C   := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_C))
+PERF_C   := $(wildcard tests/perf/*.c)
+PERF_BIN := $(patsubst tests/perf/%.c,$(BUILD)/perf/%,$(PERF_C))
 
-.PHONY: all lib cli testing-lib tests test test-unit test-cli test-python test-torch test-sanitize fuzz gpu-tests \
-        probe-sm120 sm120-sass deps help clean FORCE
+.PHONY: all lib cli testing-lib tests perf test test-unit test-cli test-python test-torch test-sanitize fuzz \
+        gpu-tests probe-sm120 sm120-sass deps help clean FORCE
 all: lib cli
 
 help:
@@ -109,6 +112,7 @@ help:
 	@echo "make test-torch  installs torch and transformers if missing, then every Python test"
 	@echo "                 with torch (nvfp4.torch included) on the CPU"
 	@echo "make test-sanitize  the same under ASan + UBSan (build-asan/)"
+	@echo "make perf        build the timing programs of tests/perf ($(BUILD)/perf/)"
 	@echo "make fuzz        libFuzzer over the safetensors and GGUF readers (FUZZ_SECONDS=60 each)"
 	@echo "make gpu-tests   build the H200 test programs (tests/gpu/run.sh runs them)"
 	@echo "make probe-sm120 build the GB10 / RTX Blackwell probe (when nvcc has sm_121a)"
@@ -182,6 +186,14 @@ $(TEST_CLI): $(CLI_C) $(wildcard cli/*.h) include/nvfp4.h $(TEST_LIB)
 	$(CC) $(CFLAGS) -DNVFP4_TESTING -o $@ $(CLI_C) $(TEST_LIB) $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
 
 tests: $(TEST_BIN)
+
+# timing programs (they force SIMD paths through the testing hooks, so they
+# link the testing library)
+$(BUILD)/perf/%: tests/perf/%.c $(TEST_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DNVFP4_TESTING -o $@ $< $(TEST_LIB) $(LDFLAGS) $(CUDA_LIBS) $(LDLIBS)
+
+perf: $(PERF_BIN)
 
 # (not under the sanitizers: python3 cannot load an ASan-instrumented .so)
 test: test-unit test-cli $(if $(SANFLAGS),,test-python)

@@ -19,6 +19,7 @@
 #include "nvfp4.h"
 #include "cuda/sm120/plan.h"
 #include "cuda/sm90/plan.h"
+#include "io/atomic.h" /* the report is written atomically (internal to libnvfp4) */
 
 int nvfp4_cli_bench(int argc, char **argv);
 
@@ -609,8 +610,8 @@ int nvfp4_cli_bench(int argc, char **argv)
     const int nm = opt.nm, quick = opt.quick;
     char dev_name[128], cc[16];
     if (nvfp4_cuda_device_name(dev_name, sizeof dev_name, cc, sizeof cc) != NVFP4_OK) {
-        fprintf(stderr, "nvfp4 bench: %s (the kernels need an sm_90 GPU -- H100, H200 -- or an sm_120 / "
-                        "sm_121 one -- GB10, RTX Blackwell)\n", nvfp4_last_error());
+        fprintf(stderr, "nvfp4 bench: %s; the kernels need an sm_90 GPU (H100, H200) or an sm_120 / sm_121 "
+                        "one (GB10, RTX Blackwell)\n", nvfp4_last_error());
         return 1;
     }
     nvfp4_model model;

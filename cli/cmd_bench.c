@@ -19,7 +19,7 @@ int cmd_bench(int argc, char **argv)
                   "has no CUDA (nvcc was not found when it was built).\n", stdout);
             return 0;
         }
-    return cli_error("bench", "this nvfp4 was built without CUDA; rebuild where nvcc is "
-                              "installed and run on an H200");
+    return cli_error("bench", "no CUDA device: this nvfp4 was built without CUDA; rebuild "
+                              "where nvcc is installed and run on an H100 or H200");
 #endif
 }

@@ -39,7 +39,7 @@ static const char help[] =
     "  --to FORMAT        the target format (required)\n"
     "  --from FORMAT      take IN as this format instead of detecting it\n"
     "  --allow-rescale    round what the target cannot hold exactly, and say so\n"
-    "  --force            write OUT even when it is IN\n"
+    "  --force            write OUT even when it is IN or one of IN's files\n"
     "  -q, --quiet        no notes, no progress\n";
 
 typedef struct progress_ctx {
@@ -59,10 +59,66 @@ static void on_note(void *ctx, const char *line)
     fprintf(stderr, "nvfp4 convert: note: %s\n", cli_printable(shown, sizeof shown, line));
 }
 
-static int same_path(const char *a, const char *b)
+/* A checkpoint directory's files other than its shards (read as input,
+ * written for the target). */
+static const char *const dir_files[] = {"model.safetensors", "model.safetensors.index.json",
+                                        "config.json", "hf_quant_config.json"};
+#define N_DIR_FILES (sizeof dir_files / sizeof dir_files[0])
+#define MAX_PATHS 256 /* shards beyond these are listed by the index anyway */
+
+static int is_dir(const char *path)
 {
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* dir/name into paths[*n] (malloc'ed), unless the list is full. */
+static void add_path(char **paths, int *n, const char *dir, const char *name)
+{
+    if (*n >= MAX_PATHS) return;
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) return;
+    snprintf(p, a + b + 2, "%s/%s", dir, name);
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(paths[i], p)) { /* listed already */
+            free(p);
+            return;
+        }
+    paths[(*n)++] = p;
+}
+
+/* The files convert reads (IN, and a directory's shards and configs) and
+ * writes (OUT, or a directory's shards and configs): an error when one it
+ * writes is one it reads, unless force.  The shards written are named as
+ * the input's (or model.safetensors). */
+static int check_convert_paths(const char *C, const char *in, const char *out, int force)
+{
+    char *ins[MAX_PATHS + 1], *outs[MAX_PATHS + 1];
+    int n_in = 0, n_out = 0;
+    ins[n_in++] = strdup(in);
+    outs[n_out++] = strdup(out);
+    int out_dir = !cli_ends_with(out, ".gguf") && !cli_ends_with(out, ".safetensors");
+    nvfp4_ckpt *c = NULL;
+    if (is_dir(in) && nvfp4_ckpt_open(&c, in, NVFP4_FORMAT_UNKNOWN) == NVFP4_OK) {
+        for (size_t i = 0; i < nvfp4_ckpt_entries(c); i++) {
+            nvfp4_ckpt_entry e;
+            if (nvfp4_ckpt_entry_at(c, i, &e) != NVFP4_OK) continue;
+            add_path(ins, &n_in, in, e.file);
+            if (out_dir) add_path(outs, &n_out, out, e.file);
+        }
+    }
+    nvfp4_ckpt_close(c);
+    for (size_t i = 0; i < N_DIR_FILES; i++) {
+        if (is_dir(in)) add_path(ins, &n_in, in, dir_files[i]);
+        if (out_dir) add_path(outs, &n_out, out, dir_files[i]);
+    }
+    int rc = !ins[0] || !outs[0] ? cli_error(C, "out of memory")
+                                 : cli_check_paths(C, (const char *const *)ins, n_in,
+                                                   (const char *const *)outs, n_out, force);
+    for (int i = 0; i < n_in; i++) free(ins[i]);
+    for (int i = 0; i < n_out; i++) free(outs[i]);
+    return rc;
 }
 
 int cmd_convert(int argc, char **argv)
@@ -103,10 +159,8 @@ int cmd_convert(int argc, char **argv)
     if (nvfp4_format_from_name(&opt.to, to) != NVFP4_OK) return cli_error(C, "--to: %s", nvfp4_last_error());
     if (from && nvfp4_format_from_name(&opt.from, from) != NVFP4_OK)
         return cli_error(C, "--from: %s", nvfp4_last_error());
+    if (check_convert_paths(C, in, out, force)) return 1;
     char a[512], b[512];
-    if (!force && same_path(in, out))
-        return cli_error(C, "the output %s is the input %s: it would be replaced (use another name, "
-                            "or --force)", cli_printable(a, sizeof a, out), cli_printable(b, sizeof b, in));
     opt.progress = on_progress;
     opt.note = on_note;
     opt.ctx = &pc;

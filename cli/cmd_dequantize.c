@@ -9,8 +9,11 @@ static const char help[] =
     "\n"
     "Every NVFP4 tensor T (T + T_scale + T_scale_2) becomes T in BF16 or F32:\n"
     "e2m1 * e4m3 (exact), times the per-tensor scale (one FP32 rounding), then\n"
-    "rounded to BF16 (round to nearest even) unless --f32.  The LAYER.comfy_quant\n"
-    "markers are dropped; other tensors and the metadata are copied.\n"
+    "rounded to BF16 (round to nearest even) unless --f32.  T has the rows the\n"
+    "file records for it (\"nvfp4.rows.T\", written by nvfp4 quantize), else its\n"
+    "stored rows; columns stay padded to 16.  ComfyUI's LAYER.comfy_quant markers\n"
+    "of those layers are dropped (a tensor of that name that is not the NVFP4\n"
+    "marker is user data, and is kept); other tensors and the metadata are copied.\n"
     "\n"
     "options:\n"
     "  --only NAME   dequantize NAME only (repeatable); other NVFP4 tensors are copied\n"
@@ -53,7 +56,7 @@ int cmd_dequantize(int argc, char **argv)
         }
     }
     if (!in || !outp) return cli_error(C, "needs IN.safetensors and OUT.safetensors (try --help)");
-    if (cli_refuse_same_file(C, in, outp, force)) return 1;
+    if (cli_check_paths(C, &in, 1, &outp, 1, force)) return 1;
     nvfp4_st_file *f = NULL;
     nvfp4_status st = nvfp4_st_open(&f, in);
     if (st != NVFP4_OK) return cli_lib_error(C, st, "cannot read input");
@@ -64,6 +67,7 @@ int cmd_dequantize(int argc, char **argv)
     char *role = calloc(count ? count : 1, 1);
     void **bufs = calloc(count ? count : 1, sizeof *bufs);
     nvfp4_st_writer *w = NULL;
+    nvfp4_atomic_file *out = NULL;
     if (!role || !bufs) {
         cli_error(C, "out of memory");
         goto done;
@@ -93,15 +97,23 @@ int cmd_dequantize(int argc, char **argv)
             if (!strncmp(o, t->name, L) && (!strcmp(o + L, "_scale") || !strcmp(o + L, "_scale_2")))
                 role[k] = 2;
         }
-        if (nvfp4_st_marker_name(nm, sizeof nm, t->name)) {
-            for (size_t k = 0; k < count; k++)
-                if (!strcmp(nvfp4_st_get(f, k)->name, nm)) role[k] = 2;
+        if (nvfp4_st_marker_name(nm, sizeof nm, t->name) && nvfp4_st_find(f, nm)) {
+            char shown[256];
+            if (nvfp4_st_is_nvfp4_marker(f, nm)) {
+                for (size_t k = 0; k < count; k++)
+                    if (!strcmp(nvfp4_st_get(f, k)->name, nm)) role[k] = 2;
+            } else {
+                fprintf(stderr, "nvfp4 dequantize: keeping '%s': it is not ComfyUI's NVFP4 "
+                                "marker, so it is a tensor of the file's own\n",
+                        cli_printable(shown, sizeof shown, nm));
+            }
         }
     }
     if (!n_deq) {
         cli_error(C, "%s has no NVFP4 tensors (T + T_scale + T_scale_2)", in);
         goto done;
     }
+    if (cli_open_output(C, outp, &out)) goto done;
     if ((st = nvfp4_st_writer_new(&w)) != NVFP4_OK) {
         cli_lib_error(C, st, "writer");
         goto done;
@@ -109,6 +121,11 @@ int cmd_dequantize(int argc, char **argv)
     for (size_t i = 0; i < nvfp4_st_metadata_count(f); i++) {
         const char *k, *v;
         nvfp4_st_metadata(f, i, &k, &v);
+        /* the rows recorded for a tensor written here in full are its shape now */
+        size_t plen = sizeof NVFP4_ST_ROWS_KEY_PREFIX - 1, j = count;
+        if (!strncmp(k, NVFP4_ST_ROWS_KEY_PREFIX, plen))
+            for (j = 0; j < count && strcmp(nvfp4_st_get(f, j)->name, k + plen); j++) continue;
+        if (j < count && role[j] == 1) continue;
         if ((st = nvfp4_st_writer_set_metadata(w, k, v)) != NVFP4_OK) {
             cli_lib_error(C, st, "metadata");
             goto done;
@@ -154,17 +171,14 @@ int cmd_dequantize(int argc, char **argv)
             goto done;
         }
     }
-    st = nvfp4_st_writer_write(w, outp, cli_write_progress, (void *)outp);
-    cli_progress_done();
-    if (st != NVFP4_OK) {
-        cli_lib_error(C, st, "cannot write output");
-        goto done;
-    }
+    rc = cli_commit_safetensors(C, w, out, outp);
+    out = NULL; /* committed or discarded */
+    if (rc) goto done;
     fprintf(stderr, "nvfp4 dequantize: %zu tensor%s -> %s (%s)\n", n_deq, n_deq == 1 ? "" : "s",
             outp, f32 ? "F32" : "BF16");
-    rc = 0;
 done:
     cli_progress_done();
+    nvfp4_atomic_discard(out);
     nvfp4_st_writer_free(w);
     if (bufs)
         for (size_t i = 0; i < count; i++) free(bufs[i]);

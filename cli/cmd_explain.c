@@ -1,11 +1,9 @@
 /* cmd_explain.c -- `nvfp4 explain`: which contract produced another GEMM's
  * outputs?  The engine is the library's nvfp4_explain(); this reads the
  * operands and results, prints a table and writes the JSON report. */
-#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
@@ -20,7 +18,8 @@ static const char help[] =
     "K slices 1..32 under the slice rules group64 (the contract's), equal, tile128 and\n"
     "tile256; slice partials combined in order, reversed or pairwise (docs/EXPLAIN.md).\n"
     "\n"
-    "A and B: NVFP4 tensors stored ComfyUI-style (NAME, NAME_scale, NAME_scale_2), or\n"
+    "A and B: NVFP4 tensors stored ComfyUI-style (NAME, NAME_scale, NAME_scale_2; with\n"
+    "the rows the file records for them, as nvfp4 quantize writes them), or\n"
     "F16 / BF16 / F32 matrices taken as the exact operand values (F32 values must be\n"
     "exact in F16 or BF16).  REF: an F32 M x N result (compared with raw: for NVFP4\n"
     "operands the per-tensor scales are left out), or a BF16 M x N output compared\n"
@@ -38,6 +37,7 @@ static const char help[] =
     "  --max-k-slices S     largest K-slice count tried (default 32, at most 256)\n"
     "  --top N              table rows (default 12)\n"
     "  --threads N          CPU threads (default: all cores)\n"
+    "  --force              write the --json report even over one of the input files\n"
     "exit status: 0 when the report was made (whatever it says), 1 on errors.\n";
 
 /* An operand as read: NVFP4, or values. */
@@ -143,28 +143,17 @@ static uint16_t *to16(const operand *o, nvfp4_operand type)
     return v;
 }
 
-static int write_text_atomic(const char *path, const char *text)
+/* "1.5", "NaN", "-Inf": an output value from its bits as the report gives
+ * them ("0x%04x" for BF16, "0x%08x" for F32; JSON has no NaN or Inf). */
+static const char *value_str(char *buf, size_t len, const char *bits)
 {
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 32);
-    if (!tmp) return -1;
-    snprintf(tmp, n + 32, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int ok = fd >= 0;
-    size_t len = strlen(text), done = 0;
-    while (ok && done < len) {
-        ssize_t w = write(fd, text + done, len - done);
-        if (w <= 0) ok = 0;
-        else done += (size_t)w;
-    }
-    if (fd >= 0) {
-        if (ok && fsync(fd) != 0) ok = 0;
-        if (close(fd) != 0) ok = 0;
-    }
-    if (ok && rename(tmp, path) != 0) ok = 0;
-    if (!ok) unlink(tmp);
-    free(tmp);
-    return ok ? 0 : -1;
+    unsigned long v = bits ? strtoul(bits, NULL, 16) : 0;
+    float f = bits && strlen(bits) <= 6 ? nvfp4_bf16_to_f32((uint16_t)v)
+                                        : nvfp4_f32_from_bits((uint32_t)v);
+    if (isnan(f)) snprintf(buf, len, "NaN");
+    else if (isinf(f)) snprintf(buf, len, "%sInf", f < 0 ? "-" : "");
+    else snprintf(buf, len, "%.9g", (double)f);
+    return buf;
 }
 
 static void progress(void *ctx, double f)
@@ -213,15 +202,16 @@ static void print_report(const char *text, int top)
            json_string_value(json_object_get(best, "combine")),
            json_real_value(json_object_get(best, "matched")),
            (long long)json_integer_value(json_object_get(best, "evaluated")));
-    if (json_is_object(fm))
-        printf("  first differing output: (row %lld, col %lld): ref %.9g (%s), candidate %.9g "
-               "(%s)\n",
+    if (json_is_object(fm)) {
+        const char *rb = json_string_value(json_object_get(fm, "ref_bits"));
+        const char *gb = json_string_value(json_object_get(fm, "got_bits"));
+        char rv[32], gv[32];
+        printf("  first differing output: (row %lld, col %lld): ref %s (%s), candidate %s (%s)\n",
                (long long)json_integer_value(json_object_get(fm, "row")),
                (long long)json_integer_value(json_object_get(fm, "col")),
-               json_number_value(json_object_get(fm, "ref")),
-               json_string_value(json_object_get(fm, "ref_bits")),
-               json_number_value(json_object_get(fm, "got")),
-               json_string_value(json_object_get(fm, "got_bits")));
+               value_str(rv, sizeof rv, rb), rb ? rb : "?", value_str(gv, sizeof gv, gb),
+               gb ? gb : "?");
+    }
     printf("unique: %s\n", json_is_true(json_object_get(r, "unique")) ? "true" : "false");
     printf("verdict: %s\n", json_string_value(json_object_get(r, "verdict")));
     json_decref(r);
@@ -233,7 +223,7 @@ int cmd_explain(int argc, char **argv)
     const char *specs[3] = {NULL, NULL, NULL}, *json_path = NULL, *sbias = NULL;
     long long threads = 0, max_s = 32, top = 12;
     float alpha = 0;
-    int have_alpha = 0, nspecs = 0;
+    int have_alpha = 0, nspecs = 0, force = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -258,6 +248,8 @@ int cmd_explain(int argc, char **argv)
         } else if (!strcmp(a, "--threads")) {
             if (++i >= argc || cli_parse_int(argv[i], &threads) || threads < 0 || threads > 1024)
                 return cli_error(C, "--threads needs a count (0 = all cores)");
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
         } else if (a[0] == '-' && a[1]) {
             return cli_error(C, "unknown option '%s' (try --help)", a);
         } else if (nspecs < 3) {
@@ -270,13 +262,24 @@ int cmd_explain(int argc, char **argv)
         return cli_error(C, "needs A.safetensors:NAME B.safetensors:NAME REF.safetensors:NAME "
                             "(try --help)");
 
+    const char *inputs[4] = {NULL, NULL, NULL, NULL};
+    char paths[4][4096];
+    const char *specs4[4] = {specs[0], specs[1], specs[2], sbias};
+    for (int i = 0; i < 4; i++) {
+        const char *name;
+        if (specs4[i] && !cli_split_spec(specs4[i], paths[i], sizeof paths[i], &name))
+            inputs[i] = paths[i];
+    }
+    if (cli_check_paths(C, inputs, 4, &json_path, 1, force)) return 1;
+
     operand A, B, R;
     memset(&A, 0, sizeof A);
     memset(&B, 0, sizeof B);
     memset(&R, 0, sizeof R);
     uint16_t *a16 = NULL, *b16 = NULL;
-    float *bias = NULL, *ref32 = NULL;
+    float *bias = NULL;
     char *json = NULL;
+    nvfp4_atomic_file *report = NULL;
     int rc = 1;
     if (load_operand(C, "A", specs[0], &A) || load_operand(C, "B", specs[1], &B) ||
         load_operand(C, "REF", specs[2], &R))
@@ -346,6 +349,7 @@ int cmd_explain(int argc, char **argv)
                        : 1.0f;
         ea.bias = bias;
     }
+    if (json_path && cli_open_output(C, json_path, &report)) goto done;
     ea.nthreads = (int)threads;
     ea.max_k_slices = (int)max_s;
     ea.progress = progress;
@@ -359,19 +363,16 @@ int cmd_explain(int argc, char **argv)
     print_report(json, (int)top);
     printf("time: %.2f s (%d threads)\n", cli_now() - t0,
            threads ? (int)threads : nvfp4_default_threads());
-    if (json_path && write_text_atomic(json_path, json)) {
-        cli_error(C, "cannot write the report to %s", json_path);
-        goto done;
-    }
-    rc = 0;
+    rc = report ? cli_commit_text(C, report, json) : 0;
+    report = NULL;
 done:
+    nvfp4_atomic_discard(report);
     operand_free(&A);
     operand_free(&B);
     operand_free(&R);
     free(a16);
     free(b16);
     free(bias);
-    free(ref32);
     nvfp4_free(json);
     return rc;
 }

@@ -19,8 +19,10 @@ static const char help[] =
     "               its quantizer's rounding (docs/FORMATS.md)\n"
     "  tensors      every tensor (name, dtype or ggml type, shape, bytes), the metadata,\n"
     "               and min / max / mean / NaN count of float tensors\n"
-    "  NVFP4        each NVFP4 tensor: shape, the per-tensor and input scale as stored,\n"
-    "               the block-scale range and zero / NaN blocks\n"
+    "  NVFP4        each NVFP4 tensor: shape (its own rows where the metadata records\n"
+    "               them, \"nvfp4.rows.NAME\", and the padded rows stored), the per-tensor\n"
+    "               and input scale as stored, the block-scale range, zero / NaN blocks\n"
+    "               and how many values are NaN or Inf\n"
     "  found        what the tensors show of the conventions: input scales, how the\n"
     "               per-tensor scales are stored, the scale byte of all-zero blocks (each\n"
     "               tool its own: ComfyUI 0x00, ModelOpt 0x38 = 1.0, compressed-tensors\n"
@@ -36,6 +38,15 @@ static void shape_str(int ndim, const int64_t *shape, char *buf, size_t n)
     for (int i = 0; i < ndim && o < n; i++)
         o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? ", " : "", (long long)shape[i]);
     if (o < n) snprintf(buf + o, n - o, "]");
+}
+
+/* "NaN", "Inf" or the value: the same words on every C library */
+static const char *float_str(char *buf, size_t len, float v)
+{
+    if (isnan(v)) snprintf(buf, len, "NaN");
+    else if (isinf(v)) snprintf(buf, len, "%sInf", v < 0 ? "-" : "");
+    else snprintf(buf, len, "%.9g", (double)v);
+    return buf;
 }
 
 static void float_stats(const nvfp4_st_tensor *t)
@@ -146,24 +157,34 @@ static void nvfp4_stats(const nvfp4_ckpt *c, const char *w, int stats, found *fd
         fd->bad++;
         return;
     }
+    int64_t rows; /* the logical rows: past them, ComfyUI's padding */
+    if (nvfp4_ckpt_rows(c, w, &rows) != NVFP4_OK) {
+        printf("  %s: NOT a valid NVFP4 tensor: %s\n", shown, nvfp4_last_error());
+        fd->bad++;
+        nvfp4_ckpt_tensor_free(&ct);
+        return;
+    }
     fd->tensors++;
     fd->input_scales += ct.has_input_scale != 0;
     fd->no_tensor_scale += !ct.has_tensor_scale;
     if (ct.has_tensor_scale) fd->scalar_rank[ct.tensor_scale_ndim ? 1 : 0]++;
     fd->padded_cols += ct.stored_cols != ct.t.cols;
     const nvfp4_format_traits *tr = nvfp4_format_traits_of(ct.format);
-    printf("  %s: %lld x %lld", shown, (long long)ct.t.rows, (long long)ct.stored_cols);
+    char num[32];
+    printf("  %s: %lld x %lld", shown, (long long)rows, (long long)ct.stored_cols);
+    if (rows != ct.t.rows)
+        printf(" (stored as %lld rows: ComfyUI's padding to 16)", (long long)ct.t.rows);
     if (ct.stored_cols != ct.t.cols) printf(" (blocks of %lld)", (long long)ct.t.cols);
     if (ct.has_tensor_scale)
-        printf(", %s %.9g (0x%08x)",
+        printf(", %s %s (0x%08x)",
                tr->tensor_scale_direction == NVFP4_SCALE_DIVIDES ? "global scale (divides)"
                                                                  : "per-tensor scale",
-               ct.tensor_scale, nvfp4_f32_bits(ct.tensor_scale));
+               float_str(num, sizeof num, ct.tensor_scale), nvfp4_f32_bits(ct.tensor_scale));
     else
         printf(", no per-tensor scale (1)");
-    if (ct.has_input_scale) printf(", input scale %.9g", ct.input_scale);
+    if (ct.has_input_scale) printf(", input scale %s", float_str(num, sizeof num, ct.input_scale));
     if (stats) /* the stored scale byte of blocks whose codes are all zero */
-        for (int64_t r = 0; r < ct.t.rows; r++)
+        for (int64_t r = 0; r < rows; r++)
             for (int64_t b = 0; b < ct.t.cols / 16; b++) {
                 int zero = 1;
                 for (int64_t k = 0; k < 16 && zero; k++) zero = !(nvfp4_tensor_code(&ct.t, r, 16 * b + k) & 7);
@@ -175,7 +196,7 @@ static void nvfp4_stats(const nvfp4_ckpt *c, const char *w, int stats, found *fd
     if (stats && nvfp4_ckpt_tensor_values(&v, &ct) == NVFP4_OK) {
         float smin = INFINITY, smax = 0;
         int64_t zero_blocks = 0, nan_scales = 0, neg = 0;
-        for (int64_t r = 0; r < v.rows; r++)
+        for (int64_t r = 0; r < rows; r++)
             for (int64_t b = 0; b < v.cols / 16; b++) {
                 uint8_t byte = nvfp4_tensor_scale(&v, r, b);
                 float s = nvfp4_e4m3_to_f32(byte);
@@ -188,12 +209,21 @@ static void nvfp4_stats(const nvfp4_ckpt *c, const char *w, int stats, found *fd
                     if (s > smax) smax = s;
                 }
             }
-        printf(", block scales %.6g..%.6g, %lld zero blocks", smin, smax, (long long)zero_blocks);
+        if (smax > 0)
+            printf(", block scales %.6g..%.6g", smin, smax);
+        else
+            printf(", no nonzero finite block scale");
+        printf(", %lld zero blocks", (long long)zero_blocks);
         fd->nan_scales += nan_scales;
         fd->negative_scales += neg;
         if (nan_scales) printf(", %lld NaN scales", (long long)nan_scales);
         if (neg) printf(", %lld negative scales", (long long)neg);
-        printf(", |value| <= %.6g", (double)smax * 6.0 * fabs((double)v.per_tensor_scale));
+        nvfp4_nonfinite nf = {0};
+        if (nvfp4_tensor_count_nonfinite(&nf, &v, rows, ct.stored_cols) == NVFP4_OK && nf.nan + nf.inf)
+            printf(", %lld values NaN or Inf", (long long)(nf.nan + nf.inf));
+        double bound = (double)smax * 6.0 * fabs((double)v.per_tensor_scale);
+        if (nf.nan + nf.inf < rows * ct.stored_cols && isfinite(bound))
+            printf(", %s <= %.6g", nf.nan + nf.inf ? "finite |value|" : "|value|", bound);
         nvfp4_tensor_free(&v);
     }
     printf("\n");

@@ -12,8 +12,10 @@ static const char help[] =
     "raw = A x B^T accumulated as the chosen tensor-core model adds (docs/CONTRACT.md);\n"
     "out = BF16(FP32(alpha * raw) [+ bias]), alpha = FP32(scale_2(A) * scale_2(B)).\n"
     "A is [M, K] activations, B is [N, K] weights, each an NVFP4 tensor stored\n"
-    "ComfyUI-style (NAME, NAME_scale, NAME_scale_2).  OUT holds raw (F32 [M, N]) and\n"
-    "out (BF16 [M, N]).\n"
+    "ComfyUI-style (NAME, NAME_scale, NAME_scale_2), with the rows the file records\n"
+    "for it (nvfp4 quantize records them when it pads rows to 16).  OUT holds raw\n"
+    "(F32 [M, N]) and out (BF16 [M, N]).  NaN and Inf among the operands' values and\n"
+    "the outputs are reported.\n"
     "\n"
     "options:\n"
     "  --model sm90|exact|sm120   accumulation model (default sm90: Hopper, measured)\n"
@@ -25,6 +27,8 @@ static const char help[] =
     "                             exact (correctly rounded) oracle\n"
     "  --threads N                CPU threads (default: all cores)\n"
     "  --k-slices S               K slices (docs/CONTRACT.md; default 1: one chain)\n"
+    "  --strict                   fail when an operand, the bias or the outputs hold NaN\n"
+    "                             or Inf\n"
     "  --force                    write OUT even when it is one of the input files\n";
 
 int cmd_matmul(int argc, char **argv)
@@ -32,7 +36,7 @@ int cmd_matmul(int argc, char **argv)
     const char *C = "matmul";
     const char *sa = NULL, *sb = NULL, *outp = NULL, *sbias = NULL, *backend = "auto";
     nvfp4_model model = NVFP4_MODEL_SM90;
-    int cmp_exact = 0, force = 0;
+    int cmp_exact = 0, force = 0, strict = 0;
     long long threads = 0, k_slices = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -56,6 +60,8 @@ int cmd_matmul(int argc, char **argv)
                 return cli_error(C, "--k-slices needs a count in 1..%d", NVFP4_MAX_K_SLICES);
         } else if (!strcmp(a, "--force")) {
             force = 1;
+        } else if (!strcmp(a, "--strict")) {
+            strict = 1;
         } else if (a[0] == '-' && a[1]) {
             return cli_error(C, "unknown option '%s' (try --help)", a);
         } else if (!sa) {
@@ -74,18 +80,19 @@ int cmd_matmul(int argc, char **argv)
     if (use_cuda && model != gpu_model)
         return cli_error(C, "--backend cuda computes the %s model here; use --backend cpu "
                             "for --model %s", nvfp4_model_name(gpu_model), nvfp4_model_name(model));
-    const char *inputs[3] = {sa, sb, sbias};
+    const char *specs[3] = {sa, sb, sbias}, *inputs[3] = {NULL, NULL, NULL};
+    char paths[3][4096];
     for (int i = 0; i < 3; i++) {
-        char path[4096];
         const char *name;
-        if (inputs[i] && !cli_split_spec(inputs[i], path, sizeof path, &name) &&
-            cli_refuse_same_file(C, path, outp, force))
-            return 1;
+        if (specs[i] && !cli_split_spec(specs[i], paths[i], sizeof paths[i], &name))
+            inputs[i] = paths[i];
     }
+    if (cli_check_paths(C, inputs, 3, &outp, 1, force)) return 1;
 
     nvfp4_tensor A = {0}, B = {0};
     float *bias = NULL, *raw = NULL;
     uint16_t *out = NULL;
+    nvfp4_atomic_file *fout = NULL;
     int rc = 1;
     if (cli_load_nvfp4_spec(C, sa, &A) || cli_load_nvfp4_spec(C, sb, &B)) goto done;
     if (A.cols != B.cols) {
@@ -94,6 +101,19 @@ int cmd_matmul(int argc, char **argv)
         goto done;
     }
     if (sbias && cli_load_vector_spec(C, sbias, B.rows, &bias)) goto done;
+    char what[4200];
+    snprintf(what, sizeof what, "A '%s'", sa);
+    if (cli_report_operand(C, what, &A, strict)) goto done;
+    snprintf(what, sizeof what, "B '%s'", sb);
+    if (cli_report_operand(C, what, &B, strict)) goto done;
+    nvfp4_nonfinite nfb;
+    if (bias && nvfp4_count_nonfinite(&nfb, bias, NVFP4_DTYPE_F32, 1, B.rows) == NVFP4_OK &&
+        nfb.nan + nfb.inf) {
+        char held[160];
+        if (cli_nonfinite_notice(C, strict, "the bias '%s' has %s", sbias,
+                                 cli_nonfinite_str(held, sizeof held, &nfb)))
+            goto done;
+    }
     if (A.rows > INT64_MAX / 4 / (B.rows ? B.rows : 1)) {
         cli_error(C, "a %lld x %lld result is too large", (long long)A.rows, (long long)B.rows);
         goto done;
@@ -105,27 +125,29 @@ int cmd_matmul(int argc, char **argv)
         cli_error(C, "out of memory for a %lld x %lld result", (long long)A.rows, (long long)B.rows);
         goto done;
     }
+    if (cli_open_output(C, outp, &fout)) goto done;
     nvfp4_gemm_args g = {.a = &A, .b = &B, .bias = bias, .raw = raw, .out = out,
                          .model = model, .nthreads = (int)threads, .k_slices = (int)k_slices};
     double t0 = cli_now();
-    float kms = 0;
-    nvfp4_status st = use_cuda ? nvfp4_gemm_cuda_host(&g, &kms) : nvfp4_gemm_cpu(&g);
+    nvfp4_status st = use_cuda ? nvfp4_gemm_cuda_host(&g) : nvfp4_gemm_cpu(&g);
     double dt = cli_now() - t0;
     if (st != NVFP4_OK) {
         cli_lib_error(C, st, use_cuda ? "cuda backend" : "cpu backend");
         goto done;
     }
-    printf("matmul: M=%lld N=%lld K=%lld model=%s backend=%s%s: %.3f s", (long long)A.rows,
+    printf("matmul: M=%lld N=%lld K=%lld model=%s backend=%s: %.3f s", (long long)A.rows,
            (long long)B.rows, (long long)A.cols, nvfp4_model_name(model),
-           use_cuda ? "cuda" : "cpu", use_cuda ? "" : "", dt);
-    if (use_cuda) printf(" (kernel %.3f ms)", kms);
+           use_cuda ? "cuda" : "cpu", dt);
+    if (use_cuda) printf(" (copies included; nvfp4 bench times the kernels)");
     else printf(" (%s, %d threads)", nvfp4_cpu_simd_name(),
                 threads ? (int)threads : nvfp4_default_threads());
     printf("\n");
+    if (cli_report_outputs(C, out, A.rows, B.rows, strict)) goto done;
     if (cmp_exact) cli_report_exact(&g, raw, out);
-    if (cli_write_result(C, outp, raw, out, A.rows, B.rows)) goto done;
-    rc = 0;
+    rc = cli_write_result(C, fout, outp, raw, out, A.rows, B.rows);
+    fout = NULL;
 done:
+    nvfp4_atomic_discard(fout);
     nvfp4_tensor_free(&A);
     nvfp4_tensor_free(&B);
     free(bias);

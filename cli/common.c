@@ -80,7 +80,9 @@ int cli_parse_float(const char *s, float *out)
     char *end;
     errno = 0;
     float v = strtof(s, &end);
-    if (errno || end == s || *end) return -1;
+    /* ERANGE also flags a subnormal result, which is a value like any other;
+     * only an overflow to Inf or an underflow to 0 is out of range */
+    if ((errno && !(errno == ERANGE && v != 0 && isfinite(v))) || end == s || *end) return -1;
     *out = v;
     return 0;
 }
@@ -177,20 +179,110 @@ int cli_ends_with(const char *s, const char *suffix)
     return n >= m && !strcmp(s + n - m, suffix);
 }
 
+/* The directory part of path, resolved (malloc'ed), or NULL. */
+static char *resolved_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    char *real = dir ? realpath(dir, NULL) : NULL;
+    free(dir);
+    return real;
+}
+
 int cli_same_file(const char *a, const char *b)
 {
     struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-           sa.st_ino == sb.st_ino;
+    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea || eb) return 0;
+    /* neither exists yet: the same name in the same directory */
+    const char *ba = strrchr(a, '/'), *bb = strrchr(b, '/');
+    ba = ba ? ba + 1 : a;
+    bb = bb ? bb + 1 : b;
+    if (strcmp(ba, bb)) return 0;
+    char *da = resolved_dir(a), *db = resolved_dir(b);
+    int same = da && db && !strcmp(da, db);
+    free(da);
+    free(db);
+    return same;
 }
 
-int cli_refuse_same_file(const char *cmd, const char *in, const char *out, int force)
+int cli_check_paths(const char *cmd, const char *const *inputs, int n_in,
+                    const char *const *outputs, int n_out, int force)
 {
-    if (force || !cli_same_file(in, out)) return 0;
     char a[512], b[512];
-    return cli_error(cmd, "the output %s is the input %s: it would be replaced (use another "
-                          "name, or --force)", cli_printable(a, sizeof a, out),
-                     cli_printable(b, sizeof b, in));
+    for (int o = 0; o < n_out; o++) {
+        if (!outputs[o]) continue;
+        struct stat st;
+        for (int i = 0; i < n_in && !force; i++) /* an input that is not there is not replaced */
+            if (inputs[i] && stat(inputs[i], &st) == 0 && cli_same_file(inputs[i], outputs[o]))
+                return cli_error(cmd, "the output %s is the input %s: it would be replaced (use "
+                                      "another name, or --force)",
+                                 cli_printable(a, sizeof a, outputs[o]),
+                                 cli_printable(b, sizeof b, inputs[i]));
+        for (int p = 0; p < o; p++)
+            if (outputs[p] && cli_same_file(outputs[p], outputs[o]))
+                return cli_error(cmd, "two outputs are one file (%s and %s): the second would "
+                                      "replace the first; give them different names",
+                                 cli_printable(a, sizeof a, outputs[p]),
+                                 cli_printable(b, sizeof b, outputs[o]));
+    }
+    return 0;
+}
+
+int cli_open_output(const char *cmd, const char *path, nvfp4_atomic_file **f)
+{
+    nvfp4_status st = nvfp4_atomic_open(f, path);
+    return st == NVFP4_OK ? 0 : cli_lib_error(cmd, st, "cannot write the output");
+}
+
+int cli_commit_safetensors(const char *cmd, nvfp4_st_writer *w, nvfp4_atomic_file *f,
+                           const char *path)
+{
+    nvfp4_status st = nvfp4_st_writer_commit(w, f, cli_write_progress, (void *)path);
+    cli_progress_done();
+    return st == NVFP4_OK ? 0 : cli_lib_error(cmd, st, "cannot write the output");
+}
+
+int cli_commit_prepared(const char *C, nvfp4_status st, nvfp4_st_writer *w, nvfp4_atomic_file *f,
+                        const char *path)
+{
+    int rc;
+    if (st != NVFP4_OK) {
+        nvfp4_atomic_discard(f);
+        char what[600];
+        snprintf(what, sizeof what, "preparing %s", path);
+        rc = cli_lib_error(C, st, what);
+    } else {
+        rc = cli_commit_safetensors(C, w, f, path);
+    }
+    nvfp4_st_writer_free(w);
+    return rc;
+}
+
+int cli_commit_text(const char *cmd, nvfp4_atomic_file *f, const char *text)
+{
+    nvfp4_status st = nvfp4_atomic_write(f, text, strlen(text));
+    if (st == NVFP4_OK) st = nvfp4_atomic_commit(f);
+    else nvfp4_atomic_discard(f);
+    return st == NVFP4_OK ? 0 : cli_lib_error(cmd, st, "cannot write the report");
+}
+
+const char *cli_nonfinite_str(char *buf, size_t len, const nvfp4_nonfinite *nf)
+{
+    char first[64];
+    snprintf(first, sizeof first, "%s", isnan(nf->first_value) ? "NaN"
+                                        : nf->first_value > 0 ? "+Inf" : "-Inf");
+    if (nf->nan && nf->inf)
+        snprintf(buf, len, "%lld NaN and %lld Inf values (the first, %s, at row %lld, col %lld)",
+                 (long long)nf->nan, (long long)nf->inf, first, (long long)nf->first_row,
+                 (long long)nf->first_col);
+    else
+        snprintf(buf, len, "%lld %s value%s (%sat row %lld, col %lld)",
+                 (long long)(nf->nan + nf->inf), nf->nan ? "NaN" : "Inf",
+                 nf->nan + nf->inf == 1 ? "" : "s", nf->nan + nf->inf == 1 ? "" : "the first ",
+                 (long long)nf->first_row, (long long)nf->first_col);
+    return buf;
 }
 
 const char *cli_printable(char *buf, size_t len, const char *s)
@@ -206,25 +298,111 @@ const char *cli_printable(char *buf, size_t len, const char *s)
     return buf;
 }
 
-int64_t cli_count_nonfinite(const void *data, nvfp4_dtype dtype, int64_t n)
+int cli_nonfinite_notice(const char *cmd, int strict, const char *fmt, ...)
 {
-    const uint8_t *p = data;
-    int64_t bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t b;
-        if (dtype == NVFP4_DTYPE_F32) {
-            memcpy(&b, p + 4 * i, 4);
-            bad += (b & 0x7F800000u) == 0x7F800000u;
-        } else {
-            uint16_t h;
-            memcpy(&h, p + 2 * i, 2);
-            bad += dtype == NVFP4_DTYPE_F16 ? (h & 0x7C00u) == 0x7C00u : (h & 0x7F80u) == 0x7F80u;
-        }
-    }
-    return bad;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (strict) return cli_error(cmd, "%s (--strict refuses NaN and Inf)", msg);
+    cli_progress_done();
+    fprintf(stderr, "nvfp4 %s: warning: %s\n", cmd, msg);
+    return 0;
+}
+
+int cli_report_quantized(const char *C, const char *what, const nvfp4_nonfinite *in,
+                         const nvfp4_tensor *q, int64_t rows, int64_t cols, int computed_scale,
+                         const char *quantizer, int strict)
+{
+    nvfp4_nonfinite out;
+    if (nvfp4_tensor_count_nonfinite(&out, q, rows, cols) != NVFP4_OK) return 0;
+    int64_t bad_in = in->nan + in->inf, bad_out = out.nan + out.inf;
+    if (!bad_in && !bad_out) return 0;
+    char shown[256], held[160], became[256];
+    cli_printable(shown, sizeof shown, what);
+    float pts = q->per_tensor_scale;
+    const char *scale_kind = computed_scale ? "computed as amax/2688" : "given";
+    if (!bad_out)
+        snprintf(became, sizeof became, "every quantized value is finite (%s quantizer "
+                                        "clamped or replaced them)", quantizer);
+    else if (!isfinite(pts))
+        snprintf(became, sizeof became, "its per-tensor scale (%s) is %s, so %s%lld of its %lld "
+                                        "x %lld quantized values are NaN or Inf",
+                 scale_kind, isnan(pts) ? "NaN" : "Inf", bad_out == rows * cols ? "all " : "",
+                 (long long)bad_out, (long long)rows, (long long)cols);
+    else
+        snprintf(became, sizeof became, "%lld of its %lld x %lld quantized values are NaN or Inf "
+                                        "(the first at row %lld, col %lld: its block scale is "
+                                        "NaN)",
+                 (long long)bad_out, (long long)rows, (long long)cols,
+                 (long long)out.first_row, (long long)out.first_col);
+    if (bad_in)
+        return cli_nonfinite_notice(C, strict, "'%s' holds %s; %s", shown,
+                                    cli_nonfinite_str(held, sizeof held, in), became);
+    if (computed_scale && pts == 0)
+        return cli_nonfinite_notice(C, strict, "'%s' is all zeros: its per-tensor scale "
+                                               "amax/2688 is 0 and %s arithmetic (0/0) "
+                                               "gives every block a NaN scale, so %s",
+                                    shown, quantizer, became);
+    return cli_nonfinite_notice(C, strict, "'%s' is finite, but with the per-tensor scale %.9g %s",
+                                shown, (double)pts, became);
+}
+
+int cli_report_operand(const char *C, const char *what, const nvfp4_tensor *t, int strict)
+{
+    nvfp4_nonfinite nf;
+    if (nvfp4_tensor_count_nonfinite(&nf, t, t->rows, t->cols) != NVFP4_OK || !(nf.nan + nf.inf))
+        return 0;
+    char held[160], why[96] = "";
+    if (!isfinite(t->per_tensor_scale))
+        snprintf(why, sizeof why, "; its per-tensor scale is %s",
+                 isnan(t->per_tensor_scale) ? "NaN" : "Inf");
+    return cli_nonfinite_notice(C, strict, "%s has %s%s", what,
+                                cli_nonfinite_str(held, sizeof held, &nf), why);
+}
+
+int cli_report_outputs(const char *C, const uint16_t *out, int64_t m, int64_t n, int strict)
+{
+    nvfp4_nonfinite nf;
+    if (nvfp4_count_nonfinite(&nf, out, NVFP4_DTYPE_BF16, m, n) != NVFP4_OK || !(nf.nan + nf.inf))
+        return 0;
+    int64_t bad = nf.nan + nf.inf;
+    return cli_nonfinite_notice(C, strict, "%s%lld of the %lld x %lld outputs are NaN or Inf "
+                                           "(%lld NaN; the first at row %lld, col %lld)",
+                                bad == m * n ? "all " : "", (long long)bad, (long long)m,
+                                (long long)n, (long long)nf.nan, (long long)nf.first_row,
+                                (long long)nf.first_col);
 }
 
 /*------------------- shared by matmul, linear and check -------------------*/
+
+int cli_not_quantized(const char *C, const nvfp4_ckpt *c, const char *path, const char *name)
+{
+    for (size_t i = 0; i < nvfp4_ckpt_entries(c); i++) {
+        nvfp4_ckpt_entry e;
+        if (nvfp4_ckpt_entry_at(c, i, &e) != NVFP4_OK || strcmp(e.name, name)) continue;
+        if (e.dtype != NVFP4_DTYPE_BF16 && e.dtype != NVFP4_DTYPE_F16 && e.dtype != NVFP4_DTYPE_F32)
+            return 0;
+        char shown[256], file[512];
+        return cli_error(C, "%s: '%s' is %s, not NVFP4: quantize it first (nvfp4 quantize %s "
+                            "OUT.safetensors), then use OUT.safetensors",
+                         cli_printable(file, sizeof file, path), cli_printable(shown, sizeof shown, name),
+                         nvfp4_dtype_name(e.dtype), file);
+    }
+    return 0;
+}
+
+/* cli_not_quantized() for the checkpoint at path (0 when it cannot be opened:
+ * the loader's message stands). */
+static int not_quantized_at(const char *C, const char *path, const char *name)
+{
+    nvfp4_ckpt *c = NULL;
+    if (nvfp4_ckpt_open(&c, path, NVFP4_FORMAT_UNKNOWN) != NVFP4_OK) return 0;
+    int rc = cli_not_quantized(C, c, path, name);
+    nvfp4_ckpt_close(c);
+    return rc;
+}
 
 int cli_load_nvfp4_spec(const char *C, const char *spec, nvfp4_tensor *t)
 {
@@ -233,8 +411,20 @@ int cli_load_nvfp4_spec(const char *C, const char *spec, nvfp4_tensor *t)
     if (cli_split_spec(spec, path, sizeof path, &name))
         return cli_error(C, "'%s' is not FILE:NAME", spec);
     nvfp4_status st = nvfp4_load_tensor(t, path, name); /* any checkpoint format */
-    if (st != NVFP4_OK) return cli_lib_error(C, st, spec);
-    return 0;
+    if (st == NVFP4_OK) return 0;
+    if (not_quantized_at(C, path, name)) return 1;
+    return cli_lib_error(C, st, spec);
+}
+
+int cli_load_layer(const char *C, const nvfp4_ckpt *c, const char *path, const char *layer,
+                   nvfp4_layer *l)
+{
+    nvfp4_status st = nvfp4_ckpt_load_layer(l, c, layer); /* any checkpoint format */
+    if (st == NVFP4_OK) return 0;
+    char weight[4200];
+    snprintf(weight, sizeof weight, "%s.weight", layer);
+    if (cli_not_quantized(C, c, path, weight)) return 1;
+    return cli_lib_error(C, st, layer); /* the message names the file or tensor */
 }
 
 int cli_load_vector_spec(const char *C, const char *spec, int64_t n, float **out)
@@ -258,8 +448,8 @@ int cli_load_vector_spec(const char *C, const char *spec, int64_t n, float **out
     return rc;
 }
 
-int cli_write_result(const char *C, const char *path, const float *raw, const uint16_t *out,
-                     int64_t m, int64_t n)
+int cli_write_result(const char *C, nvfp4_atomic_file *f, const char *path, const float *raw,
+                     const uint16_t *out, int64_t m, int64_t n)
 {
     nvfp4_st_writer *w = NULL;
     int64_t shape[2] = {m, n};
@@ -268,9 +458,7 @@ int cli_write_result(const char *C, const char *path, const float *raw, const ui
         st = nvfp4_st_writer_add(w, "raw", NVFP4_DTYPE_F32, 2, shape, raw, (size_t)(m * n) * 4);
     if (st == NVFP4_OK)
         st = nvfp4_st_writer_add(w, "out", NVFP4_DTYPE_BF16, 2, shape, out, (size_t)(m * n) * 2);
-    if (st == NVFP4_OK) st = nvfp4_st_writer_write(w, path, NULL, NULL);
-    nvfp4_st_writer_free(w);
-    return st == NVFP4_OK ? 0 : cli_lib_error(C, st, "cannot write output");
+    return cli_commit_prepared(C, st, w, f, path);
 }
 
 /* Print max / mean ULP distance of (raw, out) from the exact oracle's. */

@@ -1,4 +1,5 @@
 /* main.c -- the nvfp4 command: dispatch and top-level help. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +28,21 @@ static const char usage[] =
     "`nvfp4 <command> --help` describes each.  Exit status 0 only on success.\n"
     "Docs: README.md, docs/CONTRACT.md (the GEMM contract), docs/FORMATS.md.\n";
 
+/* The signals that end a process by default and that a user sends to stop
+ * a command (Ctrl-C, Ctrl-\, kill, a closed terminal). */
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+/* Remove the temporary files of the outputs being written, then let the
+ * signal act: SA_RESETHAND restored its default action, SA_NODEFER lets the
+ * raise take effect here, so the process ends as the signal says. */
+static void on_stop_signal(int sig)
+{
+    int saved = errno;
+    nvfp4_atomic_unlink_temps();
+    raise(sig);
+    errno = saved;
+}
+
 /* Input files are memory-mapped: if another process truncates one while it
  * is read, the access raises SIGBUS.  Answer it as an error, not a crash:
  * remove the temporary files of writes in progress, say what happened, exit 1. */
@@ -36,19 +52,33 @@ static void on_sigbus(int sig)
     static const char msg[] =
         "nvfp4: an input file changed size while it was being read (truncated by another "
         "process?); no output was left half-written\n";
-    nvfp4_remove_temp_files();
+    nvfp4_atomic_unlink_temps();
     ssize_t w = write(2, msg, sizeof msg - 1);
     (void)w;
     _exit(1);
 }
 
-int main(int argc, char **argv)
+void cli_install_signal_handlers(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigbus;
     sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_sigbus;
     sigaction(SIGBUS, &sa, NULL);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) {
+        struct sigaction old;
+        /* a signal the parent set to be ignored (nohup) stays ignored */
+        if (sigaction(stop_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL &&
+            !(old.sa_flags & SA_SIGINFO))
+            sigaction(stop_signals[i], &sa, NULL);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    cli_install_signal_handlers();
 
     if (argc < 2) {
         fputs(usage, stderr);

@@ -261,6 +261,42 @@ NVFP4_API nvfp4_status nvfp4_quantize_ref(nvfp4_tensor *out, const void *x, nvfp
  *  scale.  out holds t->rows * t->cols floats.  @return NVFP4_OK or error. */
 NVFP4_API nvfp4_status nvfp4_dequantize(float *out, const nvfp4_tensor *t, int nthreads);
 
+/*! nvfp4_check_per_tensor_scale() :
+ *  The rule for a per-tensor scale a user gives (a static input scale, a
+ *  quantizer's scale): finite and greater than 0.  Subnormal values (down to
+ *  2^-149) are positive and finite, so they pass; the quantizer's arithmetic
+ *  handles them like any other.  nvfp4_quantize() and the linear layers take
+ *  any scale (ComfyUI's arithmetic: a computed scale is 0 for an all-zero
+ *  input and NaN for an input holding a NaN); the nvfp4 command and the
+ *  Python package check the scales users pass with this function.  `what`
+ *  names the scale in the message.  @return NVFP4_OK or
+ *  NVFP4_ERR_INVALID_ARGUMENT. */
+NVFP4_API nvfp4_status nvfp4_check_per_tensor_scale(float scale, const char *what);
+
+/*! Where an input's or a quantized tensor's values are not finite. */
+typedef struct nvfp4_nonfinite {
+    int64_t nan;        /* how many values are NaN */
+    int64_t inf;        /* how many are +-Inf */
+    int64_t first_row;  /* the first non-finite value in row-major order, */
+    int64_t first_col;  /*   or -1, -1 when every value is finite */
+    float first_value;  /* that value (NaN or +-Inf) */
+} nvfp4_nonfinite;
+
+/*! nvfp4_count_nonfinite() :
+ *  Count the NaN and Inf values of a row-major rows x cols matrix of dtype
+ *  (BF16, F16 or F32) into *out.  @return NVFP4_OK or an error. */
+NVFP4_API nvfp4_status nvfp4_count_nonfinite(nvfp4_nonfinite *out, const void *x,
+                                             nvfp4_dtype dtype, int64_t rows, int64_t cols);
+
+/*! nvfp4_tensor_count_nonfinite() :
+ *  Count, among the first rows x cols values of t, those nvfp4_dequantize()
+ *  makes NaN or Inf: a block whose E4M3 scale is NaN, a per-tensor scale
+ *  that is NaN or infinite (then every value: 0 * Inf is NaN), or a product
+ *  too large for FP32.  What a quantizer's NaN/Inf input became.
+ *  @return NVFP4_OK or an error. */
+NVFP4_API nvfp4_status nvfp4_tensor_count_nonfinite(nvfp4_nonfinite *out, const nvfp4_tensor *t,
+                                                    int64_t rows, int64_t cols);
+
 /*-**************************************************************************
  *  Accumulation models (src/oracle): how the hardware adds.  docs/CONTRACT.md
  *
@@ -524,11 +560,10 @@ NVFP4_API nvfp4_status nvfp4_linear_cuda(const nvfp4_cuda_linear_args *args);
  *  x, the weight (converted to hi-first + tiled if needed), scales and bias
  *  to the device, runs nvfp4_linear_cuda(), copies raw/out (and, when
  *  args->x_quantized is set, the quantized activations exactly as
- *  nvfp4_quantize() returns them) back and frees everything.  *kernel_ms
- *  (optional): the fused call's device time (one launch after a warm-up;
- *  without it, one launch).
+ *  nvfp4_quantize() returns them) back and frees everything.  One launch;
+ *  `nvfp4 bench` times the kernels.
  *  Synchronous.  @return NVFP4_OK, NVFP4_ERR_NO_DEVICE, or an error. */
-NVFP4_API nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel_ms);
+NVFP4_API nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args);
 
 /*-**************************************************************************
  *  CUDA backend (src/cuda).  Device pointers, caller's stream.  Two kernel
@@ -594,11 +629,10 @@ NVFP4_API nvfp4_status nvfp4_gemm_cuda(const nvfp4_cuda_gemm_args *args);
  *  Convenience for host data: copies A, B (converted to hi-first + tiled if
  *  needed), the per-tensor scales and bias to the device, runs
  *  nvfp4_gemm_cuda() (args->model must be the device's, nvfp4_cuda_model()),
- *  copies raw/out back, frees everything.  *kernel_ms (optional) receives the GEMM's device
- *  time (CUDA events, one launch after one warm-up; without kernel_ms the
- *  kernel is launched once).  Synchronous.
+ *  copies raw/out back, frees everything.  One launch; `nvfp4 bench` times
+ *  the kernels.  Synchronous.
  *  @return NVFP4_OK, NVFP4_ERR_NO_DEVICE, or an error. */
-NVFP4_API nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms);
+NVFP4_API nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args);
 
 /*-**************************************************************************
  *  safetensors (src/io): mmap'ed reader, atomic writer.
@@ -670,9 +704,12 @@ NVFP4_API nvfp4_status nvfp4_st_writer_set_metadata(nvfp4_st_writer *w, const ch
 
 /*! nvfp4_st_writer_write() :
  *  Write everything to `path` through a temporary file in the same
- *  directory, fsync'ed and renamed into place: an interrupted write leaves
- *  no partial file at `path`.  progress (optional) is called with bytes
- *  written so far and the total.  @return NVFP4_OK or an error. */
+ *  directory, fsync'ed and renamed into place: `path` never holds a partial
+ *  file.  The library installs no signal handler: a process killed during
+ *  the write leaves the temporary file ".NAME.tmp-XXXXXX" beside `path`
+ *  (the nvfp4 command removes it on SIGINT, SIGTERM, SIGHUP and SIGQUIT).
+ *  progress (optional) is called with bytes written so far and the total.
+ *  @return NVFP4_OK or an error. */
 NVFP4_API nvfp4_status nvfp4_st_writer_write(nvfp4_st_writer *w, const char *path,
                                    void (*progress)(void *ctx, uint64_t done, uint64_t total),
                                    void *progress_ctx);
@@ -681,56 +718,35 @@ NVFP4_API nvfp4_status nvfp4_st_writer_write(nvfp4_st_writer *w, const char *pat
 NVFP4_API void nvfp4_st_writer_free(nvfp4_st_writer *w);
 
 /*-**************************************************************************
- *  Files written atomically (src/io/atomic.c)
- *  Bytes go to a temporary file ".NAME.tmp-XXXXXX" beside the target, then
- *  fsync, rename over the target: a reader sees the old file or the whole
- *  new one.  Interrupted writes: the first temporary file hooks SIGINT,
- *  SIGTERM and SIGHUP where their action is still the default; the hook
- *  removes every open temporary file and re-raises the signal (the process
- *  ends as it would have).  A program with its own handlers for those
- *  signals calls nvfp4_remove_temp_files() from them.  SIGKILL cannot be
- *  caught: a killed writer leaves its temporary file behind.
- *  nvfp4_st_writer_write() writes through these functions.
- ****************************************************************************/
-typedef struct nvfp4_atomic_file nvfp4_atomic_file;
-
-/*! nvfp4_atomic_open() :
- *  Create the temporary file for `path` now (so an unwritable directory
- *  fails before any work; the message says why).
- *  @return NVFP4_OK with *out set, or an error (*out NULL). */
-NVFP4_API nvfp4_status nvfp4_atomic_open(nvfp4_atomic_file **out, const char *path);
-
-/*! nvfp4_atomic_write() : append n bytes.  @return NVFP4_OK or NVFP4_ERR_IO. */
-NVFP4_API nvfp4_status nvfp4_atomic_write(nvfp4_atomic_file *f, const void *data, size_t n);
-
-/*! nvfp4_atomic_commit() :
- *  fsync, rename onto the path (keeping the replaced file's mode, else
- *  0644) and free f; on failure the temporary file is removed and the target
- *  left as it was.  @return NVFP4_OK or NVFP4_ERR_IO. */
-NVFP4_API nvfp4_status nvfp4_atomic_commit(nvfp4_atomic_file *f);
-
-/*! nvfp4_atomic_discard() : remove the temporary file, free f.  NULL-safe. */
-NVFP4_API void nvfp4_atomic_discard(nvfp4_atomic_file *f);
-
-/*! nvfp4_write_file_atomic() : open, write n bytes, commit.  @return status. */
-NVFP4_API nvfp4_status nvfp4_write_file_atomic(const char *path, const void *data, size_t n);
-
-/*! nvfp4_remove_temp_files() :
- *  Unlink the temporary files of every write in progress (async-signal-safe;
- *  for signal handlers; those writes then fail at their rename). */
-NVFP4_API void nvfp4_remove_temp_files(void);
-
-/*-**************************************************************************
  *  ComfyUI NVFP4 layers in safetensors (src/io/layer.c)
  *  NAME (U8 [rows, cols/2], hi-first), NAME_scale (F8_E4M3, tiled,
  *  [roundup(rows,128), roundup(cols/16,4)]), NAME_scale_2 (F32 scalar).
  ****************************************************************************/
 
 /*! nvfp4_st_load_nvfp4() :
- *  Copy the NVFP4 tensor stored under NAME into *out (hi-first, tiled).
+ *  Copy the NVFP4 tensor stored under NAME into *out (hi-first, tiled), with
+ *  the logical rows the file records (NVFP4_ST_ROWS_KEY_PREFIX, below), else
+ *  the stored rows.
  *  @return NVFP4_OK, NVFP4_ERR_NOT_FOUND, or NVFP4_ERR_MALFORMED when the
  *  three tensors disagree in shape or dtype. */
 NVFP4_API nvfp4_status nvfp4_st_load_nvfp4(nvfp4_tensor *out, const nvfp4_st_file *f, const char *name);
+
+/*! Logical rows.  nvfp4_quantize() pads rows to a multiple of 16, as
+ *  ComfyUI's layout does, and ComfyUI checkpoints store those padded rows.
+ *  A file can record the rows a tensor had before padding in its metadata,
+ *  "nvfp4.rows.NAME": "<rows in decimal>" (ComfyUI ignores the entry; the
+ *  tensors' bytes stay ComfyUI's).  nvfp4_st_load_nvfp4() and the
+ *  checkpoint loaders (nvfp4_ckpt_rows) then return a tensor of that many
+ *  rows -- the rule everywhere: the tiled scale layout
+ *  pads, a tensor's rows do not.  Columns stay padded to 16: they are the
+ *  GEMM's K, and activations of k columns go with a weight of K ==
+ *  roundup(k, 16) (nvfp4_linear_args). */
+#define NVFP4_ST_ROWS_KEY_PREFIX "nvfp4.rows."
+
+/*! nvfp4_st_writer_set_rows() :
+ *  Record that the NVFP4 tensor NAME (stored with rows padded to a multiple
+ *  of 16) holds `rows` logical rows.  @return NVFP4_OK or an error. */
+NVFP4_API nvfp4_status nvfp4_st_writer_set_rows(nvfp4_st_writer *w, const char *name, int64_t rows);
 
 /*! nvfp4_st_add_nvfp4() :
  *  Queue NAME, NAME_scale, NAME_scale_2 for t (must be hi-first, tiled; its
@@ -749,6 +765,12 @@ NVFP4_API int nvfp4_st_is_nvfp4(const nvfp4_st_file *f, const char *name);
  *  into buf.  @return 1, or 0 when the name does not end in ".weight" or
  *  buf is too short. */
 NVFP4_API int nvfp4_st_marker_name(char *buf, size_t len, const char *weight_name);
+
+/*! nvfp4_st_is_nvfp4_marker() :
+ *  @return 1 if NAME is ComfyUI's NVFP4 layer marker (a U8 1-D tensor whose
+ *  bytes are a JSON object with "format": "nvfp4"), else 0 -- a tensor that
+ *  only bears the name is user data. */
+NVFP4_API int nvfp4_st_is_nvfp4_marker(const nvfp4_st_file *f, const char *name);
 
 /*! nvfp4_st_add_nvfp4_layer() :
  *  Queue a whole ComfyUI NVFP4 layer: LAYER.weight, LAYER.weight_scale,
@@ -946,6 +968,13 @@ NVFP4_API void nvfp4_ckpt_metadata(const nvfp4_ckpt *c, size_t i, const char **k
 NVFP4_API nvfp4_status nvfp4_ckpt_dims(const nvfp4_ckpt *c, const char *w, int64_t *rows,
                                        int64_t *cols);
 
+/*! nvfp4_ckpt_rows() : the logical rows of NVFP4 tensor W: those the
+ *  checkpoint's metadata records (NVFP4_ST_ROWS_KEY_PREFIX W, written for
+ *  a tensor whose rows were padded to 16; carried by nvfp4_convert()), else
+ *  the stored rows.  @return NVFP4_OK, NVFP4_ERR_NOT_FOUND, or
+ *  NVFP4_ERR_MALFORMED for a record that padding could not have come from. */
+NVFP4_API nvfp4_status nvfp4_ckpt_rows(const nvfp4_ckpt *c, const char *w, int64_t *rows);
+
 /*! nvfp4_ckpt_read() :
  *  Read the NVFP4 tensor W exactly as stored (nvfp4_ckpt_tensor), with
  *  every shape, dtype and size checked.  @return NVFP4_OK,
@@ -956,7 +985,7 @@ NVFP4_API nvfp4_status nvfp4_ckpt_read(nvfp4_ckpt_tensor *out, const nvfp4_ckpt 
 /*! nvfp4_ckpt_load_layer() :
  *  The linear layer L of any format as nvfp4_st_load_layer() returns a
  *  ComfyUI one: weight L.weight's values hi-first + tiled with its
- *  per-tensor multiplier, the input scale as a multiplier (compressed-
+ *  per-tensor multiplier and logical rows (nvfp4_ckpt_rows), the input scale as a multiplier (compressed-
  *  tensors: FP32(1 / input_global_scale)), the bias widened to FP32 and
  *  zero-padded to N.  Free with nvfp4_layer_free(). */
 NVFP4_API nvfp4_status nvfp4_ckpt_load_layer(nvfp4_layer *out, const nvfp4_ckpt *c, const char *layer);
@@ -966,7 +995,8 @@ NVFP4_API nvfp4_status nvfp4_ckpt_load_layer(nvfp4_layer *out, const nvfp4_ckpt 
 NVFP4_API nvfp4_status nvfp4_load_layer(nvfp4_layer *out, const char *path, const char *layer);
 
 /*! nvfp4_load_tensor() : open path, read the NVFP4 tensor W and return its
- *  values (nvfp4_ckpt_tensor_values), close. */
+ *  values (nvfp4_ckpt_tensor_values) with its logical rows
+ *  (nvfp4_ckpt_rows), close. */
 NVFP4_API nvfp4_status nvfp4_load_tensor(nvfp4_tensor *out, const char *path, const char *w);
 
 /*! nvfp4_detect_format() : open path, report the format and its evidence

@@ -40,8 +40,12 @@ def main():
         p = args.layer
         if p not in layers:
             raise SystemExit(f"{p!r} is not an NVFP4 layer of {args.checkpoint}")
+        # `nvfp4 quantize` records the rows a weight had before ComfyUI's
+        # padding to 16 in the file's metadata
+        rows = (f.metadata() or {}).get("nvfp4.rows." + p + ".weight")
         weight = nvfp4.NVFP4Tensor(f.get_tensor(p + ".weight"), f.get_tensor(p + ".weight_scale"),
-                                   f.get_tensor(p + ".weight_scale_2"))
+                                   f.get_tensor(p + ".weight_scale_2"),
+                                   rows=None if rows is None else int(rows))
         input_scale = f.get_tensor(p + ".input_scale") if p + ".input_scale" in names else None
         bias = f.get_tensor(p + ".bias").float() if p + ".bias" in names else None
 
@@ -52,15 +56,15 @@ def main():
     x = torch.randn(args.rows, k, device=device).to(torch.bfloat16)
 
     y = nvfp4.linear(x, layer)  # static input scale when the layer has one, else dynamic
+    calls = 20 if device == "cuda" else 3  # the CPU backend takes milliseconds a call
     if device == "cuda":
         torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(20):
-            y = nvfp4.linear(x, layer)
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        y = nvfp4.linear(x, layer)
+    if device == "cuda":
         torch.cuda.synchronize()
-        per_call = (time.perf_counter() - t0) / 20 * 1e6
-    else:
-        per_call = float("nan")
+    per_call = (time.perf_counter() - t0) / calls * 1e6
 
     # what ComfyUI's fallback computes: BF16 x against the dequantized weight
     ref = torch.nn.functional.linear(x.float(), weight.dequantize(), bias)

@@ -39,6 +39,7 @@ from .errors import (
     InvalidArgumentError,
     MalformedError,
     NoDeviceError,
+    NonFiniteWarning,
     NotFoundError,
     OutOfMemoryError,
     UnsupportedError,
@@ -51,5 +52,5 @@ __all__ = [
     "matmul", "per_tensor_scale", "quantize",
     "StoredTensor", "convert", "detect_format", "quantize_format", "read_tensor",
     "Error", "CudaError", "FileIOError", "InternalError", "InvalidArgumentError", "MalformedError",
-    "NoDeviceError", "NotFoundError", "OutOfMemoryError", "UnsupportedError",
+    "NoDeviceError", "NonFiniteWarning", "NotFoundError", "OutOfMemoryError", "UnsupportedError",
 ]

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _arrays as A
 from . import _lib
+from . import _nonfinite as _nf
 from .errors import check
 
 _BACKENDS = ("auto", "cpu", "ref", "cuda")
@@ -202,29 +203,41 @@ class NVFP4Tensor:
     (a ComfyUI checkpoint's NAME, NAME_scale and NAME_scale_2) without copying:
 
     Args:
-        qdata: uint8 [rows, cols/2], two E2M1 codes per byte, element 2i in
-            the HIGH nibble (ComfyUI's order).  cols must be a multiple of 16.
-            A NumPy array or a torch tensor (CPU or CUDA), C-contiguous.
-        block_scale: the E4M3 block scales, [roundup(rows,128),
-            roundup(cols/16,4)], cuBLAS 128x4 tiled, padding zero; uint8,
+        qdata: uint8 [stored rows, cols/2], two E2M1 codes per byte, element
+            2i in the HIGH nibble (ComfyUI's order).  cols must be a multiple
+            of 16.  A NumPy array or a torch tensor (CPU or CUDA),
+            C-contiguous.
+        block_scale: the E4M3 block scales, [roundup(stored rows,128),
+            roundup(cols/16,4)], cuBLAS 128x4 tiled; uint8,
             torch.float8_e4m3fn or ml_dtypes.float8_e4m3fn, same kind and
             device as qdata, C-contiguous.
         per_tensor_scale: ComfyUI's "scale_2": a number, or a one-element
             float32 array / tensor (on the same device for CUDA tensors).
+        rows: the matrix's own rows, when qdata holds more: ComfyUI pads
+            rows to a multiple of 16 (quantize() returns such a tensor, with
+            rows = x's rows); default qdata's rows.  Every result (matmul,
+            dequantize, explain) has `rows` rows.
 
     value(r, c) = e2m1(code(r, c)) * e4m3(scale(r, c // 16)) * per_tensor_scale.
     """
 
-    def __init__(self, qdata, block_scale, per_tensor_scale):
+    def __init__(self, qdata, block_scale, per_tensor_scale, rows=None):
         k = A.check_array(qdata, "qdata")
         if (k == "torch" and qdata.dtype != A.torch_module().uint8) or \
                 (k == "numpy" and qdata.dtype != np.uint8):
             raise TypeError(f"qdata must be uint8 (two E2M1 codes per byte), not {qdata.dtype}")
-        rows, half = int(qdata.shape[0]), int(qdata.shape[1])
+        stored, half = int(qdata.shape[0]), int(qdata.shape[1])
         cols = 2 * half
         if cols % 16:
-            raise ValueError(f"qdata is [{rows}, {half}]: K = {cols} elements per row is not a "
+            raise ValueError(f"qdata is [{stored}, {half}]: K = {cols} elements per row is not a "
                              "multiple of 16 (one E4M3 scale per 16 elements)")
+        if rows is None:
+            rows = stored
+        else:  # the loader's rule (nvfp4_st_load_nvfp4): at most ComfyUI's padding
+            rows = _int_arg(rows, "rows", 0, stored)
+            if stored > _roundup(rows, 16):
+                raise ValueError(f"rows = {rows} with qdata of {stored} rows: qdata holds the "
+                                 "rows, or the rows padded to a multiple of 16")
         A.check_array(block_scale, "block_scale")
         A.same_place([qdata, block_scale], ["qdata", "block_scale"])
         if k == "torch":
@@ -235,9 +248,9 @@ class NVFP4Tensor:
         if not ok:
             raise TypeError("block_scale must be uint8 or float8_e4m3fn (E4M3 bytes), not "
                             f"{block_scale.dtype}")
-        want = (_roundup(rows, 128), _roundup(cols // 16, 4))
+        want = (_roundup(stored, 128), _roundup(cols // 16, 4))
         if tuple(int(d) for d in block_scale.shape) != want:
-            raise ValueError(f"block_scale is {list(block_scale.shape)}; qdata of {rows} x {cols} "
+            raise ValueError(f"block_scale is {list(block_scale.shape)}; qdata of {stored} x {cols} "
                              f"elements needs {list(want)} (128x4 tiled)")
         if A.is_torch(per_tensor_scale) and A.is_cuda(qdata) and \
                 per_tensor_scale.device == qdata.device:
@@ -291,7 +304,8 @@ class NVFP4Tensor:
 
     @property
     def shape(self):
-        """(rows, cols) in elements."""
+        """(rows, cols) in elements: the matrix's own rows (qdata may hold
+        ComfyUI's padding rows beyond them)."""
         return (self._rows, self._cols)
 
     @property
@@ -324,7 +338,7 @@ class NVFP4Tensor:
         if A.kind(self._qdata) != "torch":
             raise TypeError("to(): NumPy-backed NVFP4Tensor; wrap torch tensors instead")
         return NVFP4Tensor(self._qdata.to(device), self._block_scale.to(device),
-                           self._pts.to(device))
+                           self._pts.to(device), rows=self._rows)
 
     # ---- C views -----------------------------------------------------------
     def _host(self):
@@ -450,7 +464,7 @@ def _dequantize_torch(t):
     lut, index = tables
     scales = t.block_scale.reshape(-1).view(torch.uint8)[index]
     pts = _device_scalar(t.per_tensor_scale, dev, "per_tensor_scale")
-    return dequantize_rows(t.qdata, scales, pts, lut)
+    return dequantize_rows(t.qdata[: t.rows], scales, pts, lut)  # qdata may hold padded rows
 
 
 def e2m1_table():
@@ -510,7 +524,25 @@ def per_tensor_scale(x):
     return np.float32(out.value)
 
 
-def quantize(x, per_tensor_scale=None, variant="eager"):
+_SCALES_OK = set()  # values that passed: a model passes the same few on every call
+
+
+def _check_scale(value, what):
+    """The library's rule for a scale a user gives (nvfp4_check_per_tensor_scale):
+    finite and > 0.  A scale already on a CUDA device is read there, unchecked
+    (checking it would synchronize the host).  Returns the host value or None."""
+    if A.is_torch(value) and value.is_cuda:
+        return None
+    v = float(np.float32(A.scalar_value(value, what)))
+    if v not in _SCALES_OK:  # NaN is never in it: NaN != NaN
+        check(_l().nvfp4_check_per_tensor_scale(v, what.encode()), what)
+        if len(_SCALES_OK) >= 4096:
+            _SCALES_OK.clear()
+        _SCALES_OK.add(v)
+    return v
+
+
+def quantize(x, per_tensor_scale=None, variant="eager", *, strict=False):
     """Quantize a matrix to NVFP4 exactly as ComfyUI / comfy-kitchen do.
 
     Args:
@@ -519,26 +551,60 @@ def quantize(x, per_tensor_scale=None, variant="eager"):
             (BF16 only) are quantized on the device (nvfp4_quantize_cuda) on
             torch.cuda.current_stream(), without synchronizing the host.  Rows
             and columns that are not multiples of 16 are zero-padded to 16
-            first, as ComfyUI's TensorCoreNVFP4Layout does; the result has
-            the padded shape.
+            first, as ComfyUI's TensorCoreNVFP4Layout does: qdata and
+            block_scale hold that padded layout (ComfyUI's bytes), the
+            result's rows are x's (cols stay padded: they are the GEMM's K).
         per_tensor_scale: None to compute ComfyUI's FP32(amax|x| / 2688)
             (on the device for CUDA tensors), else the scale to use: a number
-            or a one-element float32 array / tensor.
+            or a one-element float32 array / tensor, finite and > 0
+            (subnormals included; nvfp4_check_per_tensor_scale); a CUDA
+            tensor is read on the device, unchecked.
         variant: "eager" -- comfy-kitchen's eager quantizer (divides by the
             block scale; what ComfyUI runs on the CPU and what checkpoints are
             made with) -- or "cuda" -- comfy-kitchen's CUDA kernel (multiplies
             by the reciprocal).  See include/nvfp4.h.
+        strict: raise ValueError when x holds NaN or Inf or a quantized value
+            is NaN or Inf.  Without it, host inputs whose quantized values
+            came out NaN or Inf (one NaN with a computed scale makes every
+            value NaN; so does an all-zero x) give a NonFiniteWarning naming
+            the element.  CUDA tensors are checked only with strict=True
+            (that synchronizes the host).
     Returns:
-        NVFP4Tensor: qdata uint8 [prows, pcols/2] (hi-first), block_scale
+        NVFP4Tensor of x's rows and roundup(cols, 16) columns: qdata uint8
+        [prows, pcols/2] (hi-first, prows = roundup(rows, 16)), block_scale
         [roundup(prows,128), roundup(pcols/16,4)] (uint8 for NumPy input,
         torch.float8_e4m3fn for torch input), per_tensor_scale float32.
     """
     code = _float_input(x, "x")
     var = _variant(variant)
     rows, cols = int(x.shape[0]), int(x.shape[1])
+    if per_tensor_scale is not None:
+        _check_scale(per_tensor_scale, "per_tensor_scale")
+    q = _quantize(x, code, rows, cols, per_tensor_scale, var)
+    if A.is_cuda(x):
+        if strict:
+            nin = _nf.torch_array(x)
+            nout = _nf.torch_array(_dequantize_torch(q)[:, :cols])
+            if _nf.total(nin) or _nf.total(nout):
+                _nf.tell(_nf.quantized("x", nin, nout, rows, cols, q.scale_value(),
+                                       per_tensor_scale is None), True, "quantize")
+        return q
+    nout = _nf.host_tensor(q, rows, cols)
+    if strict or _nf.total(nout):
+        nin = _nf.host_array(x, code, rows, cols)
+        if _nf.total(nin) or _nf.total(nout):
+            _nf.tell(_nf.quantized("x", nin, nout, rows, cols, q.scale_value(),
+                                   per_tensor_scale is None), strict, "quantize")
+    return q
+
+
+def _quantize(x, code, rows, cols, per_tensor_scale, var):
+    """quantize() without its checks: comfy-kitchen's arithmetic for any scale
+    (a computed one is 0 for an all-zero x, NaN for an x holding a NaN), as
+    the comfy-kitchen backend (nvfp4.comfy) needs it."""
     if A.is_cuda(x):
         codes, scales, pts = _quantize_cuda(x, code, rows, cols, per_tensor_scale, var)
-        return NVFP4Tensor._wrap(codes, scales, pts, codes.shape[0], 2 * codes.shape[1], "torch")
+        return NVFP4Tensor._wrap(codes, scales, pts, rows, 2 * codes.shape[1], "torch")
     pts_arg = None
     if per_tensor_scale is not None:
         pts_arg = ctypes.byref(ctypes.c_float(A.scalar_value(per_tensor_scale,
@@ -556,8 +622,8 @@ def quantize(x, per_tensor_scale=None, variant="eager"):
         return NVFP4Tensor._wrap(torch.from_numpy(qdata),
                                  torch.from_numpy(scales).view(torch.float8_e4m3fn),
                                  torch.tensor(t.per_tensor_scale, dtype=torch.float32),
-                                 t.rows, t.cols, "torch")
-    return NVFP4Tensor._wrap(qdata, scales, np.float32(t.per_tensor_scale), t.rows, t.cols,
+                                 rows, t.cols, "torch")
+    return NVFP4Tensor._wrap(qdata, scales, np.float32(t.per_tensor_scale), rows, t.cols,
                              "numpy")
 
 
@@ -671,7 +737,32 @@ def _device_bias(bias, n, dev):
     return b, b.data_ptr()
 
 
-def matmul(a, b, model="sm90", k_slices=1, bias=None, backend="auto", *, threads=0):
+def _causes(parts):
+    """'; '-joined descriptions of the inputs holding NaN or Inf: parts is a
+    list of (label, Nonfinite or None)."""
+    return "; ".join(f"{label} has {_nf.held(nf)}" for label, nf in parts
+                     if nf is not None and _nf.total(nf))
+
+
+def _host_bias_counts(bias_h, n):
+    if bias_h is None:
+        return None
+    return _nf.host_array(bias_h, _lib.DTYPE_F32, 1, n)
+
+
+def _gemm_outputs(fn, out, m, n, strict, causes, depth):
+    """Tell (or with strict refuse) NaN / Inf among the m x n outputs, with
+    their causes (a callable returning [(label, Nonfinite)], called only then);
+    depth: the frames between the user's call and this one."""
+    nout = _nf.torch_array(out) if A.is_cuda(out) else _nf.host_array(out, _lib.DTYPE_BF16, m, n)
+    if not _nf.total(nout):
+        return
+    why = _causes(causes())
+    _nf.tell(_nf.outputs(nout, m, n) + (f": {why}" if why else ""), strict, fn, depth + 1)
+
+
+def matmul(a, b, model="sm90", k_slices=1, bias=None, backend="auto", *, threads=0,
+           strict=False):
     """raw = A x B^T as the chosen tensor-core model adds, and its BF16 epilogue.
 
     The GEMM contract of docs/CONTRACT.md: a'(m,k) = e2m1 * |e4m3| exactly,
@@ -695,6 +786,10 @@ def matmul(a, b, model="sm90", k_slices=1, bias=None, backend="auto", *, threads
             model "sm90" only.  CUDA tensors run on
             torch.cuda.current_stream() without synchronizing the host.
         threads: CPU threads (0 = all cores).
+        strict: raise ValueError when an operand, the bias or an output holds
+            NaN or Inf.  Without it, host outputs that are NaN or Inf give a
+            NonFiniteWarning naming the operands' non-finite values; CUDA
+            tensors are checked only with strict=True (it synchronizes).
     Returns:
         (raw, out): float32 [M, N] and bfloat16 [M, N], NumPy arrays (BF16
         as ml_dtypes.bfloat16) or torch tensors on the operands' device.
@@ -714,19 +809,34 @@ def matmul(a, b, model="sm90", k_slices=1, bias=None, backend="auto", *, threads
     backend = _pick_backend(backend, on_cuda, model)
     m, n = a._rows, b._rows
     if on_cuda:
-        return _matmul_cuda(a, b, bias, slices, dev)
+        if strict:
+            parts = [("a", _nf.torch_array(_dequantize_torch(a))),
+                     ("b", _nf.torch_array(_dequantize_torch(b)))]
+            if any(_nf.total(nf) for _, nf in parts):
+                _nf.tell(_causes(parts), True, "matmul")
+        raw, out = _matmul_cuda(a, b, bias, slices, dev)
+        if strict:
+            _gemm_outputs("matmul", out, m, n, True, lambda: [], 1)
+        return raw, out
     bias_h, bias_p = _host_bias(bias, n)
+    causes = lambda: [("a", _nf.host_tensor(a)), ("b", _nf.host_tensor(b)),
+                      ("the bias", _host_bias_counts(bias_h, n))]
+    if strict:
+        why = _causes(causes())
+        if why:
+            _nf.tell(why, True, "matmul")
     raw, out = _host_outputs(kind, m, n)
     if backend == "cpu":
         _gemm_cpu(a._host_view()[1], b._host_view()[1], bias_p, A.ptr(raw), A.ptr(out),
                   model_code, nthreads, slices)
-        return raw, out
-    args = _lib.GemmArgs(a._host_view()[1], b._host_view()[1], bias_p, A.ptr(raw),
-                         A.ptr(out), model_code, nthreads, slices)
-    if backend == "cuda":
-        check(_l().nvfp4_gemm_cuda_host(ctypes.byref(args), None), "nvfp4_gemm_cuda_host")
     else:
-        check(_l().nvfp4_gemm_ref(ctypes.byref(args)), "nvfp4_gemm_ref")
+        args = _lib.GemmArgs(a._host_view()[1], b._host_view()[1], bias_p, A.ptr(raw),
+                             A.ptr(out), model_code, nthreads, slices)
+        if backend == "cuda":
+            check(_l().nvfp4_gemm_cuda_host(ctypes.byref(args)), "nvfp4_gemm_cuda_host")
+        else:
+            check(_l().nvfp4_gemm_ref(ctypes.byref(args)), "nvfp4_gemm_ref")
+    _gemm_outputs("matmul", out, m, n, strict, causes, 1)
     return raw, out
 
 
@@ -746,16 +856,46 @@ def _gemm_cpu(pa, pb, bias_p, raw_p, out_p, model_code, nthreads, slices):
         check(status, "nvfp4_gemm_cpu")
 
 
+def _kernel_rows(w):
+    """The N the kernels run a weight with: they need a multiple of 16, which
+    a weight whose qdata holds ComfyUI's padding rows has; the padding rows'
+    outputs are computed and dropped (_kernel_outputs)."""
+    n = w._rows
+    if n % 16 and int(w._qdata.shape[0]) >= _roundup(n, 16):
+        return _roundup(n, 16)
+    return n
+
+
+def _padded_bias(bias_d, n, np_):
+    """A device bias of n values as np_ (zeros after them), or as it is."""
+    if bias_d is None or np_ == n:
+        return bias_d
+    return A.torch_module().nn.functional.pad(bias_d, (0, np_ - n))
+
+
+def _kernel_outputs(t, n):
+    """The first n columns of a kernel output computed with padded N, as a
+    contiguous tensor (a copy queued on the current stream)."""
+    if t is None or t.shape[1] == n:
+        return t
+    aten = A.torch_module().ops.aten
+    return aten.clone.default(aten.slice.Tensor(t, 1, 0, n),
+                              memory_format=A.torch_module().contiguous_format)
+
+
 def _matmul_cuda(a, b, bias, slices, dev):
     torch = A.torch_module()
     m, n, k = a._rows, b._rows, a._cols
-    bias_d, bias_p = _device_bias(bias, n, dev)
-    raw = torch.empty((m, n), dtype=torch.float32, device=dev)
-    out = torch.empty((m, n), dtype=torch.bfloat16, device=dev)
+    np_ = _kernel_rows(b)
+    bias_d, _ = _device_bias(bias, n, dev)
+    bias_d = _padded_bias(bias_d, n, np_)
+    raw = torch.empty((m, np_), dtype=torch.float32, device=dev)
+    out = torch.empty((m, np_), dtype=torch.bfloat16, device=dev)
     oa, ob = a._cuda_view()[0], b._cuda_view()[0]
     _gemm_cuda(dev, (oa.codes, oa.scales, oa.per_tensor_scale), m,
-               (ob.codes, ob.scales, ob.per_tensor_scale), n, k, bias_p, raw, out, slices)
-    return raw, out
+               (ob.codes, ob.scales, ob.per_tensor_scale), np_, k,
+               None if bias_d is None else bias_d.data_ptr(), raw, out, slices)
+    return _kernel_outputs(raw, n), _kernel_outputs(out, n)
 
 
 def _gemm_cuda(dev, pa, m, pb, n, k, bias_p, raw, out, slices):
@@ -829,6 +969,7 @@ class Layer:
     def input_scale(self, value):
         self._input_scale = None if value is None else \
             float(np.float32(A.scalar_value(value, "input_scale")))
+        self._scale_checked = False  # checked when linear() first uses it as the static scale
         self._scale_cache = None
 
     @property
@@ -885,7 +1026,7 @@ class Layer:
 
 
 def linear(x, layer, input_scale=None, variant="eager", backend="auto", *, model="sm90",
-           k_slices=1, bias="layer", threads=0, return_raw=False):
+           k_slices=1, bias="layer", threads=0, return_raw=False, strict=False):
     """ComfyUI's NVFP4 linear: quantize x to NVFP4, then the GEMM contract.
 
     Args:
@@ -898,7 +1039,9 @@ def linear(x, layer, input_scale=None, variant="eager", backend="auto", *, model
         input_scale: "static" (the layer's input_scale), "dynamic"
             (FP32(amax|x| / 2688) computed from x), a number, or None (the
             default: static when the layer has one, else dynamic -- what
-            ComfyUI and `nvfp4 linear` do).
+            ComfyUI and `nvfp4 linear` do).  A static scale, the layer's or
+            a number, is finite and > 0 (nvfp4_check_per_tensor_scale); a
+            CUDA tensor is read on the device, unchecked.
         variant: the quantizer variant for x, "eager" or "cuda" (see quantize).
         backend: "auto", "cpu", "ref" (quantize, then nvfp4_gemm_ref) or
             "cuda" (host data: copied to the GPU and back).
@@ -907,6 +1050,11 @@ def linear(x, layer, input_scale=None, variant="eager", backend="auto", *, model
         bias: "layer" (the layer's bias, if any), None, or N values.
         threads: CPU threads (0 = all cores).
         return_raw: also return the FP32 accumulators.
+        strict: raise ValueError when x, the weight, the bias or an output
+            holds NaN or Inf.  Without it, host outputs that are NaN or Inf
+            give a NonFiniteWarning naming where the NaN came from (with the
+            dynamic scale one NaN in x makes every output NaN); CUDA tensors
+            are checked only with strict=True (it synchronizes).
     Returns:
         out bfloat16 [..., N]; (raw, out) when return_raw.
     """
@@ -957,6 +1105,9 @@ def linear(x, layer, input_scale=None, variant="eager", backend="auto", *, model
             if layer._input_scale is None:
                 raise ValueError(f"layer {layer.name!r} has no input_scale; use "
                                  "input_scale='dynamic' or give a number")
+            if not layer._scale_checked:  # once per value: not on every call
+                _check_scale(layer._input_scale, f"layer {layer.name!r} input_scale")
+                layer._scale_checked = True
             scale = layer  # the layer's own: its cached device copy on CUDA
         else:
             scale = None
@@ -964,21 +1115,38 @@ def linear(x, layer, input_scale=None, variant="eager", backend="auto", *, model
             input_scale.get_device() == x2.get_device():
         scale = input_scale  # stays on the device: no read-back
     else:
-        scale = A.scalar_value(input_scale, "input_scale")
+        scale = _check_scale(input_scale, "input_scale")
     bias_from_layer = isinstance(bias, str) and bias == "layer"
     backend = _pick_backend(backend, on_cuda, model)
     if on_cuda:
+        if strict:
+            nx = _nf.torch_array(x2)
+            if _nf.total(nx):
+                _nf.tell(f"x has {_nf.held(nx)}", True, "linear")
         raw, out = _linear_cuda(x2, code, m, k, layer, scale, var, bias_from_layer, bias, slices,
                                 return_raw)
+        if strict:
+            _gemm_outputs("linear", out, m, w._rows, True, lambda: [], 1)
     else:
         raw, out = _linear_host(x2, kind, code, m, k, layer, scale, var, bias_from_layer, bias,
-                                model_code, slices, nthreads, backend, return_raw)
+                                model_code, slices, nthreads, backend, return_raw, strict)
     if lead is not None:
         shape = lead + (w._rows,)
         out = out.reshape(shape)
         if return_raw:
             raw = raw.reshape(shape)
     return (raw, out) if return_raw else out
+
+
+def _linear_causes(x, code, m, k, w, scale, bias_h, n):
+    """[(label, Nonfinite)] of a host linear's inputs, and the dynamic scale."""
+    nx = _nf.host_array(x, code, m, k)
+    label = "x"
+    if scale is None and _nf.total(nx):
+        s = float(per_tensor_scale(x))
+        label = f"x (the dynamic input scale amax/2688 is {'NaN' if np.isnan(s) else repr(s)})"
+    return [(label, nx), ("the weight", _nf.host_tensor(w)),
+            ("the bias", _host_bias_counts(bias_h, n))]
 
 
 def _refuse_autograd(x, bias):
@@ -993,16 +1161,29 @@ def _refuse_autograd(x, bias):
 
 
 def _linear_host(x, kind, code, m, k, layer, scale, var, bias_from_layer, bias, model_code,
-                 slices, nthreads, backend, want_raw):
+                 slices, nthreads, backend, want_raw, strict):
     w = layer._weight
     n = w._rows
     if bias_from_layer:
         bias_h, bias_p = layer._bias_for(n, None, None)
     else:
         bias_h, bias_p = _host_bias(bias, n)
-    raw, out = _host_outputs(kind, m, n, raw=want_raw)
     if scale is layer:
         scale = layer._input_scale
+    causes = lambda: _linear_causes(x, code, m, k, w, scale, bias_h, n)
+    if strict:
+        why = _causes(causes())
+        if why:
+            _nf.tell(why, True, "linear")
+    raw, out = _linear_host_run(x, kind, code, m, k, w, n, scale, var, bias_p, model_code,
+                                slices, nthreads, backend, want_raw)
+    _gemm_outputs("linear", out, m, n, strict, causes, 2)
+    return raw, out
+
+
+def _linear_host_run(x, kind, code, m, k, w, n, scale, var, bias_p, model_code, slices,
+                     nthreads, backend, want_raw):
+    raw, out = _host_outputs(kind, m, n, raw=want_raw)
     tw, tw_p = w._host_view()
     if backend == "cpu":
         st = _structs
@@ -1033,7 +1214,7 @@ def _linear_host(x, kind, code, m, k, layer, scale, var, bias_from_layer, bias, 
                                None if scale_c is None else ctypes.addressof(scale_c), var,
                                bias_p, A.ptr(raw), A.ptr(out), model_code, nthreads, None,
                                slices)
-        check(_l().nvfp4_linear_cuda_host(ctypes.byref(args), None), "nvfp4_linear_cuda_host")
+        check(_l().nvfp4_linear_cuda_host(ctypes.byref(args)), "nvfp4_linear_cuda_host")
         return raw, out
     # ref, or cuda with F16/F32 activations: quantize on the CPU, then the GEMM
     q = _lib.Tensor()
@@ -1048,8 +1229,8 @@ def _linear_host(x, kind, code, m, k, layer, scale, var, bias_from_layer, bias, 
     if backend == "ref":
         check(_l().nvfp4_gemm_ref(ctypes.byref(args)), "nvfp4_gemm_ref")
     else:
-        check(_l().nvfp4_gemm_cuda_host(ctypes.byref(args), None), "nvfp4_gemm_cuda_host")
-    del owner, tw, bias_h
+        check(_l().nvfp4_gemm_cuda_host(ctypes.byref(args)), "nvfp4_gemm_cuda_host")
+    del owner, tw
     return raw, out
 
 
@@ -1063,23 +1244,30 @@ def _linear_cuda(x, code, m, k, layer, scale, var, bias_from_layer, bias, slices
     index = dev.index
     stream = _raw_stream(index)
     n = w._rows
+    np_ = _kernel_rows(w)
     if bias_from_layer:
         bias_d, bias_p = layer._bias_for(n, dev, stream)
     else:
         bias_d, bias_p = _device_bias(bias, n, dev)
+    if np_ != n and bias_d is not None:
+        bias_d = _padded_bias(bias_d, n, np_)
+        bias_p = bias_d.data_ptr()
     if scale is None:
         scale_d = None
     elif scale is layer:
         scale_d = layer._scale_on(dev, stream)
     else:
         scale_d = _device_scalar(scale, dev, "input_scale")
-    need = _ws_bytes(_WS_LINEAR, "nvfp4_linear_cuda_workspace", m, n, k)
+    need = _ws_bytes(_WS_LINEAR, "nvfp4_linear_cuda_workspace", m, np_, k)
     if need == 0:
         raise ValueError(f"linear: shape M={m} N={n} K={k} is out of the CUDA kernel's range")
-    out = torch.empty((m, n), dtype=torch.bfloat16, device=dev)
-    raw = torch.empty((m, n), dtype=torch.float32, device=dev) if want_raw else None
+    out = torch.empty((m, np_), dtype=torch.bfloat16, device=dev)
+    raw = torch.empty((m, np_), dtype=torch.float32, device=dev) if want_raw else None
     ws = torch.empty((need,), dtype=torch.uint8, device=dev)
-    op_p = w._cuda_view()[1]
+    op, op_p = w._cuda_view()
+    if np_ != n:  # the padding rows too (the view keeps w's own rows)
+        op = _lib.CudaOperand(op.codes, op.scales, op.per_tensor_scale, np_, op.cols)
+        op_p = ctypes.pointer(op)
     a = _structs.cuda_linear
     a.x = x.data_ptr()
     a.m = m
@@ -1098,8 +1286,8 @@ def _linear_cuda(x, code, m, k, layer, scale, var, bias_from_layer, bias, slices
     a.workspace_bytes = need
     a.k_slices = slices
     _cuda_call("nvfp4_linear_cuda", index, _structs.cuda_linear_at)
-    del bias_d, ws  # queued on the current stream: the caching allocator keeps them safe
-    return raw, out
+    del bias_d, ws, op  # queued on the current stream: the caching allocator keeps them safe
+    return _kernel_outputs(raw, n), _kernel_outputs(out, n)
 
 
 # --------------------------------------------------------------------------
@@ -1143,9 +1331,11 @@ def explain(a, b, ref, *, alpha=None, bias=None, threads=0, max_k_slices=0, prog
         if a.cols != b.cols:
             raise ValueError(f"explain: K differs: a is {a.rows} x {a.cols}, b is {b.rows} x {b.cols}")
         if a.is_cuda:
-            a = NVFP4Tensor(_host_copy(a.qdata), _host_copy(a.block_scale), a.scale_value())
+            a = NVFP4Tensor(_host_copy(a.qdata), _host_copy(a.block_scale), a.scale_value(),
+                            rows=a.rows)
         if b.is_cuda:
-            b = NVFP4Tensor(_host_copy(b.qdata), _host_copy(b.block_scale), b.scale_value())
+            b = NVFP4Tensor(_host_copy(b.qdata), _host_copy(b.block_scale), b.scale_value(),
+                            rows=b.rows)
         ta, tb = a._host(), b._host()
         keep += [ta, tb]
         args.a, args.b = ctypes.pointer(ta), ctypes.pointer(tb)
@@ -1213,10 +1403,6 @@ def explain(a, b, ref, *, alpha=None, bias=None, threads=0, max_k_slices=0, prog
         cb = _lib.PROGRESS_FN(_cb)
         keep.append(cb)
         args.progress = cb
-    if not _lib.has("nvfp4_explain"):
-        from .errors import UnsupportedError
-        raise UnsupportedError(6, "nvfp4_explain", f"{library_path()} has no explain engine "
-                               "(built before nvfp4_explain existed); rebuild libnvfp4")
     out = ctypes.c_void_p()
     check(_l().nvfp4_explain(ctypes.byref(args), ctypes.byref(out)), "nvfp4_explain")
     try:

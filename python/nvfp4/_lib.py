@@ -277,6 +277,17 @@ class ExplainArgs(ctypes.Structure):
     ]
 
 
+class Nonfinite(ctypes.Structure):
+    """nvfp4_nonfinite"""
+    _fields_ = [
+        ("nan", ctypes.c_int64),
+        ("inf", ctypes.c_int64),
+        ("first_row", ctypes.c_int64),
+        ("first_col", ctypes.c_int64),
+        ("first_value", ctypes.c_float),
+    ]
+
+
 # The structs above, by their C name: the ABI test compares them with the
 # compiler's sizeof/offsetof.
 STRUCTS = {
@@ -286,6 +297,7 @@ STRUCTS = {
     "nvfp4_st_tensor": StTensor, "nvfp4_explain_args": ExplainArgs, "nvfp4_layer": Layer,
     "nvfp4_ckpt_tensor": CkptTensor, "nvfp4_convert_options": ConvertOptions,
     "nvfp4_ckpt_entry": CkptEntry, "nvfp4_format_traits": FormatTraits,
+    "nvfp4_nonfinite": Nonfinite,
 }
 
 _S = ctypes.c_int  # nvfp4_status
@@ -312,11 +324,11 @@ _SIGNATURES = {
     "nvfp4_quantize_cuda": (_S, [ctypes.POINTER(CudaQuantizeArgs)]),
     "nvfp4_linear_cuda_workspace": (ctypes.c_size_t, [ctypes.c_int64] * 3),
     "nvfp4_linear_cuda": (_S, [ctypes.POINTER(CudaLinearArgs)]),
-    "nvfp4_linear_cuda_host": (_S, [ctypes.POINTER(LinearArgs), c_float_p]),
+    "nvfp4_linear_cuda_host": (_S, [ctypes.POINTER(LinearArgs)]),
     "nvfp4_cuda_available": (ctypes.c_int, []),
     "nvfp4_cuda_gemm_workspace": (ctypes.c_size_t, [ctypes.c_int64] * 3),
     "nvfp4_gemm_cuda": (_S, [ctypes.POINTER(CudaGemmArgs)]),
-    "nvfp4_gemm_cuda_host": (_S, [ctypes.POINTER(GemmArgs), c_float_p]),
+    "nvfp4_gemm_cuda_host": (_S, [ctypes.POINTER(GemmArgs)]),
     "nvfp4_st_open": (_S, [ctypes.POINTER(P), ctypes.c_char_p]),
     "nvfp4_st_close": (None, [P]),
     "nvfp4_st_find": (ctypes.POINTER(StTensor), [P, ctypes.c_char_p]),
@@ -346,11 +358,13 @@ _SIGNATURES = {
     "nvfp4_st_get": (ctypes.POINTER(StTensor), [P, ctypes.c_size_t]),
     "nvfp4_st_is_nvfp4": (ctypes.c_int, [P, ctypes.c_char_p]),
     "nvfp4_st_load_nvfp4": (_S, [ctypes.POINTER(Tensor), P, ctypes.c_char_p]),
-}
-# Declared by the explain engine (being merged); absent from older builds.
-_OPTIONAL = {
     "nvfp4_explain": (_S, [ctypes.POINTER(ExplainArgs), ctypes.POINTER(ctypes.c_void_p)]),
     "nvfp4_free": (None, [P]),
+    "nvfp4_check_per_tensor_scale": (_S, [ctypes.c_float, ctypes.c_char_p]),
+    "nvfp4_count_nonfinite": (_S, [ctypes.POINTER(Nonfinite), P, ctypes.c_int, ctypes.c_int64,
+                                   ctypes.c_int64]),
+    "nvfp4_tensor_count_nonfinite": (_S, [ctypes.POINTER(Nonfinite), ctypes.POINTER(Tensor),
+                                          ctypes.c_int64, ctypes.c_int64]),
 }
 
 _lock = threading.Lock()
@@ -413,10 +427,6 @@ def lib():
         for name, (res, argtypes) in _SIGNATURES.items():
             fn = getattr(handle, name)
             fn.restype, fn.argtypes = res, argtypes
-        for name, (res, argtypes) in _OPTIONAL.items():
-            fn = getattr(handle, name, None)
-            if fn is not None:
-                fn.restype, fn.argtypes = res, argtypes
         _lib = handle
         return _lib
 
@@ -425,11 +435,6 @@ def loaded_from():
     """Path of the libnvfp4.so in use (loads it)."""
     lib()
     return _loaded_from
-
-
-def has(name):
-    """True when the loaded library exports `name` (optional entry points)."""
-    return getattr(lib(), name, None) is not None
 
 
 # The entry points taking one argument struct, bound a second time with a

@@ -217,7 +217,9 @@ def quantize_nvfp4(x, per_tensor_scale, epsilon=0.0, pad_16x=False, hi_first=Tru
                                                _lib.DTYPE_BF16, rows, cols, per_tensor_scale,
                                                _lib.VARIANTS[variant])
     else:
-        q = _api.quantize(x.contiguous(), per_tensor_scale, variant)
+        xc = x.contiguous()
+        q = _api._quantize(xc, _api._float_input(xc, "x"), rows, cols, per_tensor_scale,
+                           _lib.VARIANTS[variant])
         qdata, scales = q.qdata, q.block_scale
     if not pad_16x and qdata.shape[0] != rows:
         # The library pads rows to 16; comfy-kitchen keeps x's rows.  The rows

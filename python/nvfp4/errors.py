@@ -62,6 +62,11 @@ class InternalError(Error):
     """NVFP4_ERR_INTERNAL"""
 
 
+class NonFiniteWarning(RuntimeWarning):
+    """NaN or Inf in an input, or produced from one: which tensor, which
+    element, what became NaN (strict=True raises instead)."""
+
+
 BY_STATUS = {
     1: InvalidArgumentError, 2: OutOfMemoryError, 3: FileIOError, 4: MalformedError,
     5: NotFoundError, 6: UnsupportedError, 7: NoDeviceError, 8: CudaError, 9: InternalError,

@@ -72,7 +72,9 @@ def load_layer(path, prefix, device=None):
 
     The format is detected (detect_format); the layer is PREFIX.weight with its
     scales as the format stores them, the input scale and PREFIX.bias when
-    present, through the library's validating reader (nvfp4_load_layer).
+    present, through the library's validating reader (nvfp4_load_layer),
+    with the rows the file records for a weight `nvfp4 quantize` padded
+    (nvfp4_ckpt_rows); the weight's qdata holds its rows padded to 16.
     The weight comes back as the library computes with it: codes hi-first,
     block scales 128x4 tiled, the per-tensor scale a multiplier
     (compressed-tensors' global scale g gives FP32(1 / g)); the input scale
@@ -107,9 +109,15 @@ def _layer_from(layer, prefix, device=None):
         bias = np.ctypeslib.as_array(ctypes.cast(layer.bias, _lib.c_float_p), shape=(rows,)).copy()
         _l().nvfp4_free(layer.bias)
     qdata, scales, pts = _tensor_from(t)  # owns the weight's arrays from here
+    if rows % 16:
+        # qdata holds the rows padded to 16 (zero codes), as quantize()'s and
+        # ComfyUI's files do: the GPU kernels take N in multiples of 16
+        padded = np.zeros((_roundup(rows, 16), qdata.shape[1]), dtype=np.uint8)
+        padded[:rows] = qdata
+        qdata = padded
     input_scale = float(layer.input_scale) if layer.has_input_scale else None
     if device is None:
-        weight = NVFP4Tensor(qdata, scales, pts)
+        weight = NVFP4Tensor(qdata, scales, pts, rows=rows)
     else:
         torch = A.torch_module()
         if torch is None:
@@ -118,7 +126,7 @@ def _layer_from(layer, prefix, device=None):
         dev = torch.device(device)
         weight = NVFP4Tensor(torch.from_numpy(qdata).to(dev),
                              torch.from_numpy(scales).view(torch.float8_e4m3fn).to(dev),
-                             torch.tensor(float(pts), dtype=torch.float32).to(dev))
+                             torch.tensor(float(pts), dtype=torch.float32).to(dev), rows=rows)
         if bias is not None:
             bias = torch.from_numpy(bias).to(dev)
     return Layer(weight, input_scale, bias, prefix)

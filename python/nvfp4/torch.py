@@ -704,6 +704,12 @@ class _LayoutFormat(CheckpointFormat):
         cols = 2 * module.weight.shape[1]
         return cols if self.pads_columns else min(cols, _roundup(module.in_features, 2))
 
+    def stored_rows(self, module):
+        """The weight rows the file stores: as many as the checkpoint the layer
+        came from held (padded ones included: `nvfp4 convert` keeps them), else
+        the layer's own out_features (these formats do not pad N)."""
+        return module.__dict__.get("_ckpt_rows") or module.out_features
+
     def read(self, f, prefix, layer):
         c = self.conventions()
         out = _layer_tensors(layer)
@@ -769,14 +775,16 @@ class _LayoutFormat(CheckpointFormat):
         c = self.conventions()
         w, s = module._buffers["weight"], module._buffers["weight_scale"]
         rows, cols = w.shape[0], 2 * w.shape[1]
-        width = self.stored_cols(module)
+        width, srows = self.stored_cols(module), self.stored_rows(module)
+        scale_shape = self._scale_shape(srows, cols)
         if w.device.type == "meta":
-            codes = torch.empty((rows, width // 2), dtype=torch.uint8, device="meta")
-            scales = torch.empty(self._scale_shape(rows, cols), dtype=s.dtype, device="meta")
+            codes = torch.empty((srows, width // 2), dtype=torch.uint8, device="meta")
+            scales = torch.empty(scale_shape, dtype=s.dtype, device="meta")
         else:
             kc, ks = _relayout(_host_bytes(w), _host_bytes(s), rows, cols, _KERNEL_LAYOUT,
                                c.layout)
-            codes = torch.from_numpy(np.ascontiguousarray(kc[:, :width // 2])).to(w.device)
+            codes = torch.from_numpy(np.ascontiguousarray(kc[:srows, :width // 2])).to(w.device)
+            ks = np.ascontiguousarray(ks[:scale_shape[0]])  # row-major: the stored rows
             scales = torch.from_numpy(ks).view(s.dtype).to(s.device)
         out = {c.codes: codes, c.scales: scales}
         for kernel, name in c.scalars:
@@ -790,21 +798,22 @@ class _LayoutFormat(CheckpointFormat):
     def from_state(self, module, tensors):
         c = self.conventions()
         rows, cols = module.weight.shape[0], 2 * module.weight.shape[1]
-        width = self.stored_cols(module)
+        width, srows = self.stored_cols(module), self.stored_rows(module)
         codes, scales = tensors[c.codes], tensors[c.scales]
-        if codes.dtype != torch.uint8 or tuple(codes.shape) != (rows, width // 2):
-            raise ValueError(f"{c.codes} must be uint8 [{rows}, {width // 2}] for this "
+        if codes.dtype != torch.uint8 or tuple(codes.shape) != (srows, width // 2):
+            raise ValueError(f"{c.codes} must be uint8 [{srows}, {width // 2}] for this "
                              f"{module.out_features} x {module.in_features} layer, not "
                              f"{codes.dtype} {list(codes.shape)}")
-        scale_shape = self._scale_shape(rows, cols)
+        scale_shape = self._scale_shape(srows, cols)
         if scales.dtype not in (torch.uint8, _E4M3) or tuple(scales.shape) != scale_shape:
             raise ValueError(f"{c.scales} must be float8_e4m3fn (or uint8) "
                              f"{list(scale_shape)}, not {scales.dtype} {list(scales.shape)}")
-        stored = _host_bytes(codes)
-        if width < cols:  # the columns the format does not store are zero codes
-            stored = np.concatenate([stored, np.zeros((rows, (cols - width) // 2), np.uint8)],
-                                    axis=1)
-        kc, ks = _relayout(stored, _host_bytes(scales), rows, cols, c.layout, _KERNEL_LAYOUT)
+        # the rows and columns the format does not store are zero codes and scales
+        stored = np.zeros((rows, cols // 2), np.uint8)
+        stored[:srows, :width // 2] = _host_bytes(codes)
+        kernel_scales = np.zeros(self._scale_shape(rows, cols), np.uint8)
+        kernel_scales[:scale_shape[0]] = _host_bytes(scales)
+        kc, ks = _relayout(stored, kernel_scales, rows, cols, c.layout, _KERNEL_LAYOUT)
         dev = codes.device  # the state's (load_state_dict(assign=True) keeps it)
         out = {"weight": torch.from_numpy(kc).to(dev), "weight_scale": torch.from_numpy(ks).to(dev)}
         for kernel, name in c.scalars:
@@ -1057,10 +1066,12 @@ class NVFP4Linear(nn.Module):
         fmt = _FORMATS.get(fmt_name)
         # an unregistered format still loads and runs; state_dict() says what is missing
         tensors = _layer_tensors(layer) if fmt is None else fmt.read(ck, prefix, layer)
-        rows, stored = ck.dims(prefix + ".weight")
+        stored_rows, stored = ck.dims(prefix + ".weight")
+        rows = layer.weight.rows  # the layer's own N (a rows record may say fewer than stored)
         m = cls._from_tensors(stored if in_features is None else in_features,
                               rows if out_features is None else out_features, tensors,
                               variant, mode, threads, fmt_name, device=device)
+        m._ckpt_rows = int(stored_rows)
         if fmt is not None and fmt.stored_cols(m) != stored:
             raise ValueError(f"from_checkpoint: {ck.path}: {prefix}.weight has {stored} columns "
                              f"as stored; a {fmt_name} layer of in_features={m.in_features} "

@@ -9,7 +9,7 @@ C, the device switch, the caches, and that nothing syncs the host (reading a
 "CUDA" tensor back raises).  The H200 runs the real kernels
 (tests/gpu/test_python_cuda.py).
 
-    with FakeCuda.session(monkeypatch) as fc:
+    with emulation(monkeypatch) as fc:
         x = fc.tensor(cpu_tensor)      # a "cuda:0" tensor
         ...
 """
@@ -25,7 +25,7 @@ from nvfp4 import _api, _lib
 POISON = 0xA5  # struct bytes between calls: a field a call forgot reads as this
 
 
-_current = None  # the Session in force
+_current = None  # the Emulation in force
 
 
 class HostSync(AssertionError):
@@ -106,7 +106,7 @@ def host(t):
     return t.inner if isinstance(t, FakeCuda) else t
 
 
-class Session:
+class Emulation:
     def __init__(self):
         self.stream = 0x5000       # the current stream's raw handle C must be given
         self.device = 0            # the CUDA runtime's current device
@@ -198,6 +198,7 @@ class Session:
         m, k = a.m, a.k
         w = a.weight.contents
         n = w.rows
+        assert n % 16 == 0, f"N = {n}: the kernels need a multiple of 16"
         self._check_buffer(a.x, m * k * 2, "x")
         tw = self._operand(w, "weight")
         assert w.cols == (k + 15) // 16 * 16
@@ -229,6 +230,7 @@ class Session:
         self._stream_ok(g.stream)
         ta, tb = self._operand(g.a, "a"), self._operand(g.b, "b")
         m, n, k = g.a.rows, g.b.rows, g.a.cols
+        assert n % 16 == 0, f"N = {n}: the kernels need a multiple of 16"
         assert g.b.cols == k
         assert 1 <= g.k_slices <= _lib.MAX_K_SLICES, g.k_slices
         need = self.lib.nvfp4_cuda_gemm_workspace(m, n, k)
@@ -276,11 +278,11 @@ class Session:
 
 
 @contextlib.contextmanager
-def session(monkeypatch):
+def emulation(monkeypatch):
     """Patch torch's CUDA factories and queries and the library's CUDA entry
-    points for the duration; yields the Session."""
+    points for the duration; yields the Emulation."""
     global _current
-    s = Session()
+    s = Emulation()
     monkeypatch.setattr(torch, "empty", s._factory(torch.empty))
     monkeypatch.setattr(torch, "full", s._factory(torch.full))
     monkeypatch.setattr(torch, "ones", s._factory(torch.ones))
@@ -300,10 +302,14 @@ def session(monkeypatch):
     fast.update(nvfp4_linear_cuda=s.linear_cuda, nvfp4_gemm_cuda=s.gemm_cuda,
                 nvfp4_quantize_cuda=s.quantize_cuda)
     monkeypatch.setattr(_lib, "_fast", fast)
+    if s.lib.nvfp4_linear_cuda_workspace(16, 16, 16) == 0:
+        # a library built without CUDA has no kernels to size a workspace for:
+        # stand in a size (the emulators compute on the CPU and read none)
+        monkeypatch.setattr(_api, "_ws_bytes", lambda cache, fn, m, n, k: 256 * (1 + m + n))
     # the per-thread structs start poisoned too
     st = _api._structs
     for name in ("cuda_linear", "cuda_gemm", "cuda_quantize"):
-        Session._poison(getattr(st, name))
+        Emulation._poison(getattr(st, name))
     _current = s
     try:
         yield s

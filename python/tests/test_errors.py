@@ -157,5 +157,3 @@ def test_explain_argument_errors():
     raises(TypeError, nvfp4.explain, A, B, np.zeros(raw.shape, np.float16), match="float32")
     raises(ValueError, nvfp4.explain, a16[:, :16].copy(), a16[:, :16].copy(),
            np.zeros((4, 4), BF16), match="alpha")
-    if not nvfp4._lib.has("nvfp4_explain"):  # a library from before the explain engine
-        raises(nvfp4.UnsupportedError, nvfp4.explain, A, B, raw, match="explain")

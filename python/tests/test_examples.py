@@ -1,5 +1,6 @@
 """The examples run (on the CPU here) and say what they should."""
 import os
+import re
 import subprocess
 import sys
 
@@ -34,3 +35,5 @@ def test_comfyui_layer(tmp_path, torch):
     assert "blocks.0.attn.qkv" in listing and "blocks.0.mlp.fc2" in listing
     out = run(os.path.join(EXAMPLES, "comfyui_layer.py"), q, "blocks.0.attn.qkv", "--rows", "16")
     assert "768 x 256 NVFP4" in out and "y [16, 768]" in out
+    # timed on every device, the CPU included
+    assert re.search(r"; [0-9.]+ us per call;", out) and "nan" not in out, out

@@ -33,7 +33,7 @@ def as_torch(torch, a):
 
 def torch_tensor(torch, t):
     return nvfp4.NVFP4Tensor(torch.from_numpy(t.qdata), torch.from_numpy(t.block_scale),
-                             float(t.per_tensor_scale))
+                             float(t.per_tensor_scale), rows=t.rows)
 
 
 # ---- the host paths ------------------------------------------------------------
@@ -41,7 +41,7 @@ def torch_tensor(torch, t):
 def test_host_linear_every_field_written(kind, request):
     x = random_bf16(RNG, 7, 96, 2.0)
     w = nvfp4.quantize(random_bf16(RNG, 40, 96, 0.05))
-    bias = RNG.standard_normal(48).astype(np.float32)
+    bias = RNG.standard_normal(40).astype(np.float32)
     if kind == "torch":
         torch = request.getfixturevalue("torch")
         x, w, bias = as_torch(torch, x), torch_tensor(torch, w), torch.from_numpy(bias)
@@ -129,7 +129,7 @@ def test_numpy_bias_in_place():
 @pytest.fixture
 def fake_cuda(torch, monkeypatch):
     import _fake_cuda
-    with _fake_cuda.session(monkeypatch) as s:
+    with _fake_cuda.emulation(monkeypatch) as s:
         yield s
 
 
@@ -176,6 +176,29 @@ def test_cuda_linear_emulated(torch, fake_cuda):
         torch.ops.aten._local_scalar_dense.default(dscale)
     with pytest.raises(HostSync):
         torch.ops.aten._to_copy.default(dscale, device=torch.device("cpu"))
+
+
+def test_cuda_weight_rows_not_multiple_of_16(torch, fake_cuda):
+    """A weight of 40 rows (quantize keeps them; qdata holds ComfyUI's padding
+    to 48) runs on the kernels with N = 48, and the results are its 40
+    columns: the host backend's bits."""
+    from _fake_cuda import bits
+    fc = fake_cuda
+    wt = torch_tensor(torch, nvfp4.quantize(random_bf16(RNG, 40, 96, 0.05)))
+    assert wt.rows == 40 and wt.qdata.shape[0] == 48
+    w = nvfp4.NVFP4Tensor(fc.tensor(wt.qdata), fc.tensor(wt.block_scale),
+                          fc.tensor(wt.per_tensor_scale), rows=40)
+    bias = as_torch(torch, random_bf16(RNG, 1, 40)[0]).float()
+    xh = as_torch(torch, random_bf16(RNG, 3, 96))
+    want = nvfp4.linear(xh, nvfp4.Layer(wt, 0.02, bias), backend="ref")
+    got = nvfp4.linear(fc.tensor(xh), nvfp4.Layer(w, 0.02, fc.tensor(bias)))
+    assert got.shape == (3, 40) and (bits(got) == bits(want)).all()
+    a = nvfp4.quantize(xh)
+    ad = nvfp4.NVFP4Tensor(fc.tensor(a.qdata), fc.tensor(a.block_scale),
+                           fc.tensor(a.per_tensor_scale), rows=3)
+    raw, out = nvfp4.matmul(ad, w, bias=fc.tensor(bias))
+    wraw, wout = nvfp4.matmul(a, wt, bias=bias, backend="ref")
+    assert raw.shape == (3, 40) and (bits(raw) == bits(wraw)).all() and (bits(out) == bits(wout)).all()
 
 
 def test_cuda_caches_follow_stream_and_device(torch, fake_cuda):

@@ -20,7 +20,7 @@ def test_pip_install(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("NVFP4_LIB", "PYTHONPATH")}
     lib = os.environ.get("NVFP4_LIB")
     if lib and os.path.abspath(lib) != os.path.join(REPO, "build", "libnvfp4.so"):
-        env["NVFP4_PREBUILT_LIB"] = lib  # another BUILD dir: bundle it rather than run make
+        env["NVFP4_PREBUILT_LIB"] = os.path.abspath(lib)  # another BUILD dir: bundle it, not make
     r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
                         "--no-deps", "--target", str(target), os.path.join(REPO, "python")],
                        capture_output=True, text=True, env=env, cwd=REPO)

@@ -94,7 +94,7 @@ def _dequantize_numpy(q):
     """An independent dequantizer: E2M1 table x E4M3 (ml_dtypes), then one FP32
     multiply by the per-tensor scale."""
     e2m1 = np.array([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], np.float32)
-    qd = to_numpy(q.qdata)
+    qd = to_numpy(q.qdata)[: q.rows]  # qdata holds ComfyUI's padding rows too
     codes = np.stack([qd >> 4, qd & 0xF], axis=-1).reshape(q.rows, q.cols)
     off = tiled_offsets(q.rows, q.cols)
     scales = to_numpy(q.block_scale).reshape(-1)[off].view(E4M3).astype(np.float32)
@@ -109,6 +109,9 @@ def test_dequantize(shape):
     x[0, :16] = 0  # a zero block
     q = nvfp4.quantize(x)
     d = q.dequantize()
+    # x's rows (ComfyUI's padding rows stay in qdata), columns padded to 16
+    assert q.rows == shape[0] and q.cols == -(-shape[1] // 16) * 16
+    assert q.qdata.shape[0] == -(-shape[0] // 16) * 16
     assert d.dtype == np.float32 and d.shape == (q.rows, q.cols)
     assert_bits_equal(d, _dequantize_numpy(q), "dequantize vs independent numpy")
     assert_bits_equal(q.dequantize(BF16), d.astype(BF16), "dequantize(bfloat16)")

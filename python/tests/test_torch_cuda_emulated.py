@@ -18,7 +18,7 @@ BF16 = torch.bfloat16
 @pytest.fixture
 def fc(monkeypatch):
     import _fake_cuda
-    with _fake_cuda.session(monkeypatch) as s:
+    with _fake_cuda.emulation(monkeypatch) as s:
         # the eager path takes these "CUDA" tensors as plain ones
         monkeypatch.setattr(nt, "_PLAIN", nt._PLAIN | {_fake_cuda.FakeCuda})
         monkeypatch.setattr(nt, "_WORKSPACES", {})

@@ -521,6 +521,35 @@ def test_padded_rows_from_checkpoint(tmp_path):
                                      "comfyui")
 
 
+def test_unpadded_rows_from_checkpoint(tmp_path):
+    """Weights whose N is not a multiple of 16 -- ModelOpt's own layout (rows
+    not padded), a ComfyUI file whose rows record says fewer rows than it
+    stores -- load with the kernels' N (rows padded to 16) and the layer's
+    own out_features, and compute nvfp4.linear's bits; state_dict() gives
+    the rows the file stores (ModelOpt's own, or the padded ones `nvfp4
+    convert` keeps from a ComfyUI file) and loads back."""
+    w = to_numpy(linear(64, 40).weight.detach())
+    st_write(tmp_path / "w.st", {"a.weight": w, "b.weight": w[:5]})
+    cli("quantize", tmp_path / "w.st", tmp_path / "mo.st", "--variant", "modelopt")
+    cli("quantize", tmp_path / "w.st", tmp_path / "cf.st")
+    cli("convert", tmp_path / "cf.st", tmp_path / "cmo", "--to", "modelopt")  # a directory
+    x = rand((3, 64), seed=42)
+    for f, layer, n in (("mo.st", "a", 40), ("mo.st", "b", 5), ("cf.st", "b", 5), ("cmo", "b", 5)):
+        m = nt.NVFP4Linear.from_checkpoint(tmp_path / f, layer)
+        assert (m.out_features, m.in_features, m.weight.shape[0]) == (n, 64, 16 * ((n + 15) // 16))
+        with torch.no_grad():
+            want = nvfp4.linear(x, nvfp4.load_layer(tmp_path / f, layer, device="cpu"), backend="cpu")
+            assert_bits_equal(m(x), want, f"{f}:{layer}")
+        stored = st_read(tmp_path / f if f != "cmo" else tmp_path / f / "model.safetensors")
+        sd = m.state_dict()
+        for name in ("weight", "weight_scale"):
+            assert_bits_equal(sd[name], stored[f"{layer}.{name}"], f"{f}:{layer} state_dict {name}")
+        z = nt.NVFP4Linear.from_checkpoint(tmp_path / f, layer)
+        z.weight.zero_()
+        z.load_state_dict(sd)
+        assert_bits_equal(z.weight, m.weight, f"{f}:{layer} load_state_dict")
+
+
 def test_deepcopy_and_pickle_after_calls(tmp_path):
     import copy
     m = nt.NVFP4Linear.from_linear(linear(64, 32))

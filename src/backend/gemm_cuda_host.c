@@ -5,21 +5,10 @@
 #include "internal.h"
 
 #if defined(NVFP4_WITH_CUDA)
+#include "backend/device_operand.h"
 #include "cuda_host.h"
 
-/* The device kernel reads operands as ComfyUI stores them. */
-static nvfp4_status as_stored(const nvfp4_tensor *t, nvfp4_tensor *tmp, const nvfp4_tensor **out)
-{
-    if (t->nibble_order == NVFP4_HI_FIRST && t->scale_layout == NVFP4_SCALES_TILED) {
-        *out = t;
-        return NVFP4_OK;
-    }
-    nvfp4_status st = nvfp4_tensor_convert(tmp, t, NVFP4_HI_FIRST, NVFP4_SCALES_TILED);
-    *out = tmp;
-    return st;
-}
-
-nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms)
+nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args)
 {
     if (!args || !args->a || !args->b)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "gemm (cuda): A and B are required");
@@ -27,22 +16,23 @@ nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms)
     if (model_st != NVFP4_OK) return model_st;
     const nvfp4_tensor *a = NULL, *b = NULL;
     nvfp4_tensor ta = {0}, tb = {0};
-    nvfp4_status st = as_stored(args->a, &ta, &a);
-    if (st == NVFP4_OK) st = as_stored(args->b, &tb, &b);
+    /* the weights' rows padded to 16 as the kernels need N; the outputs of
+     * the padding rows are computed and dropped */
+    nvfp4_status st = nvfp4_device_operand(args->a, 0, &ta, &a);
+    if (st == NVFP4_OK) st = nvfp4_device_operand(args->b, 1, &tb, &b);
     if (st != NVFP4_OK) {
         nvfp4_tensor_free(&ta);
         nvfp4_tensor_free(&tb);
         return st;
     }
-    int64_t m = a->rows, n = b->rows, k = a->cols;
-    size_t a_codes = (size_t)(m * k / 2), b_codes = (size_t)(n * k / 2);
+    int64_t m = a->rows, n = args->b->rows, np = b->rows, k = a->cols;
+    size_t a_codes = (size_t)(m * k / 2), b_codes = (size_t)(np * k / 2);
     size_t a_sc = nvfp4_scales_bytes(m, k, NVFP4_SCALES_TILED);
-    size_t b_sc = nvfp4_scales_bytes(n, k, NVFP4_SCALES_TILED);
-    size_t mn = (size_t)(m * n);
-    size_t ws = nvfp4_cuda_gemm_workspace(m, n, k);
+    size_t b_sc = nvfp4_scales_bytes(np, k, NVFP4_SCALES_TILED);
+    size_t mn = (size_t)(m * np);
+    size_t ws = nvfp4_cuda_gemm_workspace(m, np, k);
     void *d_a = NULL, *d_b = NULL, *d_as = NULL, *d_bs = NULL, *d_sc = NULL, *d_bias = NULL;
     void *d_raw = NULL, *d_out = NULL, *d_ws = NULL;
-    cudaEvent_t e0 = NULL, e1 = NULL;
     float scales2[2] = {a->per_tensor_scale, b->per_tensor_scale};
     CU(cudaMalloc(&d_a, a_codes), "cudaMalloc A");
     CU(cudaMalloc(&d_b, b_codes), "cudaMalloc B");
@@ -53,7 +43,8 @@ nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms)
     CU(cudaMalloc(&d_out, mn * 2), "cudaMalloc out");
     if (ws) CU(cudaMalloc(&d_ws, ws), "cudaMalloc workspace");
     if (args->bias) {
-        CU(cudaMalloc(&d_bias, (size_t)n * 4), "cudaMalloc bias");
+        CU(cudaMalloc(&d_bias, (size_t)np * 4), "cudaMalloc bias");
+        CU(cudaMemset(d_bias, 0, (size_t)np * 4), "memset bias");
         CU(cudaMemcpy(d_bias, args->bias, (size_t)n * 4, cudaMemcpyHostToDevice), "copy bias");
     }
     CU(cudaMemcpy(d_a, a->codes, a_codes, cudaMemcpyHostToDevice), "copy A");
@@ -66,24 +57,15 @@ nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms)
     CU(cudaMemset(d_out, 0xFF, mn * 2), "memset out");
     nvfp4_cuda_gemm_args g = {
         .a = {.codes = d_a, .scales = d_as, .per_tensor_scale = (const float *)d_sc, .rows = m, .cols = k},
-        .b = {.codes = d_b, .scales = d_bs, .per_tensor_scale = (const float *)d_sc + 1, .rows = n, .cols = k},
+        .b = {.codes = d_b, .scales = d_bs, .per_tensor_scale = (const float *)d_sc + 1, .rows = np, .cols = k},
         .bias = d_bias, .raw = d_raw, .out = d_out, .stream = NULL,
         .workspace = d_ws, .workspace_bytes = ws, .k_slices = args->k_slices,
     };
-    CU(cudaEventCreate(&e0), "event");
-    CU(cudaEventCreate(&e1), "event");
-    /* a warm-up launch only when the time is asked for */
-    if (kernel_ms && (st = nvfp4_gemm_cuda(&g)) != NVFP4_OK) goto done;
-    CU(cudaEventRecord(e0, NULL), "event record");
     if ((st = nvfp4_gemm_cuda(&g)) != NVFP4_OK) goto done;
-    CU(cudaEventRecord(e1, NULL), "event record");
     CU(cudaDeviceSynchronize(), "gemm kernel");
-    if (kernel_ms) CU(cudaEventElapsedTime(kernel_ms, e0, e1), "event time");
-    if (args->raw) CU(cudaMemcpy(args->raw, d_raw, mn * 4, cudaMemcpyDeviceToHost), "copy raw back");
-    if (args->out) CU(cudaMemcpy(args->out, d_out, mn * 2, cudaMemcpyDeviceToHost), "copy out back");
+    if ((st = nvfp4_outputs_to_host(args->raw, args->out, d_raw, d_out, m, n, np)) != NVFP4_OK)
+        goto done;
 done:
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
     cudaFree(d_a);
     cudaFree(d_b);
     cudaFree(d_as);
@@ -100,9 +82,9 @@ done:
 
 #else
 
-nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args, float *kernel_ms)
+nvfp4_status nvfp4_gemm_cuda_host(const nvfp4_gemm_args *args)
 {
-    (void)args, (void)kernel_ms;
+    (void)args;
     return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "this nvfp4 was built without CUDA (nvcc not found)");
 }
 

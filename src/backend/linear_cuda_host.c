@@ -5,9 +5,10 @@
 #include "internal.h"
 
 #if defined(NVFP4_WITH_CUDA)
+#include "backend/device_operand.h"
 #include "cuda_host.h"
 
-nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel_ms)
+nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args)
 {
     if (!args || !args->x || !args->weight)
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "linear (cuda): x and weight are required");
@@ -26,24 +27,20 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel
                           "linear (cuda): activations have %lld columns (%lld padded) but the "
                           "weight has K = %lld",
                           (long long)k, (long long)kp, (long long)args->weight->cols);
-    /* The device reads the weight as ComfyUI stores it. */
-    const nvfp4_tensor *w = args->weight;
+    /* The device reads the weight as ComfyUI stores it, rows padded to 16 as
+     * the kernels need N; the padding rows' outputs are computed and dropped. */
+    const nvfp4_tensor *w = NULL;
     nvfp4_tensor tw = {0}, xq = {0};
-    nvfp4_status st = NVFP4_OK;
-    if (w->nibble_order != NVFP4_HI_FIRST || w->scale_layout != NVFP4_SCALES_TILED) {
-        st = nvfp4_tensor_convert(&tw, w, NVFP4_HI_FIRST, NVFP4_SCALES_TILED);
-        if (st != NVFP4_OK) return st;
-        w = &tw;
-    }
-    int64_t n = w->rows;
-    size_t x_bytes = (size_t)(m * k) * 2, w_codes = (size_t)(n * kp / 2);
-    size_t w_sc = nvfp4_scales_bytes(n, kp, NVFP4_SCALES_TILED);
+    nvfp4_status st = nvfp4_device_operand(args->weight, 1, &tw, &w);
+    if (st != NVFP4_OK) return st;
+    int64_t n = args->weight->rows, np = w->rows;
+    size_t x_bytes = (size_t)(m * k) * 2, w_codes = (size_t)(np * kp / 2);
+    size_t w_sc = nvfp4_scales_bytes(np, kp, NVFP4_SCALES_TILED);
     size_t xq_codes = (size_t)(mp * kp / 2), xq_sc = nvfp4_scales_bytes(mp, kp, NVFP4_SCALES_TILED);
-    size_t mn = (size_t)(m * n);
-    size_t ws = nvfp4_linear_cuda_workspace(m, n, k);
+    size_t mn = (size_t)(m * np);
+    size_t ws = nvfp4_linear_cuda_workspace(m, np, k);
     void *d_x = NULL, *d_wc = NULL, *d_ws_sc = NULL, *d_f = NULL, *d_bias = NULL;
     void *d_raw = NULL, *d_out = NULL, *d_ws = NULL, *d_xc = NULL, *d_xs = NULL;
-    cudaEvent_t e0 = NULL, e1 = NULL;
     /* d_f: [0] the weight's per-tensor scale, [1] the static input scale,
      * [2] the activation scale the call used */
     float f[3] = {w->per_tensor_scale, args->input_scale ? *args->input_scale : 0.0f, 0.0f};
@@ -59,7 +56,8 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel
         CU(cudaMalloc(&d_xs, xq_sc), "cudaMalloc x scales");
     }
     if (args->bias) {
-        CU(cudaMalloc(&d_bias, (size_t)n * 4), "cudaMalloc bias");
+        CU(cudaMalloc(&d_bias, (size_t)np * 4), "cudaMalloc bias");
+        CU(cudaMemset(d_bias, 0, (size_t)np * 4), "memset bias");
         CU(cudaMemcpy(d_bias, args->bias, (size_t)n * 4, cudaMemcpyHostToDevice), "copy bias");
     }
     CU(cudaMemcpy(d_x, args->x, x_bytes, cudaMemcpyHostToDevice), "copy x");
@@ -70,7 +68,7 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel
     CU(cudaMemset(d_raw, 0xFF, mn * 4), "memset raw");
     CU(cudaMemset(d_out, 0xFF, mn * 2), "memset out");
     nvfp4_cuda_operand wop = {.codes = d_wc, .scales = d_ws_sc, .per_tensor_scale = (const float *)d_f,
-                              .rows = n, .cols = kp};
+                              .rows = np, .cols = kp};
     nvfp4_cuda_linear_args la = {
         .x = d_x, .m = m, .k = k, .weight = &wop,
         .input_scale = args->input_scale ? (const float *)d_f + 1 : NULL, .variant = args->variant,
@@ -78,17 +76,10 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel
         .x_scale = (float *)d_f + 2, .stream = NULL, .workspace = d_ws, .workspace_bytes = ws,
         .k_slices = args->k_slices,
     };
-    CU(cudaEventCreate(&e0), "event");
-    CU(cudaEventCreate(&e1), "event");
-    /* a warm-up launch only when the time is asked for */
-    if (kernel_ms && (st = nvfp4_linear_cuda(&la)) != NVFP4_OK) goto done;
-    CU(cudaEventRecord(e0, NULL), "event record");
     if ((st = nvfp4_linear_cuda(&la)) != NVFP4_OK) goto done;
-    CU(cudaEventRecord(e1, NULL), "event record");
     CU(cudaDeviceSynchronize(), "linear kernels");
-    if (kernel_ms) CU(cudaEventElapsedTime(kernel_ms, e0, e1), "event time");
-    if (args->raw) CU(cudaMemcpy(args->raw, d_raw, mn * 4, cudaMemcpyDeviceToHost), "copy raw back");
-    if (args->out) CU(cudaMemcpy(args->out, d_out, mn * 2, cudaMemcpyDeviceToHost), "copy out back");
+    if ((st = nvfp4_outputs_to_host(args->raw, args->out, d_raw, d_out, m, n, np)) != NVFP4_OK)
+        goto done;
     if (args->x_quantized) {
         /* the same tensor nvfp4_quantize() returns: padded shape, hi-first, tiled */
         if ((st = nvfp4_tensor_alloc(&xq, mp, kp, NVFP4_HI_FIRST, NVFP4_SCALES_TILED)) != NVFP4_OK)
@@ -101,8 +92,6 @@ nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel
         xq = (nvfp4_tensor){0};
     }
 done:
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
     cudaFree(d_x);
     cudaFree(d_wc);
     cudaFree(d_ws_sc);
@@ -120,9 +109,9 @@ done:
 
 #else
 
-nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args, float *kernel_ms)
+nvfp4_status nvfp4_linear_cuda_host(const nvfp4_linear_args *args)
 {
-    (void)args, (void)kernel_ms;
+    (void)args;
     return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "this nvfp4 was built without CUDA (nvcc not found)");
 }
 

@@ -14,11 +14,15 @@ extern "C" nvfp4_status nvfp4_cuda_device_name(char *name, size_t name_len, char
 {
     if (name && name_len) name[0] = '\0';
     if (cc && cc_len) cc[0] = '\0';
-    int n = 0, dev = 0;
+    int n = 0, dev = 0, driver = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n < 1) {
         cudaGetLastError();
-        return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "no CUDA device: %s",
+        /* without a driver the runtime says "driver version is insufficient":
+         * that is no device, not an old driver */
+        if (cudaDriverGetVersion(&driver) == cudaSuccess && driver == 0)
+            return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "no CUDA device (no NVIDIA driver is loaded)");
+        return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "no CUDA device (%s)",
                           e != cudaSuccess ? cudaGetErrorString(e) : "none found");
     }
     cudaDeviceProp prop;

@@ -13,7 +13,8 @@ nvfp4_status nvfp4_cuda_device_name(char *name, size_t name_len, char *cc, size_
 {
     if (name && name_len) name[0] = '\0';
     if (cc && cc_len) cc[0] = '\0';
-    return nvfp4_fail(NVFP4_ERR_NO_DEVICE, "this nvfp4 was built without CUDA (nvcc not found)");
+    return nvfp4_fail(NVFP4_ERR_NO_DEVICE,
+                      "no CUDA device (this nvfp4 was built without CUDA: nvcc not found)");
 }
 
 size_t nvfp4_cuda_gemm_workspace(int64_t m, int64_t n, int64_t k)

@@ -27,6 +27,13 @@ NVFP4_HOST_DEVICE float nvfp4_e2m1_value(uint32_t code)
     return (code & 8u) ? -m : m;
 }
 
+/* A dequantized value, as nvfp4_dequantize() defines it: e2m1 * e4m3 is
+ * exact in FP32, then one rounding for the per-tensor scale. */
+NVFP4_HOST_DEVICE float nvfp4_dequant_value(uint32_t code, float block_scale, float per_tensor_scale)
+{
+    return (nvfp4_e2m1_value(code) * block_scale) * per_tensor_scale;
+}
+
 /* The H200 GEMM's FP16 operand order (docs/KERNEL.md, design item 13):
  * in each 16-element block, operand slot s holds element
  * nvfp4_sm90_operand_elem(s) -- the even elements (the code bytes' high

@@ -1,21 +1,14 @@
-/* atomic.c -- files that appear whole or not at all.
+/* atomic.c -- files that appear whole or not at all (atomic.h).
  *
  * A file is written to ".<name>.tmp-XXXXXX" in the target's directory, then
  * fsync'ed and renamed over the target.  While it is open its temporary path
- * sits in a small table that an async-signal-safe function empties
- * (nvfp4_remove_temp_files), so an interrupted write leaves nothing behind:
- * the library hooks SIGINT, SIGTERM and SIGHUP the first time a temporary
- * file is created, but only where the signal's action is still the default
- * (the process would die anyway); its handler removes the temporary files
- * and re-raises the signal with the default action, so the process still
- * ends as the signal says.  A program with its own handlers calls
- * nvfp4_remove_temp_files() from them.  SIGKILL cannot be caught: a killed
- * writer leaves its temporary file.
+ * sits in a small table that nvfp4_atomic_unlink_temps() empties with
+ * async-signal-safe calls only, so a program's signal handler can remove the
+ * temporary files of the writes it interrupts.  The library installs no
+ * handler itself: what a signal does is the program's choice.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,15 +18,13 @@
 
 #include "io_internal.h"
 
-/* Temporary files open at once that a signal can remove; more are still
- * written correctly, only not cleaned up on a signal. */
+/* Temporary files open at once that a signal handler can remove; more are
+ * still written correctly, only not cleaned up on a signal. */
 #define TEMP_SLOTS 64
 
 static _Atomic(char *) temp_slots[TEMP_SLOTS];
 
-static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
-
-void nvfp4_remove_temp_files(void)
+void nvfp4_atomic_unlink_temps(void)
 {
     for (int i = 0; i < TEMP_SLOTS; i++) {
         char *p = atomic_load(&temp_slots[i]);
@@ -41,35 +32,8 @@ void nvfp4_remove_temp_files(void)
     }
 }
 
-static void on_signal(int sig)
-{
-    int saved = errno;
-    nvfp4_remove_temp_files();
-    /* SA_RESETHAND restored the default action; SA_NODEFER lets it act now. */
-    raise(sig);
-    errno = saved;
-}
-
-static void install_handlers(void)
-{
-    for (size_t i = 0; i < sizeof cleanup_signals / sizeof cleanup_signals[0]; i++) {
-        struct sigaction old;
-        if (sigaction(cleanup_signals[i], NULL, &old) != 0) continue;
-        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue; /* not ours */
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESETHAND | SA_NODEFER;
-        (void)sigaction(cleanup_signals[i], &sa, NULL);
-    }
-}
-
-static pthread_once_t handlers_once = PTHREAD_ONCE_INIT;
-
 static int register_temp(char *path)
 {
-    pthread_once(&handlers_once, install_handlers);
     for (int i = 0; i < TEMP_SLOTS; i++) {
         char *expected = NULL;
         if (atomic_compare_exchange_strong(&temp_slots[i], &expected, path)) return i;

@@ -794,6 +794,38 @@ static nvfp4_status read_any(nvfp4_ckpt_tensor *out, const nvfp4_ckpt *c, const 
     return s;
 }
 
+nvfp4_status nvfp4_ckpt_rows(const nvfp4_ckpt *c, const char *w, int64_t *rows)
+{
+    if (!c || !w || !rows) return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_ckpt_rows: NULL argument");
+    int64_t stored, cols;
+    nvfp4_status s = nvfp4_ckpt_dims(c, w, &stored, &cols);
+    if (s != NVFP4_OK) return s;
+    *rows = stored;
+    size_t plen = sizeof NVFP4_ST_ROWS_KEY_PREFIX - 1;
+    for (size_t i = 0; i < c->nmeta; i++) {
+        const char *k = c->meta_k[i];
+        if (strncmp(k, NVFP4_ST_ROWS_KEY_PREFIX, plen) || strcmp(k + plen, w)) continue;
+        if (nvfp4_fmt_rows_record(c->meta_v[i], stored, rows)) return NVFP4_OK;
+        char p[128], n[128];
+        return nvfp4_fail(NVFP4_ERR_MALFORMED,
+                          "%s: NVFP4 tensor '%s': the metadata '%s%s' is not a row count of %lld "
+                          "stored rows (ComfyUI pads rows to a multiple of 16)",
+                          nvfp4_io_printable(p, sizeof p, c->path), nvfp4_io_printable(n, sizeof n, w),
+                          NVFP4_ST_ROWS_KEY_PREFIX, n, (long long)stored);
+    }
+    return NVFP4_OK;
+}
+
+/* Narrow t (as read, stored rows) to W's logical rows (nvfp4_ckpt_rows):
+ * the rows past them are padding. */
+static nvfp4_status logical_rows(nvfp4_tensor *t, const nvfp4_ckpt *c, const char *w)
+{
+    int64_t rows;
+    nvfp4_status s = nvfp4_ckpt_rows(c, w, &rows);
+    if (s == NVFP4_OK) t->rows = rows;
+    return s;
+}
+
 nvfp4_status nvfp4_ckpt_read(nvfp4_ckpt_tensor *out, const nvfp4_ckpt *c, const char *w)
 {
     return read_any(out, c, w, 1);
@@ -856,6 +888,7 @@ nvfp4_status nvfp4_ckpt_load_layer(nvfp4_layer *out, const nvfp4_ckpt *c, const 
                                        : nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "no memory");
     if (s == NVFP4_OK) {
         s = nvfp4_ckpt_tensor_values(&out->weight, &ct);
+        if (s == NVFP4_OK) s = logical_rows(&out->weight, c, w);
         if (ct.has_input_scale) {
             out->has_input_scale = 1;
             out->input_scale = tr->tensor_scale_direction == NVFP4_SCALE_DIVIDES
@@ -892,6 +925,8 @@ nvfp4_status nvfp4_load_tensor(nvfp4_tensor *out, const char *path, const char *
         nvfp4_ckpt_tensor ct;
         s = nvfp4_ckpt_read(&ct, c, w);
         if (s == NVFP4_OK) s = nvfp4_ckpt_tensor_values(out, &ct);
+        if (s == NVFP4_OK) s = logical_rows(out, c, w);
+        if (s != NVFP4_OK) nvfp4_tensor_free(out);
         nvfp4_ckpt_tensor_free(&ct);
     }
     nvfp4_ckpt_close(c);

@@ -27,6 +27,11 @@ char *nvfp4_fmt_layer(const char *w);
 /* s + suffix, malloc'ed (NULL: no memory). */
 char *nvfp4_fmt_cat(const char *s, const char *suffix);
 
+/* A tensor's rows record (metadata NVFP4_ST_ROWS_KEY_PREFIX + W: the rows
+ * it had before ComfyUI's padding): 1 with *rows set when value is a row
+ * count that padding to 16 could have turned into `stored` rows, else 0. */
+int nvfp4_fmt_rows_record(const char *value, int64_t stored, int64_t *rows);
+
 /* ComfyUI's layer marker: the bytes of L.comfy_quant. */
 extern const char nvfp4_fmt_comfy_marker[];
 size_t nvfp4_fmt_comfy_marker_len(void);

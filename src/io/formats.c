@@ -5,6 +5,7 @@
  * running them (tools/gen_format_golden.py; docs/FORMATS.md): ComfyUI
  * (comfy-kitchen), nvidia-modelopt 0.47, compressed-tensors 0.20 (with
  * llm-compressor's observers), gguf 0.19 / ggml. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +144,18 @@ char *nvfp4_fmt_piece(const nvfp4_format_traits *tr, const char *w, fmt_piece pi
     char *r = layer ? nvfp4_fmt_cat(layer, suffix) : NULL;
     free(layer);
     return r;
+}
+
+int nvfp4_fmt_rows_record(const char *value, int64_t stored, int64_t *rows)
+{
+    char *end;
+    errno = 0;
+    long long r = strtoll(value, &end, 10); /* decimal digits only, as the writer writes them */
+    if (value[0] < '0' || value[0] > '9' || errno || *end || r < 1 || r > stored ||
+        stored > (r + 15) / 16 * 16) /* ComfyUI pads rows to a multiple of 16 */
+        return 0;
+    *rows = r;
+    return 1;
 }
 
 const char nvfp4_fmt_comfy_marker[] = "{\"format\": \"nvfp4\"}";

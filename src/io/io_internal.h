@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 
+#include "atomic.h"
 #include "internal.h"
 
 /* The safetensors header-length limit: a larger header is rejected as
@@ -22,14 +23,6 @@ void nvfp4_st_writer_truncate(nvfp4_st_writer *w, size_t count);
 
 /* write(2) all n bytes (EINTR retried): 0 or an errno. */
 int nvfp4_write_all(int fd, const void *buf, size_t n);
-
-/* The temporary file's descriptor, for writers that stream their bytes. */
-int nvfp4_atomic_fd(const nvfp4_atomic_file *f);
-
-/* nvfp4_atomic_commit, or, when write_error (an errno from writing to the
- * descriptor) is set, the discard with the message "cannot write it: ...".
- * f is freed either way. */
-nvfp4_status nvfp4_atomic_commit_after(nvfp4_atomic_file *f, int write_error);
 
 /* Map the regular file at path read-only: *map (NULL when the file is
  * shorter than min_len or empty, for the parser to report) and *len, its

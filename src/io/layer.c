@@ -8,9 +8,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "fmt_internal.h"
 
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+/* The logical rows recorded for NAME (metadata NVFP4_ST_ROWS_KEY_PREFIX NAME):
+ * 1 and *rows set, 0 when none is recorded, -1 when the record is not a row
+ * count that ComfyUI's padding of `stored` rows could have come from. */
+static int recorded_rows(const nvfp4_st_file *f, const char *name, int64_t stored, int64_t *rows)
+{
+    size_t plen = sizeof NVFP4_ST_ROWS_KEY_PREFIX - 1;
+    for (size_t i = 0; i < nvfp4_st_metadata_count(f); i++) {
+        const char *k, *v;
+        nvfp4_st_metadata(f, i, &k, &v);
+        if (strncmp(k, NVFP4_ST_ROWS_KEY_PREFIX, plen) || strcmp(k + plen, name)) continue;
+        return nvfp4_fmt_rows_record(v, stored, rows) ? 1 : -1;
+    }
+    return 0;
+}
 
 static void shape_str(char *buf, size_t len, const nvfp4_st_tensor *t)
 {
@@ -76,15 +93,40 @@ nvfp4_status nvfp4_st_load_nvfp4(nvfp4_tensor *out, const nvfp4_st_file *f, cons
                        file, shown, shown, got);
         goto done;
     }
-    s = nvfp4_tensor_alloc(out, rows, cols, NVFP4_HI_FIRST, NVFP4_SCALES_TILED);
+    int64_t logical = rows;
+    if (recorded_rows(f, name, rows, &logical) < 0) {
+        s = nvfp4_fail(NVFP4_ERR_MALFORMED,
+                       "%s: NVFP4 tensor '%s': the metadata '%s%s' is not a row count of %lld "
+                       "stored rows (ComfyUI pads rows to a multiple of 16)",
+                       file, shown, NVFP4_ST_ROWS_KEY_PREFIX, shown, (long long)rows);
+        goto done;
+    }
+    s = nvfp4_tensor_alloc(out, logical, cols, NVFP4_HI_FIRST, NVFP4_SCALES_TILED);
     if (s != NVFP4_OK) goto done;
-    memcpy(out->codes, codes->data, codes->nbytes);
+    /* the first `logical` rows of codes; the scales as stored, the padding
+     * rows' bytes included (the tiles span roundup(rows, 128) rows either way,
+     * and no result reads the tile padding) */
+    memcpy(out->codes, codes->data, (size_t)logical * (size_t)(cols / 2));
     memcpy(out->scales, scales->data, scales->nbytes);
     /* safetensors is little-endian, as is every host this library targets */
     memcpy(&out->per_tensor_scale, scale2->data, 4);
 done:
     free(scale_name);
     free(scale2_name);
+    return s;
+}
+
+nvfp4_status nvfp4_st_writer_set_rows(nvfp4_st_writer *w, const char *name, int64_t rows)
+{
+    if (!w || !name || rows < 1)
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                          "nvfp4_st_writer_set_rows: NULL argument or rows < 1");
+    char *key = nvfp4_fmt_cat(NVFP4_ST_ROWS_KEY_PREFIX, name);
+    if (!key) return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "nvfp4_st_writer_set_rows: no memory");
+    char value[24];
+    snprintf(value, sizeof value, "%lld", (long long)rows);
+    nvfp4_status s = nvfp4_st_writer_set_metadata(w, key, value);
+    free(key);
     return s;
 }
 
@@ -151,6 +193,17 @@ int nvfp4_st_is_nvfp4(const nvfp4_st_file *f, const char *name)
     int found = s2 && nvfp4_st_find(f, s2) != NULL;
     free(s2);
     return found;
+}
+
+int nvfp4_st_is_nvfp4_marker(const nvfp4_st_file *f, const char *name)
+{
+    const nvfp4_st_tensor *t = f && name ? nvfp4_st_find(f, name) : NULL;
+    if (!t || t->dtype != NVFP4_DTYPE_U8 || t->ndim != 1) return 0;
+    json_t *j = json_loadb(t->data, t->nbytes, 0, NULL);
+    const char *format = json_string_value(json_object_get(j, "format"));
+    int is_marker = format && strcmp(format, "nvfp4") == 0;
+    json_decref(j);
+    return is_marker;
 }
 
 int nvfp4_st_marker_name(char *buf, size_t len, const char *weight_name)

@@ -379,6 +379,43 @@ static int write_contents(int fd, const nvfp4_st_writer *w, const char *json, st
     return 0;
 }
 
+nvfp4_status nvfp4_st_writer_commit(nvfp4_st_writer *w, nvfp4_atomic_file *f,
+                                    void (*progress)(void *ctx, uint64_t done, uint64_t total),
+                                    void *progress_ctx)
+{
+    if (!w || !f) {
+        nvfp4_atomic_discard(f);
+        return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT, "nvfp4_st_writer_commit: writer or file is NULL");
+    }
+    uint64_t data_bytes = 0;
+    for (size_t i = 0; i < w->count; i++) {
+        if (w->items[i].nbytes > (uint64_t)INT64_MAX - data_bytes) {
+            nvfp4_status st = nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
+                                         "%s: the tensors add up to more than 2^63 bytes",
+                                         nvfp4_atomic_shown(f));
+            nvfp4_atomic_discard(f);
+            return st;
+        }
+        data_bytes += w->items[i].nbytes;
+    }
+    char *json = header_json(w);
+    if (!json) {
+        nvfp4_status st = nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "%s: no memory for the header",
+                                     nvfp4_atomic_shown(f));
+        nvfp4_atomic_discard(f);
+        return st;
+    }
+    size_t hlen = (strlen(json) + 7) & ~(size_t)7;
+    st_progress pr = {progress, progress_ctx, 0, 0, 8 + hlen + data_bytes, NVFP4_OK};
+    int e = write_contents(nvfp4_atomic_fd(f), w, json, &pr);
+    free(json);
+    if (pr.fill_status != NVFP4_OK) { /* the callback's message stands */
+        nvfp4_atomic_discard(f);
+        return pr.fill_status;
+    }
+    return nvfp4_atomic_commit_after(f, e);
+}
+
 nvfp4_status nvfp4_st_writer_write(nvfp4_st_writer *w, const char *path,
                                    void (*progress)(void *ctx, uint64_t done, uint64_t total),
                                    void *progress_ctx)
@@ -386,32 +423,8 @@ nvfp4_status nvfp4_st_writer_write(nvfp4_st_writer *w, const char *path,
     if (!w || !path || !path[0])
         return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
                           "nvfp4_st_writer_write: writer or path is NULL or empty");
-    char shown[256];
-    nvfp4_io_printable(shown, sizeof shown, path);
-
-    uint64_t data_bytes = 0;
-    for (size_t i = 0; i < w->count; i++) {
-        if (w->items[i].nbytes > (uint64_t)INT64_MAX - data_bytes)
-            return nvfp4_fail(NVFP4_ERR_INVALID_ARGUMENT,
-                              "%s: the tensors add up to more than 2^63 bytes", shown);
-        data_bytes += w->items[i].nbytes;
-    }
-    char *json = header_json(w);
-    if (!json) return nvfp4_fail(NVFP4_ERR_OUT_OF_MEMORY, "%s: no memory for the header", shown);
-    size_t hlen = (strlen(json) + 7) & ~(size_t)7;
-    st_progress pr = {progress, progress_ctx, 0, 0, 8 + hlen + data_bytes, NVFP4_OK};
-
     nvfp4_atomic_file *af = NULL;
     nvfp4_status st = nvfp4_atomic_open(&af, path);
-    if (st != NVFP4_OK) {
-        free(json);
-        return st;
-    }
-    int e = write_contents(nvfp4_atomic_fd(af), w, json, &pr);
-    free(json);
-    if (pr.fill_status != NVFP4_OK) { /* the callback's message stands */
-        nvfp4_atomic_discard(af);
-        return pr.fill_status;
-    }
-    return nvfp4_atomic_commit_after(af, e);
+    if (st != NVFP4_OK) return st;
+    return nvfp4_st_writer_commit(w, af, progress, progress_ctx);
 }

@@ -469,9 +469,8 @@ static void dequantize_rows(void *ctx, int64_t begin, int64_t end)
                 uint8_t byte = row[c / 2];
                 uint8_t first = hi_first ? (uint8_t)(byte >> 4) : (uint8_t)(byte & 15);
                 uint8_t second = hi_first ? (uint8_t)(byte & 15) : (uint8_t)(byte >> 4);
-                /* e2m1 * e4m3 is exact in FP32; one rounding for pts. */
-                o[c] = (nvfp4_e2m1_value(first) * s) * pts;
-                o[c + 1] = (nvfp4_e2m1_value(second) * s) * pts;
+                o[c] = nvfp4_dequant_value(first, s, pts);
+                o[c + 1] = nvfp4_dequant_value(second, s, pts);
             }
         }
     }

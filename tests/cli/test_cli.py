@@ -5,7 +5,7 @@ Runs the built command the way a user does and checks exit statuses, the
 files it writes (read back with a small independent safetensors parser), the
 golden ComfyUI quantizer cases through `nvfp4 quantize --only`, error messages
 for malformed files, and the `check` report's JSON keys.
-Prints one closing line: "cli: N passed, N failed"."""
+Prints one closing line (clitest.summary)."""
 import json
 import os
 import re
@@ -13,68 +13,10 @@ import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 
-NVFP4 = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/nvfp4")
-HERE = os.path.dirname(os.path.abspath(__file__))
+from clitest import HERE, NVFP4, bf16, check, read_st, run, run_cases, skip, write_st
+
 GOLDEN = os.environ.get("NVFP4_GOLDEN", os.path.join(HERE, "..", "golden", "comfy-quantize"))
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
-
-
-def run(*args, env=None, timeout=None):
-    e = dict(os.environ)
-    e["NVFP4_NO_PROGRESS"] = "1"
-    if env:
-        e.update(env)
-    try:
-        p = subprocess.run([NVFP4, *args], capture_output=True, text=True, env=e, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return -1000, "", f"timed out after {timeout} s"
-    return p.returncode, p.stdout, p.stderr
-
-
-def write_st(path, tensors, metadata=None):
-    """tensors: list of (name, dtype, shape, bytes)."""
-    header, off, blobs = {}, 0, []
-    if metadata:
-        header["__metadata__"] = metadata
-    for name, dtype, shape, data in tensors:
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(data)]}
-        off += len(data)
-        blobs.append(data)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-
-
-def read_st(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    meta = header.pop("__metadata__", {})
-    data = raw[8 + n:]
-    out = {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]])
-           for k, v in header.items()}
-    return out, meta
-
-
-def main():
-    tmp = tempfile.mkdtemp(prefix="nvfp4-cli-")
-    try:
-        return cases(tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def cases(tmp):
@@ -288,10 +230,7 @@ def cases(tmp):
         check(rc == 2 and "--k-slices" in err, f"check --k-slices {bad} refused")
 
     check_gate_cases(tmp, p)
-    issue15_cases(tmp, p)
-
-    print(f"cli: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    robustness_cases(tmp, p)
 
 
 # Words a report must not use: an outsider cannot know what they refer to.
@@ -415,7 +354,7 @@ def check_gate_cases(tmp, p):
           and "\r" not in proc.stderr and "\x1b" not in proc.stderr, "piped check prints a line per stage: " + proc.stderr)
 
 
-def issue15_cases(tmp, p):
+def robustness_cases(tmp, p):
     """A check that cannot pass on nothing, inputs never replaced, clear errors, no signals."""
     # --oracle-rows: no int truncation to 0, no silent default, 'all' compares every output
     for bad in ("4294967296", "4294967295", "0", "-1", "17"):
@@ -450,15 +389,23 @@ def issue15_cases(tmp, p):
         rc, _, err = run("quantize", p("ex.st"), p("never.st"), "--per-tensor-scale", bad)
         check(rc == 1 and "finite" in err and not os.path.exists(p("never.st")), f"--per-tensor-scale {bad} refused")
 
-    # linear: K must match; sizes validated before arithmetic; NaN/Inf counted
+    # linear: K must pad to the weight's (roundup(k, 16) = K); sizes validated
+    # before arithmetic; NaN/Inf reported
     import random
     rnd = random.Random(15)
-    def bf16(vals):
-        return b"".join(struct.pack("<f", v)[2:] for v in vals)
-    write_st(p("x241.st"), [("x", "BF16", [4, 241], bf16([rnd.uniform(-1, 1) for _ in range(4 * 241)]))])
-    rc, _, err = run("linear", p("q.st") + ":blocks.0.attn.qkv", p("x241.st") + ":x", "-o", p("never.st"), "--backend", "cpu")
-    check(rc == 1 and "K = 241" in err and "K = 256" in err and not os.path.exists(p("never.st")),
-          "linear refuses K = 241 against K = 256: " + err)
+    x241 = [rnd.uniform(-1, 1) for _ in range(4 * 241)]
+    write_st(p("x241.st"), [("x", "BF16", [4, 241], bf16(x241))])
+    x256 = [v for r in range(4) for v in x241[241 * r:241 * r + 241] + [0.0] * 15]
+    write_st(p("x256.st"), [("x", "BF16", [4, 256], bf16(x256))])
+    rc, _, err = run("linear", p("q.st") + ":blocks.0.attn.qkv", p("x241.st") + ":x", "-o", p("y241.st"), "--backend", "cpu")
+    rc2, _, err2 = run("linear", p("q.st") + ":blocks.0.attn.qkv", p("x256.st") + ":x", "-o", p("y256.st"), "--backend", "cpu")
+    check(rc == 0 and rc2 == 0 and read_st(p("y241.st"))[0] == read_st(p("y256.st"))[0],
+          "linear takes K = 241 against K = 256 as its zero-padding: " + err + err2)
+    for k in (240, 257):
+        write_st(p("xk.st"), [("x", "BF16", [4, k], bf16([0.5] * (4 * k)))])
+        rc, _, err = run("linear", p("q.st") + ":blocks.0.attn.qkv", p("xk.st") + ":x", "-o", p("never.st"), "--backend", "cpu")
+        check(rc == 1 and f"K = {k}" in err and "K = 256" in err and "241..256" in err
+              and not os.path.exists(p("never.st")), f"linear refuses K = {k} against K = 256: " + err)
     write_st(p("xhuge.st"), [("x", "BF16", [2 ** 62, 0], b"")])
     rc, _, err = run("linear", p("q.st") + ":blocks.0.attn.qkv", p("xhuge.st") + ":x", "-o", p("never.st"), "--backend", "cpu")
     check(rc == 1 and err.count("\n") == 1, "linear with x [2^62, 0]: a clear error: " + err)
@@ -469,7 +416,10 @@ def issue15_cases(tmp, p):
     vals[5], vals[300], vals[301] = float("nan"), float("inf"), float("-inf")
     write_st(p("xnan.st"), [("x", "BF16", [4, 256], bf16(vals))])
     rc, _, err = run("linear", p("q.st") + ":blocks.0.attn.qkv", p("xnan.st") + ":x", "-o", p("ynan.st"), "--backend", "cpu")
-    check(rc == 0 and "3 NaN/Inf values" in err, "linear warns about NaN/Inf activations: " + err)
+    check(rc == 0 and "'x' holds 1 NaN and 2 Inf values (the first, NaN, at row 0, col 5)" in err
+          and "per-tensor scale (computed as amax/2688) is NaN" in err
+          and "all 3072 of the 4 x 768 outputs are NaN or Inf" in err,
+          "linear says which element of x is NaN and what became NaN: " + err)
 
     # an output that is an input is refused (unless --force): nothing replaced
     import shutil
@@ -533,7 +483,7 @@ def issue15_cases(tmp, p):
               f"libnvfp4.so exports exactly the public API: extra {sorted(exported - public)[:5]}, "
               f"missing {sorted(public - exported)[:5]}")
     else:
-        print(f"note: {so} not built; export check not run")
+        skip(f"{so} not built or nm missing: the export check did not run")
 
     # an input truncated while mapped: an error, not SIGBUS; no temporary file left
     big = p("big.st")
@@ -566,4 +516,4 @@ def issue15_cases(tmp, p):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cases("test_cli.py", cases, "nvfp4-cli-"))

@@ -6,47 +6,16 @@ results under known contracts with `nvfp4 matmul --k-slices S` (and, for the
 ambiguous case, exactly in Python), and checks what `explain` prints and
 writes: the contract it names, unique / ambiguous, the first differing
 output, the JSON keys, and clear errors.
-Prints one closing line: "cli: N passed, N failed (explain)" (.ci/run adds it up)."""
+Prints one closing line (clitest.summary)."""
 import json
 import os
 import random
 import struct
-import subprocess
 import sys
-import tempfile
 
-NVFP4 = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/nvfp4")
-passed = failed = 0
+from clitest import check, run, run_cases, write_st
 
 E2M1 = [0, 0.5, 1, 1.5, 2, 3, 4, 6]
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
-
-
-def run(*args):
-    e = dict(os.environ)
-    e["NVFP4_NO_PROGRESS"] = "1"
-    p = subprocess.run([NVFP4, *args], capture_output=True, text=True, env=e)
-    return p.returncode, p.stdout, p.stderr
-
-
-def write_st(path, tensors):
-    header, off, blobs = {}, 0, []
-    for name, dtype, shape, data in tensors:
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(data)]}
-        off += len(data)
-        blobs.append(data)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
 def e4m3(b):
@@ -81,8 +50,7 @@ def nvfp4_tensor(rng, rows, cols, big_channels):
     return codes, scales, bytes(packed), bytes(tiled), vals
 
 
-def main():
-    tmp = tempfile.mkdtemp(prefix="nvfp4-explain-")
+def cases(tmp):
     p = lambda name: os.path.join(tmp, name)
     rng = random.Random(12)
     M, N, K = 12, 72, 16 * 44  # 11 groups of 64
@@ -187,11 +155,8 @@ def main():
     rc, out, err = run("explain", p("ai.safetensors") + ":a", p("bi.safetensors") + ":b",
                        p("ri.safetensors") + ":ref", "--alpha", "2")
     check(rc == 1 and "BF16 REF only" in err, "--alpha with an F32 REF: " + err)
-    check(not [f for f in os.listdir(tmp) if ".tmp." in f], "no temporary files left")
-
-    print(f"cli: {passed} passed, {failed} failed (explain)")
-    return 1 if failed else 0
+    check(not [f for f in os.listdir(tmp) if ".tmp" in f], "no temporary files left")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cases("test_explain.py", cases, "nvfp4-explain-"))

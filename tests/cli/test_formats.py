@@ -5,17 +5,14 @@ what the target cannot hold, writes nothing then, and otherwise gives the tools'
 own bytes (compressed-tensors' converter, llama.cpp's GGUF repack) and exact
 round trips; `quantize --variant modelopt|compressed-tensors` gives the tools'
 bytes; linear, matmul and check load layers of any format.
-Prints one closing line: "cli: N passed, N failed (formats)"."""
+Prints one closing line (clitest.summary)."""
 import os
 import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_cli as T  # noqa: E402  (its runner, counters, safetensors reader and writer)
-from test_cli import NVFP4, check, read_st, run, write_st  # noqa: E402
+from clitest import NVFP4, check, read_st, run, run_cases, write_st
 
 G = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden")
 MO = os.path.join(G, "modelopt", "llama-nvfp4")
@@ -69,16 +66,6 @@ def gguf_tensors(path):
     return out
 
 
-def main():
-    tmp = tempfile.mkdtemp(prefix="nvfp4-formats-")
-    try:
-        cases(tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"cli: {T.passed} passed, {T.failed} failed (formats)")
-    return 1 if T.failed else 0
-
-
 def cases(tmp):
     p = lambda name: os.path.join(tmp, name)  # noqa: E731
     rc, out, _ = run("convert", "--help")
@@ -118,6 +105,69 @@ def cases(tmp):
     # the output is never an input without --force; bad arguments answer in one line
     rc, _, err = run("convert", p("back.safetensors"), p("back.safetensors"), "--to", "comfyui")
     check(rc == 1 and "--force" in err, "convert refuses to overwrite its input: " + err)
+    # ... nor one of a directory checkpoint's files, nor the input file as a
+    # directory target's model.safetensors
+    shutil.copytree(MO, p("mo2"))
+    before = tensors(p("mo2"))
+    shard = os.path.join(p("mo2"), "model-00001-of-00002.safetensors")
+    for out in (p("mo2"), shard, os.path.join(p("mo2"), "..", "mo2", "config.json")):
+        rc, _, err = run("convert", p("mo2"), out, "--to", "comfyui")
+        check(rc == 1 and "is the input" in err and "--force" in err and tensors(p("mo2")) == before,
+              f"convert {p('mo2')} {out}: refused, nothing replaced: {err}")
+    os.makedirs(p("single"))
+    shutil.copy(p("back.safetensors"), os.path.join(p("single"), "model.safetensors"))
+    rc, _, err = run("convert", os.path.join(p("single"), "model.safetensors"), p("single"), "--to", "comfyui")
+    check(rc == 1 and "is the input" in err and tensors(os.path.join(p("single"), "model.safetensors"))
+          == tensors(MO), "convert FILE DIR where DIR/model.safetensors is FILE: refused: " + err)
+    rc, _, err = run("convert", p("back.safetensors"), p("back.safetensors"), "--to", "modelopt", "--force")
+    check(rc == 0 and tensors(p("back.safetensors")) == tensors(MO),
+          "convert onto its input with --force: written whole, the same bytes: " + err)
+
+    # a weight whose rows nvfp4 quantize padded keeps its own rows through a
+    # conversion (the rows record travels in the metadata)
+    w = struct.pack("<85e", *[((i * 29) % 23 - 11) / 16 for i in range(85)])
+    write_st(p("w5.st"), [("lin.weight", "F16", [5, 17], w)])
+    rc, _, err = run("quantize", p("w5.st"), p("q5.st"))
+    check(rc == 0, "quantize a 5 x 17 weight: " + err)
+    rc, _, err = run("convert", p("q5.st"), p("m5.safetensors"), "--to", "modelopt")
+    check(rc == 0 and read_st(p("m5.safetensors"))[1].get("nvfp4.rows.lin.weight") == "5",
+          "convert carries the rows record: " + err)
+    rc, out, err = run("inspect", p("m5.safetensors"))
+    check(rc == 0 and "format modelopt" in out.splitlines()[0]
+          and "lin.weight: 5 x 32 (stored as 16 rows" in out, "inspect a converted padded weight:\n" + out + err)
+    x17 = struct.pack("<51e", *[((i * 13) % 9 - 4) / 4 for i in range(51)])
+    write_st(p("x17.st"), [("x", "F16", [3, 17], x17)])
+    ys = []
+    for wfile in (p("q5.st"), p("m5.safetensors")):
+        rc, _, err = run("linear", wfile + ":lin", p("x17.st") + ":x", "-o", p("y5.st"), "--backend", "cpu")
+        y = read_st(p("y5.st"))[0] if rc == 0 else {}
+        check(rc == 0 and y.get("out", (0, [0]))[1] == [3, 5], f"linear on {wfile}: 3 x 5 out: {err}")
+        ys.append(y.get("out"))
+    check(ys[0] is not None and ys[0] == ys[1], "ComfyUI and its ModelOpt conversion: the same 3 x 5 bits")
+    t, meta = read_st(p("m5.safetensors"))
+    meta["nvfp4.rows.lin.weight"] = "17"  # more rows than stored: no padding made that
+    write_st(p("bad5.safetensors"), [(k, v[0], v[1], v[2]) for k, v in t.items()], meta)
+    rc, out, _ = run("inspect", p("bad5.safetensors"))
+    check(rc == 0 and "lin.weight: NOT a valid NVFP4 tensor" in out and "nvfp4.rows.lin.weight" in out,
+          "inspect: a rows record padding cannot explain:\n" + out)
+    rc, _, err = run("linear", p("bad5.safetensors") + ":lin", p("x17.st") + ":x", "-o", p("never.st"),
+                     "--backend", "cpu")
+    check(rc == 1 and "not a row count" in err and not os.path.exists(p("never.st")),
+          "linear refuses a bad rows record: " + err)
+
+    # quantize --variant modelopt: NaN reported as for ComfyUI's, --strict refuses
+    nan = bytearray(w)
+    nan[2 * 7:2 * 8] = struct.pack("<e", float("nan"))
+    write_st(p("wnan.st"), [("lin.weight", "F16", [5, 17], bytes(nan))])
+    rc, _, err = run("quantize", p("wnan.st"), p("qnan.st"), "--variant", "modelopt")
+    check(rc == 0 and "holds 1 NaN value (at row 0, col 7)" in err, "quantize --variant modelopt tells the NaN: " + err)
+    rc, _, err = run("quantize", p("wnan.st"), p("never.st"), "--variant", "modelopt", "--strict")
+    check(rc == 1 and "--strict" in err and not os.path.exists(p("never.st")),
+          "quantize --variant modelopt --strict refuses it: " + err)
+    write_st(p("wzero.st"), [("lin.weight", "F16", [5, 17], bytes(2 * 85))])
+    rc, _, err = run("quantize", p("wzero.st"), p("qzero.st"), "--variant", "modelopt")
+    check(rc == 0 and "is all zeros" in err and "ModelOpt's arithmetic (0/0)" in err and "ComfyUI" not in err,
+          "an all-zero weight under ModelOpt's quantizer is told as ModelOpt's: " + err)
     for args, what in ((["convert", MO, p("x")], "needs --to"),
                        (["convert", MO, p("x"), "--to", "onnx"], "not a format"),
                        (["convert", MO, p("x.gguf"), "--to", "modelopt"], "gguf"),
@@ -178,4 +228,4 @@ def cases(tmp):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cases("test_formats.py", cases, "nvfp4-formats-"))

@@ -92,7 +92,8 @@ def rand_bf16(m, k, scale=1.0, gen=None):
 
 def cpu_tensor(t):
     """An NVFP4Tensor's host copy (torch CPU tensors)."""
-    return nvfp4.NVFP4Tensor(t.qdata.cpu(), t.block_scale.cpu(), t.per_tensor_scale.cpu())
+    return nvfp4.NVFP4Tensor(t.qdata.cpu(), t.block_scale.cpu(), t.per_tensor_scale.cpu(),
+                             rows=t.rows)
 
 
 class no_host_sync:
@@ -351,14 +352,41 @@ def test_cuda_argument_errors():
 
 
 def test_explain_cuda_tensors():
-    if not nvfp4._lib.has("nvfp4_explain"):
-        raise Skip("libnvfp4 without nvfp4_explain")
     a = nvfp4.quantize(rand_bf16(16, 256, 2.0).to(DEV))
     b = nvfp4.quantize(rand_bf16(32, 256, 0.05).to(DEV))
     raw, _ = nvfp4.matmul(a, b)
     report = nvfp4.explain(a, b, raw)
-    assert "sm90" in json.dumps(report)
+    assert report["best"]["model"] == "sm90" and report["best"]["matched"] == 1.0, report["best"]
     return "report ok"
+
+
+def test_rows_and_strict_cuda():
+    """CUDA tensors keep x's rows (qdata holds ComfyUI's padding), and
+    strict=True refuses NaN in x and NaN outputs (the check synchronizes, so
+    it runs outside no_host_sync); without strict nothing is checked."""
+    x = rand_bf16(5, 64, 2.0).to(DEV)
+    q = nvfp4.quantize(x)
+    assert q.rows == 5 and q.qdata.shape[0] == 16
+    w = nvfp4.quantize(rand_bf16(32, 64, 0.05).to(DEV))
+    raw, out = nvfp4.matmul(q, w)
+    assert raw.shape == (5, 32) and out.shape == (5, 32)
+    n = same_bits(out, nvfp4.matmul(cpu_tensor(q), cpu_tensor(w), backend="cpu")[1], "5 rows")
+    xn = x.clone()
+    xn[2, 7] = float("nan")
+    with no_host_sync():
+        nvfp4.quantize(xn)
+        y = nvfp4.linear(xn, nvfp4.Layer(w), input_scale="dynamic")
+    assert torch.isnan(y.float()).all()
+    for fn in (lambda: nvfp4.quantize(xn, strict=True),
+               lambda: nvfp4.linear(xn, nvfp4.Layer(w), strict=True)):
+        try:
+            fn()
+        except ValueError as e:
+            assert "row 2, col 7" in str(e) and "strict=True" in str(e), str(e)
+        else:
+            raise AssertionError("strict=True must refuse a NaN in x")
+    nvfp4.linear(x, nvfp4.Layer(w), strict=True)  # finite: no complaint
+    return f"{n} values"
 
 
 # ---------------------------------------------------------------------------

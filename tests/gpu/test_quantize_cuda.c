@@ -286,9 +286,10 @@ static void check_golden(const char *name)
         buf[i] = test_read_file(path, &got[i]);
         ok &= buf[i] != NULL && got[i] == want[i];
     }
-    if (!ok) {
-        printf("SKIP golden %s: files not found under %s (set NVFP4_GOLDEN)\n", name, test_golden_dir());
-    } else {
+    /* the files are part of the repository: missing ones are a failure */
+    CHECKF(ok, "golden %s: files missing or of the wrong size under %s (NVFP4_GOLDEN names "
+               "another directory)", name, test_golden_dir());
+    if (ok) {
         gpu_result g;
         uint16_t *d;
         CUDA_OK(cudaMalloc((void **)&d, want[0]));

@@ -1,10 +1,6 @@
 /* time_explain.c -- wall time of nvfp4_explain() on a seed linear.
- * Built by hand (not part of `make test`):
- *   make lib
- *   cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude tests/perf/time_explain.c build/libnvfp4.a \
- *      -ljansson -lpthread -lm -lstdc++ -o build/time_explain   (add the CUDA libs of the
- *      Makefile's CUDA_LIBS in CUDA builds)
- *   build/time_explain [M N K [threads [S [f16]]]]
+ * Built by `make perf` (CI builds it and runs it once on a small shape):
+ *   build/perf/time_explain [M N K [threads [S [f16]]]]
  * Defaults: FC2 (M=128, N=5376, K=14336), 2 threads, REF = nvfp4_gemm_cpu
  * sm90 with K slices S = 1.  The data is realistic: activations with a heavy
  * per-block scale spread and a few channels 1000x larger, weights N(0, 0.02)

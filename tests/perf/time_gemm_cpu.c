@@ -1,9 +1,6 @@
 /* time_gemm_cpu.c -- wall time of nvfp4_gemm_cpu() on a real layer shape.
- * Built by hand (not part of `make test`):
- *   make BUILD=build NVFP4_CUDA=0 lib
- *   cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc -Isrc/core tests/perf/time_gemm_cpu.c \
- *      build/libnvfp4.a -ljansson -lpthread -lm -o build/time_gemm_cpu
- *   build/time_gemm_cpu [M N K [threads [model [reps [check_rows [path]]]]]]
+ * Built by `make perf` (CI builds it and runs it once on a small shape):
+ *   build/perf/time_gemm_cpu [M N K [threads [model [reps [check_rows [path]]]]]]
  * Defaults: FC1 (M=128, N=28672, K=5376), 2 threads, sm90, 3 reps; model is
  * sm90, sm120 or exact.  The operands are nvfp4_quantize() of normal data
  * (activations N(0,1), weights N(0,0.02)), so the fast path sees what it

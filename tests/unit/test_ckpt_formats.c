@@ -9,7 +9,10 @@
  *    every byte;
  *  - what a target cannot hold is refused before anything is written;
  *  - GGUF's UE4M3 scale bytes decode as gguf-py decodes them;
- *  - the GGUF reader rejects every prefix and survives every corrupted byte. */
+ *  - the GGUF reader rejects every prefix and survives every corrupted byte;
+ *  - a weight's rows record (nvfp4 quantize's padding) is read by every
+ *    format's loaders, carried by conversion, and refused when padding
+ *    could not have made the stored rows. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -593,6 +596,96 @@ static void comfyui(void)
     nvfp4_ckpt_tensor_free(&q);
 }
 
+/* A ComfyUI layer of 37 rows (stored padded to 48) whose file records its
+ * rows, or `record` in their place (NULL: none). */
+static void write_rows_layer(const char *path, const nvfp4_tensor *t, const char *record)
+{
+    nvfp4_st_writer *w = NULL;
+    nvfp4_st_writer_new(&w);
+    float bias[37];
+    for (int i = 0; i < 37; i++) bias[i] = (float)i;
+    int64_t nb = 37;
+    CHECK(nvfp4_st_add_nvfp4_layer(w, "blk", t) == NVFP4_OK);
+    CHECK(nvfp4_st_writer_add(w, "blk.bias", NVFP4_DTYPE_F32, 1, &nb, bias, sizeof bias) == NVFP4_OK);
+    if (record) CHECK(nvfp4_st_writer_set_metadata(w, NVFP4_ST_ROWS_KEY_PREFIX "blk.weight", record) == NVFP4_OK);
+    CHECK(nvfp4_st_writer_write(w, path, NULL, NULL) == NVFP4_OK);
+    nvfp4_st_writer_free(w);
+}
+
+/* The logical rows a rows record names, through every format's loaders. */
+static void logical_rows(void)
+{
+    uint16_t x[37 * 48];
+    uint64_t rng = 11;
+    for (int i = 0; i < 37 * 48; i++) x[i] = nvfp4_bf16_from_f32((float)test_normal(&rng));
+    nvfp4_tensor q; /* 48 stored rows */
+    CHECK(nvfp4_quantize(&q, x, NVFP4_DTYPE_BF16, 37, 48, NULL, NVFP4_VARIANT_EAGER, 1) == NVFP4_OK);
+    CHECK(q.rows == 48);
+    write_rows_layer(tmp("rows.safetensors"), &q, "37");
+    CHECK(convert(tmp("rows.safetensors"), tmp("rows-mo.safetensors"), NVFP4_FORMAT_MODELOPT, 0) == NVFP4_OK);
+    const char *paths[2] = {tmp("rows.safetensors"), tmp("rows-mo.safetensors")};
+    for (int f = 0; f < 2; f++) {
+        nvfp4_ckpt *c = NULL;
+        CHECKF(nvfp4_ckpt_open(&c, paths[f], NVFP4_FORMAT_UNKNOWN) == NVFP4_OK, "%s", nvfp4_last_error());
+        int64_t rows = 0, stored = 0, cols = 0;
+        CHECK(nvfp4_ckpt_dims(c, "blk.weight", &stored, &cols) == NVFP4_OK && stored == 48);
+        CHECKF(nvfp4_ckpt_rows(c, "blk.weight", &rows) == NVFP4_OK && rows == 37, "%s: %lld rows",
+               paths[f], (long long)rows);
+        CHECK(nvfp4_ckpt_rows(c, "nope.weight", &rows) == NVFP4_ERR_NOT_FOUND);
+        nvfp4_layer l;
+        CHECKF(nvfp4_ckpt_load_layer(&l, c, "blk") == NVFP4_OK, "%s: %s", paths[f], nvfp4_last_error());
+        CHECK(l.weight.rows == 37 && l.weight.cols == 48 && l.bias && l.bias[36] == 36.0f);
+        for (int64_t r = 0; r < 37 && l.weight.codes; r++)
+            for (int64_t cc = 0; cc < 48; cc++)
+                if (nvfp4_tensor_code(&l.weight, r, cc) != nvfp4_tensor_code(&q, r, cc) ||
+                    nvfp4_tensor_scale(&l.weight, r, cc / 16) != nvfp4_tensor_scale(&q, r, cc / 16)) {
+                    CHECKF(0, "%s: (row %lld, col %lld) differs", paths[f], (long long)r, (long long)cc);
+                    r = 37;
+                    break;
+                }
+        nvfp4_layer_free(&l);
+        nvfp4_ckpt_close(c);
+        nvfp4_tensor t;
+        CHECK(nvfp4_load_tensor(&t, paths[f], "blk.weight") == NVFP4_OK && t.rows == 37);
+        nvfp4_tensor_free(&t);
+    }
+    /* records padding to 16 cannot have made 48 stored rows of: refused;
+     * 33 rows pad to 48 as well */
+    static const struct { const char *v; int64_t rows; } R[] = {
+        {"33", 33}, {"48", 48}, {"32", -1}, {"49", -1}, {"0", -1}, {"-37", -1}, {"+37", -1},
+        {" 37", -1}, {"37 ", -1}, {"0x25", -1}, {"", -1}, {"99999999999999999999", -1},
+    };
+    for (size_t i = 0; i < sizeof R / sizeof R[0]; i++) {
+        write_rows_layer(tmp("rec.safetensors"), &q, R[i].v);
+        CHECK(convert(tmp("rec.safetensors"), tmp("rec-mo.safetensors"), NVFP4_FORMAT_MODELOPT, 0) == NVFP4_OK);
+        const char *both[2] = {tmp("rec.safetensors"), tmp("rec-mo.safetensors")};
+        for (int f = 0; f < 2; f++) {
+            nvfp4_ckpt *c = NULL;
+            int64_t rows = 0;
+            CHECK(nvfp4_ckpt_open(&c, both[f], NVFP4_FORMAT_UNKNOWN) == NVFP4_OK);
+            nvfp4_status st = nvfp4_ckpt_rows(c, "blk.weight", &rows);
+            CHECKF(R[i].rows < 0 ? st == NVFP4_ERR_MALFORMED && strstr(nvfp4_last_error(), "nvfp4.rows.blk.weight")
+                                 : st == NVFP4_OK && rows == R[i].rows,
+                   "%s: record '%s': %s", both[f], R[i].v, nvfp4_last_error());
+            nvfp4_ckpt_close(c);
+            nvfp4_tensor t;
+            st = nvfp4_load_tensor(&t, both[f], "blk.weight");
+            CHECKF(R[i].rows < 0 ? st == NVFP4_ERR_MALFORMED && !t.codes
+                                 : st == NVFP4_OK && t.rows == R[i].rows,
+                   "%s: the weight with record '%s'", both[f], R[i].v);
+            nvfp4_tensor_free(&t);
+        }
+    }
+    /* no record: the stored rows */
+    write_rows_layer(tmp("none.safetensors"), &q, NULL);
+    nvfp4_ckpt *c = NULL;
+    int64_t rows = 0;
+    CHECK(nvfp4_ckpt_open(&c, tmp("none.safetensors"), NVFP4_FORMAT_UNKNOWN) == NVFP4_OK);
+    CHECK(nvfp4_ckpt_rows(c, "blk.weight", &rows) == NVFP4_OK && rows == 48);
+    nvfp4_ckpt_close(c);
+    nvfp4_tensor_free(&q);
+}
+
 static void cleanup(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -626,6 +719,7 @@ int main(void)
     TEST("gguf damage") gguf_damage();
     TEST("write, read") write_read_round_trip();
     TEST("comfyui") comfyui();
+    TEST("logical rows") logical_rows();
     cleanup(tmpdir);
     return test_summary("ckpt_formats");
 }

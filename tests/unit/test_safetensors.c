@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "io/atomic.h" /* internal: the atomic files the writer uses */
 #include "nvfp4.h"
 #include "testlib.h"
 
@@ -142,20 +143,24 @@ static void app_handler(int sig)
 {
     (void)sig;
     app_handler_ran = 1;
-    nvfp4_remove_temp_files();
+    nvfp4_atomic_unlink_temps();
 }
 
-/* A writer interrupted by SIGINT, SIGTERM or SIGHUP (default action) dies of
- * that signal and leaves neither the target nor its temporary file; with
- * the application's own handler calling nvfp4_remove_temp_files(), the
- * write fails and leaves nothing either. */
+/* The library installs no signal handler: after a write, SIGINT, SIGTERM,
+ * SIGHUP and SIGQUIT keep their default action, and a writer killed by one
+ * of them dies of it (leaving its temporary file: cleaning up is the
+ * program's choice).  A program's own handler calling
+ * nvfp4_atomic_unlink_temps() removes the temporary file and the write then
+ * fails, leaving nothing. */
 static void test_interrupted_writes(void)
 {
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
     size_t big = 1 << 20;
     uint8_t *payload = calloc(big, 1);
     int64_t shape[1] = {(int64_t)big};
-    for (int i = 0; i < 3; i++) {
+    struct sigaction before[4]; /* a background job may start with some ignored */
+    for (int i = 0; i < 4; i++) sigaction(sigs[i], NULL, &before[i]);
+    for (int i = 0; i < 4; i++) {
         char dir[128];
         snprintf(dir, sizeof dir, "%s/sig%d", tmpdir, sigs[i]);
         mkdir(dir, 0755);
@@ -164,6 +169,9 @@ static void test_interrupted_writes(void)
         fflush(stdout);
         pid_t pid = fork();
         if (pid == 0) {
+            struct rlimit no_core = {0, 0};
+            setrlimit(RLIMIT_CORE, &no_core); /* SIGQUIT's default action dumps core */
+            signal(sigs[i], SIG_DFL);
             nvfp4_st_writer *w = NULL;
             int sig = sigs[i];
             if (nvfp4_st_writer_new(&w) != NVFP4_OK ||
@@ -176,11 +184,32 @@ static void test_interrupted_writes(void)
         CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
         CHECKF(WIFSIGNALED(status) && WTERMSIG(status) == sigs[i], "signal %d: status 0x%x",
                sigs[i], status);
-        CHECKF(count_entries(dir) == 0, "signal %d: %d files left in %s", sigs[i],
-               count_entries(dir), dir);
+        CHECKF(access(target, F_OK) != 0 && count_entries(dir) == 1,
+               "signal %d: want only the temporary file in %s, found %d entries", sigs[i], dir,
+               count_entries(dir));
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            char p[400];
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlink(p);
+        }
+        if (d) closedir(d);
         rmdir(dir);
     }
-    /* the application's handler: the library leaves it in place */
+    /* the writes in this process changed no disposition */
+    nvfp4_st_writer *w0 = NULL;
+    CHECK(nvfp4_st_writer_new(&w0) == NVFP4_OK &&
+          nvfp4_st_writer_add(w0, "payload", NVFP4_DTYPE_U8, 1, shape, payload, big) == NVFP4_OK &&
+          nvfp4_st_writer_write(w0, tmp_path("plain.safetensors"), NULL, NULL) == NVFP4_OK);
+    nvfp4_st_writer_free(w0);
+    unlink(tmp_path("plain.safetensors"));
+    for (int i = 0; i < 4; i++) {
+        struct sigaction now;
+        CHECKF(sigaction(sigs[i], NULL, &now) == 0 && now.sa_handler == before[i].sa_handler,
+               "signal %d: the library changed its handler", sigs[i]);
+    }
+    /* the application's handler */
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = app_handler;
@@ -228,6 +257,85 @@ static void test_atomic_file(void)
           msg_has(nodir));
     nvfp4_atomic_discard(NULL);
     unlink(target);
+}
+
+/* Write x (a quantized rows0 x 32 tensor) with the rows record `record`
+ * (NULL: none), a real layer marker M and a user tensor U.comfy_quant; open it. */
+static nvfp4_st_file *rows_file(const char *path, const nvfp4_tensor *q, const char *record)
+{
+    nvfp4_st_writer *w = NULL;
+    float user[3] = {1, 2, 3};
+    int64_t shape[1] = {3};
+    CHECK(nvfp4_st_writer_new(&w) == NVFP4_OK && nvfp4_st_add_nvfp4(w, "x", q) == NVFP4_OK &&
+          nvfp4_st_add_nvfp4_layer(w, "M", q) == NVFP4_OK &&
+          nvfp4_st_writer_add(w, "U.comfy_quant", NVFP4_DTYPE_F32, 1, shape, user, sizeof user) ==
+              NVFP4_OK);
+    if (record) CHECK(nvfp4_st_writer_set_metadata(w, NVFP4_ST_ROWS_KEY_PREFIX "x", record) == NVFP4_OK);
+    CHECK(nvfp4_st_writer_write(w, path, NULL, NULL) == NVFP4_OK);
+    nvfp4_st_writer_free(w);
+    nvfp4_st_file *f = NULL;
+    CHECK(nvfp4_st_open(&f, path) == NVFP4_OK);
+    return f;
+}
+
+/* Logical rows: the record sets the rows the loader returns (the stored
+ * padding rows dropped, the scales kept as stored); a record ComfyUI's
+ * padding cannot explain is malformed.  And the marker is told from a user
+ * tensor of its name. */
+static void test_rows_and_marker(void)
+{
+    uint64_t s = 31;
+    uint16_t x[20 * 32];
+    for (size_t i = 0; i < 20 * 32; i++) x[i] = nvfp4_bf16_from_f32((float)test_normal(&s));
+    for (int rows0 = 4; rows0 <= 20; rows0 += 16) { /* stored 16 and 32 rows */
+        nvfp4_tensor q;
+        CHECK(nvfp4_quantize(&q, x, NVFP4_DTYPE_BF16, rows0, 32, NULL, NVFP4_VARIANT_EAGER, 1) == NVFP4_OK);
+        const char *path = tmp_path("rows.safetensors");
+        nvfp4_st_writer *w = NULL;
+        CHECK(nvfp4_st_writer_new(&w) == NVFP4_OK && nvfp4_st_add_nvfp4(w, "x", &q) == NVFP4_OK &&
+              nvfp4_st_writer_set_rows(w, "x", rows0) == NVFP4_OK &&
+              nvfp4_st_writer_set_rows(w, "x", 0) == NVFP4_ERR_INVALID_ARGUMENT &&
+              nvfp4_st_writer_write(w, path, NULL, NULL) == NVFP4_OK);
+        nvfp4_st_writer_free(w);
+        nvfp4_st_file *f = NULL;
+        nvfp4_tensor t;
+        CHECK(nvfp4_st_open(&f, path) == NVFP4_OK && nvfp4_st_load_nvfp4(&t, f, "x") == NVFP4_OK);
+        CHECKF(t.rows == rows0 && t.cols == 32 && q.rows == (rows0 + 15) / 16 * 16,
+               "rows %lld (stored %lld), want %d", (long long)t.rows, (long long)q.rows, rows0);
+        test_equal_bits("recorded rows: codes", t.codes, q.codes, 1, rows0, 16);
+        test_equal_bits("recorded rows: scales as stored", t.scales, q.scales, 1, 1,
+                        (int64_t)nvfp4_scales_bytes(q.rows, 32, NVFP4_SCALES_TILED));
+        nvfp4_tensor_free(&t);
+        nvfp4_st_close(f);
+        /* records: which ones ComfyUI's padding of q.rows rows explains */
+        char bad1[24], bad2[24], good[24];
+        snprintf(bad1, sizeof bad1, "%lld", (long long)q.rows + 1);
+        snprintf(bad2, sizeof bad2, "%lld", (long long)q.rows - 16);
+        snprintf(good, sizeof good, "%lld", (long long)q.rows - 15);
+        const char *bad[] = {bad1, bad2, "0", "-3", "4x", "", " 4"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            f = rows_file(path, &q, bad[i]);
+            CHECKF(nvfp4_st_load_nvfp4(&t, f, "x") == NVFP4_ERR_MALFORMED &&
+                       msg_has("nvfp4.rows.x") && msg_has("is not a row count"),
+                   "record '%s' with %lld stored rows: %s", bad[i], (long long)q.rows, nvfp4_last_error());
+            nvfp4_st_close(f);
+        }
+        f = rows_file(path, &q, good);
+        const char *corpus = getenv("NVFP4_WRITE_FUZZ_CORPUS");
+        if (corpus && rows0 == 4) write_corpus(corpus, "rows-record.safetensors", path);
+        CHECK(nvfp4_st_load_nvfp4(&t, f, "x") == NVFP4_OK && t.rows == q.rows - 15);
+        nvfp4_tensor_free(&t);
+        /* without a record: the stored rows, for "M.weight" too */
+        CHECK(nvfp4_st_load_nvfp4(&t, f, "M.weight") == NVFP4_OK && t.rows == q.rows);
+        nvfp4_tensor_free(&t);
+        CHECK(nvfp4_st_is_nvfp4_marker(f, "M.comfy_quant") == 1);
+        CHECK(nvfp4_st_is_nvfp4_marker(f, "U.comfy_quant") == 0);
+        CHECK(nvfp4_st_is_nvfp4_marker(f, "x") == 0 && nvfp4_st_is_nvfp4_marker(f, "nope") == 0);
+        CHECK(nvfp4_st_is_nvfp4_marker(NULL, "M.comfy_quant") == 0);
+        nvfp4_st_close(f);
+        unlink(path);
+        nvfp4_tensor_free(&q);
+    }
 }
 
 /* ComfyUI layers: writer adds the marker, loader pads the bias, checks dtypes. */
@@ -828,12 +936,16 @@ int main(void)
         free(payload);
     }
 
-    TEST("interrupted writes leave no temporary file") {
+    TEST("signals: no handler in the library; a program's handler removes the temporary file") {
         test_interrupted_writes();
     }
 
     TEST("ComfyUI layer API") {
         test_layer_api();
+    }
+
+    TEST("logical rows recorded in the metadata; the marker and a user tensor of its name") {
+        test_rows_and_marker();
     }
 
     TEST("atomic files") {

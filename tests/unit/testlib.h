@@ -1,7 +1,9 @@
 /* testlib.h -- a tiny test harness: CHECK counts, TEST groups, a summary.
  *
  * Each test program ends with `return test_summary();`, which prints
- * "RESULT <name> passed=N failed=M" for tests/run_unit.sh to add up.
+ * "RESULT <name> passed=N failed=M skipped=S" for tests/run_unit.sh to add
+ * up.  A test that cannot run on this machine says why with TEST_SKIP; a
+ * program whose checks all skipped, or that made none, fails.
  * On a mismatch, print the first differing element with test_fail_at(). */
 #ifndef NVFP4_TESTLIB_H
 #define NVFP4_TESTLIB_H
@@ -13,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int test_passed_, test_failed_;
+static int test_passed_, test_failed_, test_skipped_;
 static const char *test_current_ = "";
 
 #define TEST(name) for (int once_ = (test_current_ = (name), 1); once_; once_ = 0)
@@ -40,6 +42,16 @@ static const char *test_current_ = "";
             fprintf(stderr, __VA_ARGS__);                                              \
             fputc('\n', stderr);                                                       \
         }                                                                              \
+    } while (0)
+
+/* A part of the test this machine cannot run (no GPU, no compiler): counted
+ * and printed with its reason, never silently passed. */
+#define TEST_SKIP(...)                                                                 \
+    do {                                                                               \
+        test_skipped_++;                                                               \
+        printf("SKIP [%s]: ", test_current_);                                          \
+        printf(__VA_ARGS__);                                                           \
+        putchar('\n');                                                                 \
     } while (0)
 
 /* Compare two arrays of n elements of `size` bytes laid out as rows x cols;
@@ -114,7 +126,12 @@ static inline const char *test_golden_dir(void)
 
 static inline int test_summary(const char *name)
 {
-    printf("RESULT %s passed=%d failed=%d\n", name, test_passed_, test_failed_);
+    if (test_passed_ == 0 && test_failed_ == 0) {
+        fprintf(stderr, "FAIL %s: no check ran\n", name);
+        test_failed_ = 1;
+    }
+    printf("RESULT %s passed=%d failed=%d skipped=%d\n", name, test_passed_, test_failed_,
+           test_skipped_);
     return test_failed_ ? 1 : 0;
 }
 
