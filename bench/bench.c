@@ -639,6 +639,10 @@ int nvfp4_cli_bench(int argc, char **argv)
     if (load_cublas()) goto fail;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    int cc_major = 0;
+    cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev);
+    /* cuBLASLt's block-scaled FP4 GEMMs exist from compute capability 10.0 on */
+    const int lt_has_fp4 = cc_major >= 10;
     CB(cublasCreate(&hb), "cublasCreate");
     CB(cublasLtCreate(&hl), "cublasLtCreate");
     CK(cudaMalloc(&lt_ws, lt_ws_bytes), "cudaMalloc");
@@ -650,6 +654,9 @@ int nvfp4_cli_bench(int argc, char **argv)
            "byte floor %.0f GB/s (%s)\n",
            dev_name, cc, l2 >> 20, copy_bw / 1e12, fp16_tflops, floor_bw / 1e9,
            opt.floor_gbs > 0 ? "nominal" : "the measured copy");
+    if (!lt_has_fp4)
+        printf("cuBLASLt NVFP4: none on this GPU (block-scaled FP4 needs compute capability 10.0 or "
+               "later): its column stays empty\n");
     fflush(stdout);
 
     for (int li = 0; li < 4; li++) {
@@ -781,7 +788,7 @@ int nvfp4_cli_bench(int argc, char **argv)
                 f4.x[r] = xq[r], f4.sx[r] = xqs[r];
             }
             snprintf(what, sizeof what, "NVFP4 on %s M=%lld", L->name, (long long)m);
-            const int fp4_ok = lt_prepare(&f4, CUDA_R_4F_E2M1, NULL, NULL, m, n, k, what);
+            const int fp4_ok = lt_has_fp4 ? lt_prepare(&f4, CUDA_R_4F_E2M1, NULL, NULL, m, n, k, what) : 0;
             if (fp4_ok < 0) goto fail;
             /* streaming A: fused linear and quantize kernel + GEMM, static
              * input scale, BF16 activations rotated with the weights */
@@ -845,9 +852,11 @@ int nvfp4_cli_bench(int argc, char **argv)
             free(lc);
             double floor_us = R->bytes_nvfp4 / floor_bw * 1e6;
             double tc_us = 2.0 * (double)m * n * k / (fp16_tflops * 1e12) * 1e6;
-            printf("  %-8s M=%-5lld nvfp4 %9.1f us  bf16 %9.1f us  fp8 %9.1f us  cuBLASLt nvfp4 %9.1f us  ratio %.2f  "
+            char lt4[32] = "        -";
+            if (R->us_fp4lt > 0) snprintf(lt4, sizeof lt4, "%9.1f", R->us_fp4lt);
+            printf("  %-8s M=%-5lld nvfp4 %9.1f us  bf16 %9.1f us  fp8 %9.1f us  cuBLASLt nvfp4 %s us  ratio %.2f  "
                    "bytes %3.0f%%  fp16 %3.0f%%  fused %9.1f us (x%.2f)  unfused %9.1f us  fused dynamic %9.1f us\n",
-                   L->name, (long long)m, R->us_nvfp4, R->us_bf16, R->us_fp8, R->us_fp4lt, R->us_nvfp4 / R->us_bf16,
+                   L->name, (long long)m, R->us_nvfp4, R->us_bf16, R->us_fp8, lt4, R->us_nvfp4 / R->us_bf16,
                    100 * floor_us / R->us_nvfp4, 100 * tc_us / R->us_nvfp4, R->us_fused,
                    R->us_fused / R->us_nvfp4, R->us_unfused, R->us_fused_dyn);
             fflush(stdout);
