@@ -198,7 +198,7 @@ def main(argv):
     ap.add_argument("--range", help="START:END hex addresses of the loop instead")
     ap.add_argument("--path", help="comma-separated block numbers of the path (default: fall-through)")
     ap.add_argument("--chain", type=int, default=0,
-                    help="cycles per dependent MMA step (issue #11's probe: 67 for m64n128k16)")
+                    help="cycles per dependent MMA step (dev/cuda/probe_chain measures it: 67 for m64n128k16)")
     ap.add_argument("--lat", action="append", default=[], help="OP=CYCLES latency override")
     ap.add_argument("--mio", action="store_true",
                     help="with --chain, also the timeline in which shared-memory instructions issued "
