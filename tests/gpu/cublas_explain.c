@@ -40,6 +40,7 @@
 #include "internal.h"
 #include "explain_common.h"
 #include "nvfp4.h"
+#include "seed_linears.h"
 
 #define CUDA_OK(call)                                                                  \
     do {                                                                               \
@@ -60,17 +61,8 @@
         }                                                                              \
     } while (0)
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* ---- data ------------------------------------------------------------------ */
 
-static const struct { const char *name; int64_t n, k; } linears[4] = {
-    {"qkv", 21504, 5376}, {"attn_out", 5376, 7168}, {"fc1", 28672, 5376}, {"fc2", 5376, 14336}};
 static const int64_t m_values[4] = {1, 16, 128, 2048};
 static const char *data_names[2] = {"benign", "realistic"};
 
@@ -221,8 +213,8 @@ int main(int argc, char **argv)
     double t_start = now_s();
 
     for (int li = 0; li < 4; li++) {
-        if (!explain_in_list(lin_list, linears[li].name)) continue;
-        int64_t N = linears[li].n / (selftest ? 16 : 1), K = linears[li].k, Mmax = 0;
+        if (!explain_in_list(lin_list, SEED_LINEARS[li].name)) continue;
+        int64_t N = SEED_LINEARS[li].n / (selftest ? 16 : 1), K = SEED_LINEARS[li].k, Mmax = 0;
         for (int mi = 0; mi < 4; mi++) {
             char buf[24];
             snprintf(buf, sizeof buf, "%lld", (long long)m_values[mi]);
@@ -332,13 +324,13 @@ int main(int argc, char **argv)
                     const char *uniq = res.unique ? "yes" : res.ambiguous ? "ambig." : "no";
                     char rows[16];
                     snprintf(rows, sizeof rows, "%lld", (long long)R);
-                    printf(cols_fmt, linears[li].name, mbuf, data_names[data], dt ? "bf16" : "f16",
+                    printf(cols_fmt, SEED_LINEARS[li].name, mbuf, data_names[data], dt ? "bf16" : "f16",
                            contract, matched, uniq, rows, kern);
-                    fprintf(txt, cols_fmt, linears[li].name, mbuf, data_names[data],
+                    fprintf(txt, cols_fmt, SEED_LINEARS[li].name, mbuf, data_names[data],
                             dt ? "bf16" : "f16", contract, matched, uniq, rows, kern);
                     fflush(stdout);
                     json_t *o = json_object();
-                    json_object_set_new(o, "linear", json_string(linears[li].name));
+                    json_object_set_new(o, "linear", json_string(SEED_LINEARS[li].name));
                     json_object_set_new(o, "m", json_integer(M));
                     json_object_set_new(o, "n", json_integer(N));
                     json_object_set_new(o, "k", json_integer(K));
@@ -365,7 +357,7 @@ int main(int argc, char **argv)
                             for (int64_t j = 0; j < hc; j++) hrf[r * hc + j] = c[r * N + c0 + j];
                         int64_t sa[2] = {hr, K}, sb[2] = {hc, K}, sr[2] = {hr, hc};
                         char base[64];
-                        snprintf(base, sizeof base, "%s_m%lld_%s", linears[li].name, (long long)M,
+                        snprintf(base, sizeof base, "%s_m%lld_%s", SEED_LINEARS[li].name, (long long)M,
                                  data_names[data]);
                         snprintf(name, sizeof name, "%s.a", base);
                         nvfp4_st_writer_add(held, name, NVFP4_DTYPE_F16, 2, sa, ha, (size_t)(hr * K) * 2);

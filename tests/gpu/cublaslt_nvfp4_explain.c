@@ -36,6 +36,7 @@
 #include "explain_common.h"
 #include "nvfp4.h"
 #include "sm120_data.h"
+#include "seed_linears.h"
 
 #define CUDA_OK(call)                                                                                     \
     do {                                                                                                  \
@@ -46,15 +47,6 @@
         }                                                                                                 \
     } while (0)
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static const struct { const char *name; int64_t n, k; } LIN[4] = {
-    {"qkv", 21504, 5376}, {"attn_out", 5376, 7168}, {"fc1", 28672, 5376}, {"fc2", 5376, 14336}};
 static const int64_t M_VALUES[4] = {1, 16, 128, 2048};
 static const char *DATA_NAMES[2] = {"narrow", "spread"};
 static const int DATA_KINDS[2] = {DATA_NARROW, DATA_REAL};
@@ -225,8 +217,8 @@ int main(int argc, char **argv)
     int failures = 0;
     const double t_start = now_s();
     for (int li = 0; li < 4; li++) {
-        if (!explain_in_list(lin_list, LIN[li].name)) continue;
-        const int64_t N = LIN[li].n / (selftest ? 16 : 1), K = LIN[li].k;
+        if (!explain_in_list(lin_list, SEED_LINEARS[li].name)) continue;
+        const int64_t N = SEED_LINEARS[li].n / (selftest ? 16 : 1), K = SEED_LINEARS[li].k;
         int64_t mmax = 0;
         for (int mi = 0; mi < 4; mi++) {
             char b[24];
@@ -265,8 +257,8 @@ int main(int argc, char **argv)
                 } else {
                     CUDA_OK(cudaMemset(d_d, 0xff, (size_t)(M * N) * 4));
                     if (lt_run(&L, db.codes_lo, db.scales, da.codes_lo, da.scales, M, N, K, d_d, why, sizeof why)) {
-                        printf(fmt, LIN[li].name, mbuf, DATA_NAMES[di], "-", "cuBLASLt refused", why, "", "");
-                        fprintf(txt, fmt, LIN[li].name, mbuf, DATA_NAMES[di], "-", "cuBLASLt refused", why, "", "");
+                        printf(fmt, SEED_LINEARS[li].name, mbuf, DATA_NAMES[di], "-", "cuBLASLt refused", why, "", "");
+                        fprintf(txt, fmt, SEED_LINEARS[li].name, mbuf, DATA_NAMES[di], "-", "cuBLASLt refused", why, "", "");
                         failures++;
                         continue;
                     }
@@ -321,12 +313,12 @@ int main(int argc, char **argv)
                 snprintf(matched, sizeof matched, "%.6f of %lld",
                          f.evaluated ? (double)f.matched / (double)f.evaluated : 0.0, f.evaluated);
                 const char *uniq = f.unique ? "yes" : f.ambiguous ? "ambig." : "no";
-                printf(fmt, LIN[li].name, mbuf, DATA_NAMES[di], bf16 ? "bf16" : "fp32", contract, matched, uniq, kern);
-                fprintf(txt, fmt, LIN[li].name, mbuf, DATA_NAMES[di], bf16 ? "bf16" : "fp32", contract, matched, uniq,
+                printf(fmt, SEED_LINEARS[li].name, mbuf, DATA_NAMES[di], bf16 ? "bf16" : "fp32", contract, matched, uniq, kern);
+                fprintf(txt, fmt, SEED_LINEARS[li].name, mbuf, DATA_NAMES[di], bf16 ? "bf16" : "fp32", contract, matched, uniq,
                         kern);
                 fflush(stdout);
                 json_t *o = json_object();
-                json_object_set_new(o, "linear", json_string(LIN[li].name));
+                json_object_set_new(o, "linear", json_string(SEED_LINEARS[li].name));
                 json_object_set_new(o, "m", json_integer(M));
                 json_object_set_new(o, "n", json_integer(N));
                 json_object_set_new(o, "k", json_integer(K));

@@ -1,12 +1,21 @@
 /* explain_common.h -- what the GPU explain programs (cublas_explain.c,
- * cublaslt_nvfp4_explain.c) share: list options and the best candidate of
- * an nvfp4_explain report. */
+ * cublaslt_nvfp4_explain.c) share: a clock, list options and the best
+ * candidate of an nvfp4_explain report. */
 #ifndef NVFP4_TESTS_GPU_EXPLAIN_COMMON_H
 #define NVFP4_TESTS_GPU_EXPLAIN_COMMON_H
 
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+/* Seconds on the monotonic clock. */
+static inline double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /* Whether `item` is one of the comma-separated `list` (every item when NULL). */
 static inline int explain_in_list(const char *list, const char *item)

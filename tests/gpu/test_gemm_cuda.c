@@ -17,6 +17,7 @@
 
 #include "nvfp4.h"
 #include "testlib.h"
+#include "seed_linears.h"
 #include "cuda/sm90/plan.h"
 #include "nvfp4_testing.h"
 
@@ -334,14 +335,6 @@ static void expect_exact(nvfp4_status st, const float *graw, const uint16_t *gou
 
 /* ---- tests ------------------------------------------------------------------ */
 
-typedef struct linear {
-    const char *name;
-    int64_t n, k;
-} linear;
-
-static const linear LINEARS[4] = {
-    {"qkv", 21504, 5376}, {"attn_out", 5376, 7168}, {"fc1", 28672, 5376}, {"fc2", 5376, 14336}};
-
 /* The kernels a GEMM of NVFP4 activations can be forced onto (the
  * in-kernel A producer's twins run in test_linear_cuda). */
 static int gemm_kernel(int v) { return !nvfp4_sm90_kernels[v].bf16; }
@@ -636,7 +629,7 @@ static int64_t sample_rows(int64_t m, int64_t *idx, int64_t max, uint64_t seed)
 }
 
 /* One linear at one M: GPU with and without bias vs the CPU on sampled rows. */
-static void test_linear(const linear *L, const nvfp4_tensor *w, const dev_tensor *dw,
+static void test_linear(const seed_linear *L, const nvfp4_tensor *w, const dev_tensor *dw,
                         const float *bias, const float *dbias, int64_t m, int64_t max_rows,
                         uint64_t seed)
 {
@@ -684,7 +677,7 @@ static void test_linear(const linear *L, const nvfp4_tensor *w, const dev_tensor
 }
 
 /* A row's bits do not depend on M or on its position; 10 runs agree. */
-static void test_invariance(const linear *L, const dev_tensor *dw, const float *dbias)
+static void test_invariance(const seed_linear *L, const dev_tensor *dw, const float *dbias)
 {
     TEST("batch invariance and repeatability") {
         const int64_t big = 2048;
@@ -770,7 +763,7 @@ int main(int argc, char **argv)
     if (!quick) {
         static const int64_t ms[] = {1, 7, 16, 100, 129, 512, 2048};
         for (int li = 0; li < 4; li++) {
-            const linear *L = &LINEARS[li];
+            const seed_linear *L = &SEED_LINEARS[li];
             double t0 = now_s();
             nvfp4_tensor w = make_weight(L->n, L->k, 1000 + li);
             dev_tensor dw = upload(&w);

@@ -42,6 +42,7 @@
 #include "cuda/sm120/sm120.h"
 #include "nvfp4.h"
 #include "sm120_data.h"
+#include "seed_linears.h"
 #include "testlib.h"
 
 #define CUDA_OK(call)                                                                                \
@@ -186,13 +187,10 @@ static void gemm_case(const char *label, int64_t m, int64_t n, int64_t k, int k_
 
 /*---------------------------------- the linears ----------------------------------*/
 
-static const struct { const char *name; int64_t n, k; } LIN[4] = {
-    {"qkv", 21504, 5376}, {"attn_out", 5376, 7168}, {"fc1", 28672, 5376}, {"fc2", 5376, 14336}};
-
 static void seed_linears(void)
 {
     for (int li = 0; li < 4; li++) {
-        const int64_t n = LIN[li].n, k = LIN[li].k, mmax = 128;
+        const int64_t n = SEED_LINEARS[li].n, k = SEED_LINEARS[li].k, mmax = 128;
         double t0 = now_s();
         nvfp4_tensor a, b;
         sm120_data_operand(&a, mmax, k, 500 + (uint64_t)li, DATA_REAL);
@@ -209,7 +207,7 @@ static void seed_linears(void)
         for (int mi = 0; mi < 3; mi++) {
             const int64_t m = ms[mi];
             char what[96];
-            snprintf(what, sizeof what, "%s M=%lld (rows of the M=128 reference)", LIN[li].name, (long long)m);
+            snprintf(what, sizeof what, "%s M=%lld (rows of the M=128 reference)", SEED_LINEARS[li].name, (long long)m);
             nvfp4_status st = gpu_gemm(&da, m, &db, bias, 1, raw, out);
             CHECKF(st == NVFP4_OK, "%s: %s", what, nvfp4_last_error());
             if (st != NVFP4_OK) continue;
@@ -229,14 +227,14 @@ static void seed_linears(void)
         uint16_t *so = malloc((size_t)(ms_slices * n) * 2), *swo = malloc((size_t)(ms_slices * n) * 2);
         cpu_gemm(&a, ms_slices, &b, bias, slices, sw, swo);
         char what[96];
-        snprintf(what, sizeof what, "%s M=%lld k_slices=%d", LIN[li].name, (long long)ms_slices, slices);
+        snprintf(what, sizeof what, "%s M=%lld k_slices=%d", SEED_LINEARS[li].name, (long long)ms_slices, slices);
         nvfp4_status st = gpu_gemm(&da, ms_slices, &db, bias, slices, sr, so);
         CHECKF(st == NVFP4_OK, "%s: %s", what, nvfp4_last_error());
         if (st == NVFP4_OK) {
             if (!test_equal_bits(what, sr, sw, 4, ms_slices, n)) fprintf(stderr, "  (raw)\n");
             if (!test_equal_bits(what, so, swo, 2, ms_slices, n)) fprintf(stderr, "  (out)\n");
         }
-        printf("  %-8s M = 1, 16, 128 and k_slices %d: done (%.1f s, CPU reference %.1f s)\n", LIN[li].name, slices,
+        printf("  %-8s M = 1, 16, 128 and k_slices %d: done (%.1f s, CPU reference %.1f s)\n", SEED_LINEARS[li].name, slices,
                now_s() - t0, t_cpu);
         fflush(stdout);
         free(sr), free(sw), free(so), free(swo);
@@ -446,13 +444,13 @@ static void streaming_a(void)
     for (int li = 0; li < 4; li++) {
         double t0 = now_s();
         nvfp4_tensor w;
-        sm120_data_operand(&w, LIN[li].n, LIN[li].k, 800 + (uint64_t)li, DATA_REAL);
+        sm120_data_operand(&w, SEED_LINEARS[li].n, SEED_LINEARS[li].k, 800 + (uint64_t)li, DATA_REAL);
         dev_op dw;
         upload(&dw, &w, w.rows, 0);
         for (int mi = 0; mi < 2; mi++)
-            linear_case(LIN[li].name, mi ? 16 : 1, LIN[li].k, &w, &dw, li & 1, (li >> 1) ^ mi, mi, 1,
+            linear_case(SEED_LINEARS[li].name, mi ? 16 : 1, SEED_LINEARS[li].k, &w, &dw, li & 1, (li >> 1) ^ mi, mi, 1,
                         900 + (uint64_t)(10 * li + mi));
-        printf("  %-8s streaming A at M = 1, 16: done (%.1f s)\n", LIN[li].name, now_s() - t0);
+        printf("  %-8s streaming A at M = 1, 16: done (%.1f s)\n", SEED_LINEARS[li].name, now_s() - t0);
         fflush(stdout);
         release(&dw);
         nvfp4_tensor_free(&w);

@@ -7,14 +7,12 @@
  * arguments it refuses; and what any plan must satisfy whatever the shape
  * (sweeps over devices, M, N, K and slices). */
 #include "testlib.h"
+#include "seed_linears.h"
 
 #include "cuda/sm120/plan.c"
 
 #define GB10_SMS 48
 #define SM120_SMEM 101376u /* sm_120 / sm_121: opt-in shared memory per block (99 KB) */
-
-static const struct { const char *name; int64_t n, k; } LIN[4] = {
-    {"qkv", 21504, 5376}, {"attn_out", 5376, 7168}, {"fc1", 28672, 5376}, {"fc2", 5376, 14336}};
 
 /* What every plan must satisfy. */
 static void check_invariants(const char *what, int sms, size_t smem, int64_t m, int64_t n, int64_t k, int slices,
@@ -109,9 +107,9 @@ int main(void)
     {
         for (int li = 0; li < 4; li++)
             for (int64_t m = 1; m <= 2048; m *= 2) {
-                CHECK(nvfp4_sm120_plan_gemm(GB10_SMS, SM120_SMEM, m, LIN[li].n, LIN[li].k, 1, &p) == 0);
+                CHECK(nvfp4_sm120_plan_gemm(GB10_SMS, SM120_SMEM, m, SEED_LINEARS[li].n, SEED_LINEARS[li].k, 1, &p) == 0);
                 const int64_t want = cdiv(p.units, p.warps);
-                CHECKF(p.grid == (want < GB10_SMS ? want : GB10_SMS), "%s M=%lld: grid %d", LIN[li].name,
+                CHECKF(p.grid == (want < GB10_SMS ? want : GB10_SMS), "%s M=%lld: grid %d", SEED_LINEARS[li].name,
                        (long long)m, p.grid);
             }
         /* the four linears at M = 1 fill all 48 SMs of a GB10 with 16-row units */

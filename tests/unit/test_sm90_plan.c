@@ -8,6 +8,7 @@
  * a slice ends before K; every kernel of the table reachable; and the
  * choices read off the H200 bench (docs/KERNEL.md) for the four linears. */
 #include "testlib.h"
+#include "seed_linears.h"
 
 #include "cuda/sm90/plan.c"
 
@@ -18,9 +19,6 @@
 static const nvfp4_sm90_device H200 = {SMS, OPTIN, PER_SM};
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-static const struct { const char *name; int64_t n, k; } LIN[4] = {
-    {"qkv", 21504, 5376}, {"attn_out", 5376, 7168}, {"fc1", 28672, 5376}, {"fc2", 5376, 14336}};
 
 static int forced_kernel; /* check_plan: the plan is of a forced kernel */
 
@@ -146,11 +144,11 @@ int main(void)
             for (int mi = 0; mi < NMS; mi++)
                 for (int slices = 0; slices <= 4; slices++)
                     for (int ai = 0; ai < 2; ai++) {
-                        snprintf(what, sizeof what, "%s M=%lld S=%d act %d", LIN[li].name, (long long)MS[mi], slices,
+                        snprintf(what, sizeof what, "%s M=%lld S=%d act %d", SEED_LINEARS[li].name, (long long)MS[mi], slices,
                                  acts[ai]);
-                        const int rc = nvfp4_sm90_plan_gemm(&H200, MS[mi], LIN[li].n, LIN[li].k, slices, acts[ai], &p);
+                        const int rc = nvfp4_sm90_plan_gemm(&H200, MS[mi], SEED_LINEARS[li].n, SEED_LINEARS[li].k, slices, acts[ai], &p);
                         CHECKF(rc == 0, "%s: no plan", what);
-                        if (rc == 0) check_plan(what, &H200, MS[mi], LIN[li].n, LIN[li].k, slices, acts[ai], &p);
+                        if (rc == 0) check_plan(what, &H200, MS[mi], SEED_LINEARS[li].n, SEED_LINEARS[li].k, slices, acts[ai], &p);
                     }
         /* odd shapes: N not a multiple of a warp's rows, tiny N and K, M past
          * 2^20, K shorter than a chunk */
@@ -169,9 +167,9 @@ int main(void)
         const nvfp4_sm90_device small = {16, 101376, 102400};
         for (int li = 0; li < 4; li++)
             for (int mi = 0; mi < NMS; mi++) {
-                snprintf(what, sizeof what, "small device %s M=%lld", LIN[li].name, (long long)MS[mi]);
-                if (nvfp4_sm90_plan_gemm(&small, MS[mi], LIN[li].n, LIN[li].k, 1, NVFP4_SM90_ACT_NVFP4, &p) == 0)
-                    check_plan(what, &small, MS[mi], LIN[li].n, LIN[li].k, 1, NVFP4_SM90_ACT_NVFP4, &p);
+                snprintf(what, sizeof what, "small device %s M=%lld", SEED_LINEARS[li].name, (long long)MS[mi]);
+                if (nvfp4_sm90_plan_gemm(&small, MS[mi], SEED_LINEARS[li].n, SEED_LINEARS[li].k, 1, NVFP4_SM90_ACT_NVFP4, &p) == 0)
+                    check_plan(what, &small, MS[mi], SEED_LINEARS[li].n, SEED_LINEARS[li].k, 1, NVFP4_SM90_ACT_NVFP4, &p);
             }
         CHECK(nvfp4_sm90_plan_gemm(&H200, 0, 5376, 7168, 1, NVFP4_SM90_ACT_NVFP4, &p) == -1);
         CHECK(nvfp4_sm90_plan_gemm(&H200, 1, 0, 7168, 1, NVFP4_SM90_ACT_NVFP4, &p) == -1);
@@ -223,11 +221,11 @@ int main(void)
             {3, 2048, WG, 232, 2, 0}, {1, 2048, WG, 256, 2, 0}, {2, 2048, WG, 256, 2, 0}, {0, 2048, WG, 256, 2, 0},
         };
         for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-            const int rc = nvfp4_sm90_plan_gemm(&H200, want[i].m, LIN[want[i].lin].n, LIN[want[i].lin].k, 1,
+            const int rc = nvfp4_sm90_plan_gemm(&H200, want[i].m, SEED_LINEARS[want[i].lin].n, SEED_LINEARS[want[i].lin].k, 1,
                                                 NVFP4_SM90_ACT_NVFP4, &p);
             const nvfp4_sm90_kernel *x = rc == 0 ? kern_of(&p) : NULL;
             CHECKF(x && x->family == want[i].family && x->mt == want[i].mt && x->nc == want[i].nc && x->r == want[i].r,
-                   "%s M=%lld: got %s", LIN[want[i].lin].name, (long long)want[i].m, x ? x->name : "none");
+                   "%s M=%lld: got %s", SEED_LINEARS[want[i].lin].name, (long long)want[i].m, x ? x->name : "none");
         }
         /* K slices: REGR never (no slice fold: its chunks go round its warps),
          * the wgmma kernel at bn = 64 with the slice code */
@@ -286,8 +284,8 @@ int main(void)
         static const struct { int lin; int64_t m; int want; } cases[] = {
             {1, 1, 1}, {1, 2, 1}, {2, 1, 1}, {2, 2, 1}, {3, 1, 0}, {0, 1, 0}, {1, 3, 0}, {2, 16, 0}, {1, 128, 0}};
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            const int64_t m = cases[i].m, n = LIN[cases[i].lin].n, k = LIN[cases[i].lin].k;
-            snprintf(what, sizeof what, "linear %s M=%lld", LIN[cases[i].lin].name, (long long)m);
+            const int64_t m = cases[i].m, n = SEED_LINEARS[cases[i].lin].n, k = SEED_LINEARS[cases[i].lin].k;
+            snprintf(what, sizeof what, "linear %s M=%lld", SEED_LINEARS[cases[i].lin].name, (long long)m);
             const int rc = nvfp4_sm90_plan_linear(&H200, m, n, k, 1, 1, &p);
             const int act = cases[i].want ? NVFP4_SM90_ACT_BF16 : NVFP4_SM90_ACT_QUANTIZED;
             CHECKF(rc == 0 && p.act == act, "%s: rc %d, activations %d", what, rc, p.act);
